@@ -1,0 +1,1 @@
+"""rags-expert: corrective-RAG and KG-query reflexion agents for LangGraph hosts."""
