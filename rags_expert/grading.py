@@ -1,0 +1,277 @@
+"""Shared grading, rephrasing and scoring over any LangChain chat model.
+
+Used by the RAG graph (:mod:`rags_expert.graph`) and by the KG-query reflexion
+graph (:mod:`rags_expert.kg`): both import these functions, neither copies them.
+
+Every call is one model request (plus transport retries, see
+:func:`rags_expert.llm.call_model`) with a capped output length and its own
+timeout. Structured output is asked for with the configured method (a forced
+tool call, a JSON-schema response format, JSON mode or plain text), and the reply
+is read tolerantly in this order: the tool call's arguments, JSON in the text,
+then plain words (``"Yes."``, ``"score: 8/10"``). When nothing parses, the
+documented default of :class:`~rags_expert.settings.GradingSettings` applies and
+the result says ``parsed=False``. Parsing never raises; only a model fault that
+survives its retries raises :class:`~rags_expert.llm.LLMCallError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel, Field
+
+from rags_expert.llm import RetryPolicy, call_model, message_text
+from rags_expert.parsing import parse_free_text_field, parse_model, parse_score, parse_yes_no
+from rags_expert.prompts import PromptStore
+from rags_expert.settings import GradingSettings, RagsExpertSettings
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# --- output schemas --------------------------------------------------------------------------
+
+
+class RelevanceGrade(BaseModel):
+    """Whether a retrieved chunk helps answer the question."""
+
+    relevant: bool = Field(description="true if the chunk contains information that helps answer the question")
+
+
+class GroundednessGrade(BaseModel):
+    """Whether every claim of the answer is supported by the chunks."""
+
+    grounded: bool = Field(description="true if every claim in the answer is supported by the chunks")
+    unsupported: str = Field("", description="the claims that are not supported, if any")
+
+
+class UsefulnessGrade(BaseModel):
+    """Whether the answer resolves the question."""
+
+    useful: bool = Field(description="true if the answer resolves the question")
+    missing: str = Field("", description="what the answer still lacks, if anything")
+
+
+class RephrasedQuery(BaseModel):
+    """A search query rewritten for better retrieval."""
+
+    query: str = Field(description="the rewritten search query")
+
+
+class ScoreGrade(BaseModel):
+    """A 0-10 score with a one-sentence reason."""
+
+    score: float = Field(ge=0, le=10, description="score from 0 (useless) to 10 (perfect)")
+    reason: str = Field("", description="one sentence explaining the score")
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A yes/no judgement. ``parsed`` is False when the default was used."""
+
+    value: bool
+    parsed: bool
+    raw: str
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Score:
+    """A 0-10 score. ``parsed`` is False when the default was used."""
+
+    score: float
+    reason: str
+    parsed: bool
+    raw: str
+
+
+@dataclass(frozen=True)
+class StructuredReply(Generic[M]):
+    """A structured call's outcome: the validated object (or None) and the reply's raw text."""
+
+    parsed: M | None
+    raw: str
+
+
+@dataclass(frozen=True)
+class GradingContext:
+    """What every shared call needs besides the model: settings, prompts, retry policy."""
+
+    settings: GradingSettings
+    prompts: PromptStore
+    retry: RetryPolicy
+
+    @classmethod
+    def from_settings(
+        cls, settings: RagsExpertSettings | None = None, prompts: PromptStore | None = None
+    ) -> GradingContext:
+        settings = settings or RagsExpertSettings()
+        return cls(
+            settings=settings.grading,
+            prompts=prompts or PromptStore(settings.prompts, settings.prompt_dir),
+            retry=RetryPolicy.from_settings(settings.llm, settings.secrets()),
+        )
+
+    def messages(self, key: str, **variables: Any) -> list[BaseMessage]:
+        """System prompt plus the rendered template ``key`` as the user turn."""
+        return [
+            SystemMessage(self.prompts.render("grader_system")),
+            HumanMessage(self.prompts.render(key, **variables)),
+        ]
+
+
+# --- the one structured call -------------------------------------------------------------------
+
+
+def _structured_runnable(model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext) -> Runnable:
+    method = ctx.settings.structured_output
+    capped: Runnable = model
+    try:
+        if method == "function_calling":
+            capped = model.bind_tools([schema], tool_choice=schema.__name__)
+        elif method == "json_schema":
+            capped = model.bind(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+                }
+            )
+        elif method == "json_mode":
+            capped = model.bind(response_format={"type": "json_object"})
+    except NotImplementedError:
+        capped = model  # the model cannot do tools: plain text, parsed tolerantly
+    return capped.bind(max_tokens=ctx.settings.max_tokens)
+
+
+def _reply_payloads(reply: Any) -> list[Any]:
+    """Candidate payloads of a reply, best first: tool-call args, malformed tool-call args, text."""
+    payloads: list[Any] = []
+    for call in getattr(reply, "tool_calls", None) or []:
+        payloads.append(call.get("args"))
+    for call in getattr(reply, "invalid_tool_calls", None) or []:
+        payloads.append(call.get("args"))
+    payloads.append(message_text(reply))
+    return [p for p in payloads if p]
+
+
+async def structured_call(
+    model: BaseChatModel,
+    schema: type[M],
+    messages: Sequence[BaseMessage],
+    ctx: GradingContext,
+    *,
+    config: RunnableConfig | None = None,
+) -> StructuredReply[M]:
+    """Ask ``model`` for a ``schema`` object; return it (or None) with the reply's raw text.
+
+    One request with capped output tokens and the grading timeout; its tokens are
+    kept out of the host's message stream. Raises only LLMCallError.
+    """
+    runnable = _structured_runnable(model, schema, ctx)
+    reply = await call_model(
+        runnable,
+        list(messages),
+        policy=ctx.retry,
+        timeout=ctx.settings.timeout,
+        config={**(config or {}), "tags": [TAG_NOSTREAM, "rags_expert:grading"]},
+    )
+    payloads = _reply_payloads(reply)
+    raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
+    for payload in payloads:
+        if (obj := parse_model(schema, payload)) is not None:
+            return StructuredReply(obj, raw)
+    return StructuredReply(None, raw)
+
+
+def _verdict(reply: StructuredReply, field: str, reason_field: str | None, default: bool) -> Verdict:
+    reason = getattr(reply.parsed, reason_field, "") if (reply.parsed and reason_field) else ""
+    if reply.parsed is not None:
+        return Verdict(bool(getattr(reply.parsed, field)), True, reply.raw, reason)
+    loose = parse_yes_no(reply.raw)
+    if loose is not None:
+        return Verdict(loose, True, reply.raw)
+    return Verdict(default, False, reply.raw)
+
+
+# --- the shared operations ---------------------------------------------------------------------
+
+
+async def grade_relevance(
+    model: BaseChatModel, question: str, document: str, ctx: GradingContext, *, config: RunnableConfig | None = None
+) -> Verdict:
+    """Is ``document`` relevant to ``question``? (prompt ``grade_document``)"""
+    reply = await structured_call(
+        model, RelevanceGrade, ctx.messages("grade_document", question=question, document=document), ctx, config=config
+    )
+    return _verdict(reply, "relevant", None, ctx.settings.default_relevant)
+
+
+async def grade_grounded(
+    model: BaseChatModel, documents: str, answer: str, ctx: GradingContext, *, config: RunnableConfig | None = None
+) -> Verdict:
+    """Is every claim of ``answer`` supported by ``documents``? (prompt ``grade_grounded``)"""
+    reply = await structured_call(
+        model, GroundednessGrade, ctx.messages("grade_grounded", documents=documents, answer=answer), ctx, config=config
+    )
+    return _verdict(reply, "grounded", "unsupported", ctx.settings.default_grounded)
+
+
+async def grade_useful(
+    model: BaseChatModel, question: str, answer: str, ctx: GradingContext, *, config: RunnableConfig | None = None
+) -> Verdict:
+    """Does ``answer`` resolve ``question``? (prompt ``grade_useful``)"""
+    reply = await structured_call(
+        model, UsefulnessGrade, ctx.messages("grade_useful", question=question, answer=answer), ctx, config=config
+    )
+    return _verdict(reply, "useful", "missing", ctx.settings.default_useful)
+
+
+async def rephrase_query(
+    model: BaseChatModel,
+    question: str,
+    ctx: GradingContext,
+    *,
+    previous_queries: Sequence[str] = (),
+    feedback: str = "",
+    config: RunnableConfig | None = None,
+) -> str:
+    """A new search query for ``question``; falls back to the question itself when nothing parses."""
+    tried = "\n".join(f"- {q}" for q in previous_queries) or "(none)"
+    reply = await structured_call(
+        model,
+        RephrasedQuery,
+        ctx.messages("rephrase_query", question=question, previous_queries=tried, feedback=feedback or "(none)"),
+        ctx,
+        config=config,
+    )
+    query = reply.parsed.query.strip() if reply.parsed else (parse_free_text_field(reply.raw, "query") or "")
+    return query[:500] if query else question
+
+
+async def score(
+    model: BaseChatModel,
+    ctx: GradingContext,
+    *,
+    prompt_key: str = "score",
+    config: RunnableConfig | None = None,
+    **variables: Any,
+) -> Score:
+    """A 0-10 score from the template ``prompt_key`` filled with ``variables``."""
+    reply = await structured_call(model, ScoreGrade, ctx.messages(prompt_key, **variables), ctx, config=config)
+    if reply.parsed is not None:
+        return Score(reply.parsed.score, reply.parsed.reason, True, reply.raw)
+    loose = parse_score(reply.raw)
+    if loose is not None:
+        return Score(loose, "", True, reply.raw)
+    return Score(ctx.settings.default_score, "", False, reply.raw)

@@ -1,0 +1,178 @@
+"""Chat-model construction and fault handling shared by every LLM call.
+
+* :func:`build_chat_model` makes a ``ChatOpenAI`` for any OpenAI-compatible endpoint.
+* :func:`call_model` runs one request with a timeout and retries transient faults
+  (rate limits, 5xx, timeouts, connection errors) with capped exponential backoff
+  and jitter. When retries run out it raises :class:`LLMCallError`, whose text
+  names the error class and never contains a secret.
+* :func:`redact` scrubs secrets from any text before it reaches logs or events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from rags_expert.settings import LLMSettings
+
+log = logging.getLogger(__name__)
+
+_KEY_PATTERNS = [
+    re.compile(r"sk-[A-Za-z0-9_\-*]{6,}"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/=]{6,}"),
+    re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}"),
+]
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Replace known secret values and key-shaped tokens with ``***``."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    for pattern in _KEY_PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", text)
+    return text
+
+
+class LLMCallError(RuntimeError):
+    """An LLM request failed for good (retries exhausted or a non-retryable error).
+
+    ``error_class`` is the original exception's class name (e.g. ``RateLimitError``);
+    the message is redacted.
+    """
+
+    def __init__(self, error_class: str, message: str, attempts: int) -> None:
+        self.error_class = error_class
+        self.attempts = attempts
+        super().__init__(f"{error_class} after {attempts} attempt(s): {message}")
+
+
+_TRANSIENT_NAMES = {
+    "RateLimitError",
+    "APITimeoutError",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "TimeoutError",
+    "ConnectError",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "RemoteProtocolError",
+}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a fault is worth retrying: 429, 5xx, timeouts and connection errors."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and (status == 429 or status == 408 or status >= 500):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How :func:`call_model` retries transient faults."""
+
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def from_settings(cls, llm: LLMSettings, secrets: Sequence[str] = ()) -> RetryPolicy:
+        return cls(llm.max_retries, llm.retry_base_delay, llm.retry_max_delay, tuple(secrets))
+
+    def delay(self, attempt: int) -> float:
+        """Backoff before retry number ``attempt`` (1-based): exponential, capped, with jitter."""
+        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+async def call_model(
+    runnable: Runnable,
+    messages: Sequence[BaseMessage] | Any,
+    *,
+    policy: RetryPolicy,
+    timeout: float | None,
+    config: RunnableConfig | None = None,
+) -> Any:
+    """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            coro = runnable.ainvoke(messages, config=config)
+            return await (asyncio.wait_for(coro, timeout) if timeout else coro)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every model fault is classified here
+            name = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+            text = redact(str(exc) or name, policy.secrets)[:500]
+            if is_transient(exc) and attempt <= policy.max_retries:
+                wait = policy.delay(attempt)
+                log.warning("LLM call failed with %s (attempt %d), retrying in %.2fs", name, attempt, wait)
+                await asyncio.sleep(wait)
+                continue
+            log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempt, text)
+            raise LLMCallError(name, text, attempt) from None
+
+
+def message_text(message: Any) -> str:
+    """The text of a model reply (string content, or the text parts of list content)."""
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content if p)
+    return "" if content is None else str(content)
+
+
+def build_chat_model(llm: LLMSettings) -> BaseChatModel:
+    """A ``ChatOpenAI`` for the configured OpenAI-compatible endpoint.
+
+    Transport retries are left to :func:`call_model` (one visible retry policy), so the
+    client's own ``max_retries`` is 0.
+    """
+    from langchain_openai import ChatOpenAI
+
+    kwargs: dict[str, Any] = {
+        "model": llm.model,
+        "temperature": llm.temperature,
+        "timeout": llm.timeout,
+        "max_retries": 0,
+    }
+    if llm.base_url:
+        kwargs["base_url"] = llm.base_url
+    if llm.api_key is not None:
+        kwargs["api_key"] = llm.api_key
+    if llm.max_tokens:
+        kwargs["max_tokens"] = llm.max_tokens
+    try:
+        return ChatOpenAI(**kwargs)
+    except Exception as exc:  # e.g. no OPENAI_API_KEY at all
+        raise ValueError(
+            "could not build the chat model: "
+            + redact(str(exc))
+            + " (set RAGS_EXPERT_LLM__API_KEY or OPENAI_API_KEY; local servers accept any value)"
+        ) from None
+
+
+__all__ = [
+    "AIMessage",
+    "LLMCallError",
+    "RetryPolicy",
+    "build_chat_model",
+    "call_model",
+    "is_transient",
+    "message_text",
+    "redact",
+]

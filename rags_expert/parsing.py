@@ -1,0 +1,191 @@
+"""Tolerant parsing of model replies into structured values.
+
+Weak and local models answer structured requests in many shapes: a proper tool
+call, JSON inside a code fence, ``"Yes."``, ``"NO"``, ``"score: 8/10"``, or a
+verdict buried in prose. These functions never raise: they return ``None`` when
+nothing usable is found, and the caller applies its documented default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_YES = {"yes", "y", "true", "relevant", "grounded", "useful", "supported", "correct", "pass", "1"}
+_NO = {"no", "n", "false", "irrelevant", "not", "ungrounded", "unsupported", "useless", "incorrect", "fail", "0"}
+_NEGATED = re.compile(r"\b(not|isn't|is not|doesn't|does not|no)\s+(relevant|grounded|useful|supported)\b", re.I)
+_WORD = re.compile(r"[A-Za-z0-9']+")
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Top-level ``{...}`` substrings, respecting strings and nesting."""
+    out, depth, start, in_str, esc = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                out.append(text[start : i + 1])
+    return out
+
+
+def extract_json_object(text: Any) -> dict[str, Any] | None:
+    """The first JSON object in ``text``: the text itself, a fenced block, or embedded in prose."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str) or not text.strip():
+        return None
+    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
+    candidates += _balanced_objects(text)
+    for cand in candidates:
+        try:
+            value = json.loads(cand)
+        except (ValueError, TypeError):
+            # single quotes / trailing commas from sloppy models
+            fixed = re.sub(r",\s*([}\]])", r"\1", cand.replace("'", '"'))
+            try:
+                value = json.loads(fixed)
+            except (ValueError, TypeError):
+                continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def coerce_bool(value: Any) -> bool | None:
+    """A yes/no value from a bool, number or word; None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value) if value in (0, 1) else None
+    if isinstance(value, str):
+        return parse_yes_no(value)
+    return None
+
+
+def parse_yes_no(text: Any) -> bool | None:
+    """A binary verdict from free text: JSON fields first, then the leading word, then negations."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    obj = extract_json_object(text)
+    if obj:
+        for key in ("binary_score", "score", "relevant", "grounded", "useful", "verdict", "answer", "value"):
+            if key in obj and (v := coerce_bool(obj[key])) is not None:
+                return v
+        for v in obj.values():
+            if (b := coerce_bool(v)) is not None and not isinstance(v, (int, float)):
+                return b
+    stripped = re.sub(r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "",
+                      text.strip(), flags=re.I)
+    words = _WORD.findall(stripped.lower())
+    if words:
+        if words[0] == "not" and len(words) > 1 and words[1] in _YES:
+            return False
+        if words[0] in _YES - {"1"}:
+            return True
+        if words[0] in _NO - {"0", "not"}:
+            return False
+    if _NEGATED.search(text):
+        return False
+    lowered = text.lower()
+    yes = re.search(r"\b(yes|true)\b", lowered)
+    no = re.search(r"\b(no|false)\b", lowered)
+    if yes and not no:
+        return True
+    if no and not yes:
+        return False
+    if yes and no:
+        return yes.start() < no.start()
+    return None
+
+
+_SCORE_PATTERNS = [
+    re.compile(r"score\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", re.I),
+    re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", re.I),
+    re.compile(r"score\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)", re.I),
+    re.compile(r"^\s*\**\s*(-?\d+(?:\.\d+)?)\b"),
+]
+
+
+def parse_score(text: Any, lo: float = 0.0, hi: float = 10.0) -> float | None:
+    """A score in [lo, hi] from JSON (``{"score": 8}``), ``score: 8/10``, ``8 out of 10`` or a leading number.
+
+    Fractions over another scale are rescaled (``4/5`` → 8.0 on 0–10); values are clamped.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return min(max(float(text), lo), hi)
+    if not isinstance(text, str) or not text.strip():
+        return None
+    obj = extract_json_object(text)
+    if obj:
+        for key in ("score", "rating", "value", "grade"):
+            if key in obj:
+                val = obj[key]
+                if isinstance(val, (int, float)) and not isinstance(val, bool):
+                    return min(max(float(val), lo), hi)
+                if isinstance(val, str) and (s := parse_score(val, lo, hi)) is not None:
+                    return s
+    for pattern in _SCORE_PATTERNS:
+        m = pattern.search(text)
+        if not m:
+            continue
+        value = float(m.group(1))
+        if m.lastindex and m.lastindex >= 2:
+            scale = float(m.group(2))
+            if scale <= 0:
+                continue
+            value = lo + (hi - lo) * value / scale
+        return min(max(value, lo), hi)
+    return None
+
+
+def parse_model(schema: type[M], payload: Any) -> M | None:
+    """Validate a dict / JSON text / prose-embedded JSON against a pydantic schema; None if impossible."""
+    obj = payload if isinstance(payload, dict) else extract_json_object(payload)
+    if obj is None:
+        return None
+    try:
+        return schema.model_validate(obj)
+    except ValidationError:
+        return None
+
+
+_LEADS = re.compile(
+    r"^\s*(?:[*_#>`\"'\s]*)(?:here is (?:the|a) )?(?:rephrased|rewritten|improved|standalone|new)?\s*"
+    r"(?:question|query|search query)?\s*[:\-]\s*",
+    re.I,
+)
+
+
+def parse_free_text_field(text: Any, field: str) -> str | None:
+    """A single string field: from JSON ``{field: ...}``, else the first meaningful line without labels/quotes."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    obj = extract_json_object(text)
+    if obj and isinstance(obj.get(field), str) and obj[field].strip():
+        return obj[field].strip()
+    body = _FENCE.sub(lambda m: m.group(1), text)
+    for line in body.splitlines():
+        line = _LEADS.sub("", line).strip().strip("*`\"' ")
+        if len(line) >= 3 and not line.endswith(":") and not line.startswith("{"):
+            return line
+    return None

@@ -1,0 +1,111 @@
+"""Prompt templates: packaged files under ``prompts/``, overridable by key.
+
+Every prompt is a ``<key>.txt`` file using ``str.format`` placeholders
+(``{question}``); literal braces are doubled. The packaged templates define each
+key's variables. A host overrides any key through ``settings.prompts`` (a dict)
+or ``settings.prompt_dir`` (a directory of ``<key>.txt`` files); an override must
+use exactly the variables of the template it replaces, which
+:meth:`PromptStore.validate` checks when the agent starts.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+
+class PromptError(ValueError):
+    """An override names an unknown key, or misses / adds a template variable."""
+
+
+def packaged_prompt_dir() -> Path:
+    """The directory of the packaged prompts (inside the wheel, or the repo's prompts/)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "prompts", here.parent / "prompts"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("packaged prompts/ directory not found next to rags_expert")
+
+
+@cache
+def _load_dir(directory: Path) -> dict[str, str]:
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.txt"))}
+
+
+def template_variables(template: str) -> set[str]:
+    """The named ``{variables}`` of a template; raises PromptError on malformed braces."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise PromptError(f"malformed template: {exc}") from exc
+    names = set()
+    for field in fields:
+        if field == "" or field[0].isdigit():
+            raise PromptError("positional placeholders ('{}' or '{0}') are not allowed; name the variable")
+        names.add(field.split(".")[0].split("[")[0])
+    return names
+
+
+class PromptStore:
+    """Packaged templates plus a host's overrides, validated against each other."""
+
+    def __init__(
+        self,
+        overrides: Mapping[str, str] | None = None,
+        override_dir: Path | str | None = None,
+        base_dir: Path | None = None,
+    ) -> None:
+        self._defaults = dict(_load_dir(base_dir or packaged_prompt_dir()))
+        merged: dict[str, str] = {}
+        if override_dir is not None:
+            directory = Path(override_dir)
+            if not directory.is_dir():
+                raise PromptError(f"prompt_dir {directory} is not a directory")
+            merged.update({p.stem: p.read_text(encoding="utf-8") for p in directory.glob("*.txt")})
+        merged.update(overrides or {})
+        self._overrides = merged
+        self._templates = {**self._defaults, **merged}
+
+    def validate(self) -> PromptStore:
+        """Check every override against the packaged template; raise PromptError naming the problem."""
+        for key, template in self._overrides.items():
+            if key not in self._defaults:
+                known = ", ".join(sorted(self._defaults))
+                raise PromptError(f"unknown prompt key {key!r} (known keys: {known})")
+            if not isinstance(template, str) or not template.strip():
+                raise PromptError(f"prompt {key!r}: override is empty")
+            try:
+                got = template_variables(template)
+            except PromptError as exc:
+                raise PromptError(f"prompt {key!r}: {exc}") from None
+            want = template_variables(self._defaults[key])
+            if missing := sorted(want - got):
+                raise PromptError(f"prompt {key!r}: missing variable(s) {', '.join('{'+m+'}' for m in missing)}")
+            if unknown := sorted(got - want):
+                raise PromptError(
+                    f"prompt {key!r}: unknown variable(s) {', '.join('{'+u+'}' for u in unknown)}; "
+                    f"allowed: {', '.join(sorted(want)) or 'none'}"
+                )
+        return self
+
+    def keys(self) -> list[str]:
+        return sorted(self._templates)
+
+    def get(self, key: str) -> str:
+        try:
+            return self._templates[key]
+        except KeyError:
+            raise PromptError(f"unknown prompt key {key!r}") from None
+
+    def variables(self, key: str) -> set[str]:
+        return template_variables(self.get(key))
+
+    def render(self, key: str, **variables: object) -> str:
+        """Fill a template. Values are inserted verbatim (braces in values are safe)."""
+        template = self.get(key)
+        needed = template_variables(template)
+        if missing := needed - variables.keys():
+            raise PromptError(f"prompt {key!r}: no value for {', '.join(sorted(missing))}")
+        return template.format(**{k: variables[k] for k in needed})
