@@ -275,3 +275,21 @@ async def score(
     if loose is not None:
         return Score(loose, "", True, reply.raw)
     return Score(ctx.settings.default_score, "", False, reply.raw)
+
+
+class StandaloneQuestion(BaseModel):
+    """A follow-up rewritten so that it stands alone."""
+
+    question: str = Field(description="the standalone question")
+
+
+async def condense_question(
+    model: BaseChatModel, question: str, history: str, ctx: GradingContext, *, config: RunnableConfig | None = None
+) -> str:
+    """Make a follow-up standalone using the conversation ``history``; the question itself if nothing parses."""
+    reply = await structured_call(
+        model, StandaloneQuestion, ctx.messages("condense_question", history=history, question=question), ctx,
+        config=config,
+    )
+    text = reply.parsed.question.strip() if reply.parsed else (parse_free_text_field(reply.raw, "question") or "")
+    return text[:1000] if text else question

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -154,6 +155,8 @@ def build_chat_model(llm: LLMSettings) -> BaseChatModel:
         kwargs["base_url"] = llm.base_url
     if llm.api_key is not None:
         kwargs["api_key"] = llm.api_key
+    elif llm.base_url and not os.environ.get("OPENAI_API_KEY"):
+        kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore the key
     if llm.max_tokens:
         kwargs["max_tokens"] = llm.max_tokens
     try:

@@ -1,0 +1,115 @@
+"""The corrective-RAG graph: routers (pure functions of the state) and the builder.
+
+```
+START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
+                 └→ retrieve → grade_documents ─┬─ new relevant ─→ generate → grade_generation
+                      ↑                         ├─ none, R left ─→ rephrase_query ─┐
+                      └─────────────────────────┼──────────────────────────────────┘
+                                                └─ none, no R ───→ finalize_failure
+grade_generation ─┬─ grounded and useful ─────────→ finalize_success
+                  ├─ not grounded, G left ────────→ generate
+                  ├─ not useful, R and G left ────→ rephrase_query
+                  └─ otherwise ───────────────────→ finalize_failure
+```
+
+Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
+in a finalize node after at most ``max_node_steps`` node executions, whatever
+the model says; the recursion limit is set above that and never decides.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from rags_expert.nodes import RagDeps, RagNodes
+from rags_expert.state import InputState, RagState
+
+
+def _generations_left(state: RagState) -> bool:
+    return state.get("generations", 0) < state.get("max_generations", 0)
+
+
+def _rephrases_left(state: RagState) -> bool:
+    return state.get("rephrases", 0) < state.get("max_rephrases", 0)
+
+
+def route_after_prepare(state: RagState) -> Literal["retrieve", "finalize_failure"]:
+    """An empty question or a failed condense step ends the run without retrieval."""
+    if state.get("error") or not state.get("question"):
+        return "finalize_failure"
+    return "retrieve"
+
+
+def route_after_retrieve(state: RagState) -> Literal["grade_documents", "finalize_failure"]:
+    """A retriever fault ends the run; otherwise grade what came back."""
+    return "finalize_failure" if state.get("error") else "grade_documents"
+
+
+def route_after_grading(state: RagState) -> Literal["generate", "rephrase_query", "finalize_failure"]:
+    """Generate from new relevant chunks; with none, rephrase while rephrases remain."""
+    if state.get("error"):
+        return "finalize_failure"
+    if state.get("new_relevant", 0) > 0 and _generations_left(state):
+        return "generate"
+    if _rephrases_left(state) and _generations_left(state):
+        return "rephrase_query"
+    return "finalize_failure"
+
+
+def route_after_rephrase(state: RagState) -> Literal["retrieve", "finalize_failure"]:
+    """Retrieve again with the new query, unless the rephrasing call failed."""
+    return "finalize_failure" if state.get("error") else "retrieve"
+
+
+def route_after_generate(state: RagState) -> Literal["grade_generation", "finalize_failure"]:
+    """Grade the answer, unless generation failed."""
+    return "finalize_failure" if state.get("error") else "grade_generation"
+
+
+def route_after_generation_grading(
+    state: RagState,
+) -> Literal["finalize_success", "generate", "rephrase_query", "finalize_failure"]:
+    """Accept a grounded, useful answer; regenerate an ungrounded one; look further for a useless one."""
+    if state.get("error"):
+        return "finalize_failure"
+    if state.get("grounded") and state.get("useful"):
+        return "finalize_success"
+    if not state.get("grounded") and _generations_left(state):
+        return "generate"
+    if state.get("grounded") and _rephrases_left(state) and _generations_left(state):
+        return "rephrase_query"
+    return "finalize_failure"
+
+
+def max_node_steps(max_rephrases: int, max_generations: int) -> int:
+    """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases,
+    G generate/grade rounds, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 * max_generations + 1
+
+
+def build_graph(deps: RagDeps) -> StateGraph:
+    """Wire the nodes and routers into an (uncompiled) StateGraph."""
+    nodes = RagNodes(deps)
+    builder = StateGraph(RagState, input_schema=InputState)
+
+    builder.add_node("prepare", nodes.prepare)
+    builder.add_node("retrieve", nodes.retrieve)
+    builder.add_node("grade_documents", nodes.grade_documents)
+    builder.add_node("rephrase_query", nodes.rephrase_query)
+    builder.add_node("generate", nodes.generate)
+    builder.add_node("grade_generation", nodes.grade_generation)
+    builder.add_node("finalize_success", nodes.finalize_success)
+    builder.add_node("finalize_failure", nodes.finalize_failure)
+
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", route_after_prepare)
+    builder.add_conditional_edges("retrieve", route_after_retrieve)
+    builder.add_conditional_edges("grade_documents", route_after_grading)
+    builder.add_conditional_edges("rephrase_query", route_after_rephrase)
+    builder.add_conditional_edges("generate", route_after_generate)
+    builder.add_conditional_edges("grade_generation", route_after_generation_grading)
+    builder.add_edge("finalize_success", END)
+    builder.add_edge("finalize_failure", END)
+    return builder

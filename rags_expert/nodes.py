@@ -1,0 +1,299 @@
+"""The nodes of the corrective-RAG graph: small async functions over the state.
+
+Each node returns a partial state update. Nodes never raise: a model or retriever
+fault that survives its retries is recorded in ``error`` and the routers send the
+run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
+are immutable and held by :class:`RagNodes`; everything per-request lives in the
+state or the run's ``config``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+
+from rags_expert import grading
+from rags_expert.citations import chunk_id, cited_sources, format_context
+from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
+from rags_expert.prompts import PromptStore
+from rags_expert.settings import RagsExpertSettings
+from rags_expert.state import RagState
+
+log = logging.getLogger(__name__)
+
+#: Per-request retrieval options read from ``config["configurable"]``.
+RETRIEVAL_OPTIONS = ("top_k", "library_tags", "document_uids", "search_policy")
+
+
+@dataclass(frozen=True)
+class RagDeps:
+    """What the nodes need; shared by all runs of one agent, never mutated."""
+
+    model: BaseChatModel
+    retriever: BaseRetriever
+    settings: RagsExpertSettings
+    prompts: PromptStore
+    grading: grading.GradingContext
+    answer_retry: RetryPolicy
+
+
+def _question_from(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
+    """The last human message's text and the history before it."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return message_text(messages[i]).strip(), messages[:i]
+    return "", list(messages)
+
+
+def _history_text(history: list[AnyMessage], limit: int) -> str:
+    lines = []
+    for msg in history[-limit:] if limit else []:
+        if isinstance(msg, (HumanMessage, AIMessage)) and message_text(msg).strip():
+            who = "User" if isinstance(msg, HumanMessage) else "Assistant"
+            lines.append(f"{who}: {message_text(msg).strip()}")
+    return "\n".join(lines)
+
+
+def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
+    return {
+        "question": "",
+        "query": "",
+        "queries": [],
+        "documents": [],
+        "relevant": [],
+        "graded": {},
+        "new_relevant": 0,
+        "answer": "",
+        "grounded": False,
+        "useful": False,
+        "feedback": "",
+        "partial_answer": "",
+        "rephrases": 0,
+        "generations": 0,
+        "max_rephrases": settings.max_rephrases,
+        "max_generations": settings.max_generations,
+        "error": "",
+        "failure_reason": "",
+    }
+
+
+def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
+    params = inspect.signature(method).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return options
+    return {k: v for k, v in options.items() if k in params}
+
+
+async def _ainvoke_retriever(
+    retriever: BaseRetriever, query: str, config: RunnableConfig, options: dict[str, Any]
+) -> list[Document]:
+    """Call any retriever with the per-request options it accepts (LangChain's default async
+    path drops extra keyword arguments, so sync-only retrievers run in a thread)."""
+    own_async = type(retriever)._aget_relevant_documents is not BaseRetriever._aget_relevant_documents
+    if own_async:
+        return await retriever.ainvoke(query, config, **_accepted(retriever._aget_relevant_documents, options))
+    kwargs = _accepted(retriever._get_relevant_documents, options)
+    if not kwargs:
+        return await retriever.ainvoke(query, config)
+    return await asyncio.to_thread(retriever.invoke, query, config, **kwargs)
+
+
+class RagNodes:
+    """The node functions, bound to one agent's dependencies."""
+
+    def __init__(self, deps: RagDeps) -> None:
+        self.deps = deps
+
+    def _error(self, exc: BaseException) -> str:
+        if isinstance(exc, LLMCallError):
+            return str(exc)
+        return redact(f"{type(exc).__name__}: {exc}", self.deps.settings.secrets())[:500]
+
+    async def prepare(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Start a question: reset the working state, take the last user message, make a follow-up standalone."""
+        update = _per_question_reset(self.deps.settings) | {"llm_calls": 0}
+        question, history = _question_from(state.get("messages", []))
+        if not question:
+            return update | {"failure_reason": "empty_question"}
+        history_text = _history_text(history, self.deps.settings.history_messages)
+        if history_text and self.deps.settings.condense_followups:
+            update["llm_calls"] = 1
+            try:
+                question = await grading.condense_question(
+                    self.deps.model, question, history_text, self.deps.grading, config=config
+                )
+            except LLMCallError as exc:
+                return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
+        return update | {"question": question, "query": question}
+
+    async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Fetch chunks for the current query, passing per-request filters from ``configurable``."""
+        configurable = config.get("configurable") or {}
+        options = {k: configurable[k] for k in RETRIEVAL_OPTIONS if configurable.get(k) is not None}
+        options.setdefault("top_k", self.deps.settings.retrieval.top_k)
+        query = state["query"]
+        try:
+            docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
+        except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
+            log.error("retrieval failed: %s", self._error(exc))
+            return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
+        return {"documents": list(docs)[: options["top_k"]], "queries": [*state.get("queries", []), query]}
+
+    async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Grade the new chunks concurrently (bounded); keep the relevant ones, never re-grade a chunk."""
+        graded = dict(state.get("graded", {}))
+        fresh: dict[str, Document] = {}
+        for doc in state.get("documents", []):
+            cid = chunk_id(doc)
+            if cid not in graded and cid not in fresh:
+                fresh[cid] = doc
+        limit = asyncio.Semaphore(self.deps.grading.settings.concurrency)
+
+        async def grade(doc: Document) -> grading.Verdict:
+            async with limit:
+                return await grading.grade_relevance(
+                    self.deps.model, state["question"], doc.page_content, self.deps.grading, config=config
+                )
+
+        results = await asyncio.gather(*(grade(d) for d in fresh.values()), return_exceptions=True)
+        update: dict[str, Any] = {"llm_calls": state.get("llm_calls", 0) + len(fresh)}
+        relevant = list(state.get("relevant", []))
+        added = 0
+        for (cid, doc), result in zip(fresh.items(), results, strict=True):
+            if isinstance(result, BaseException):
+                return update | {"error": self._error(result), "failure_reason": "llm_error"}
+            graded[cid] = result.value
+            if result.value:
+                relevant.append(doc)
+                added += 1
+        relevant = relevant[-self.deps.settings.max_context_chunks :]
+        return update | {"graded": graded, "relevant": relevant, "new_relevant": added}
+
+    async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
+        update: dict[str, Any] = {"rephrases": state.get("rephrases", 0) + 1, "llm_calls": state["llm_calls"] + 1}
+        try:
+            query = await grading.rephrase_query(
+                self.deps.model,
+                state["question"],
+                self.deps.grading,
+                previous_queries=state.get("queries", []),
+                feedback=state.get("feedback", ""),
+                config=config,
+            )
+        except LLMCallError as exc:
+            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        return update | {"query": query}
+
+    async def generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Answer from the relevant chunks only, citing them as [n]; the tokens stream to the host."""
+        prompts = self.deps.prompts
+        feedback = state.get("feedback", "")
+        messages = [
+            SystemMessage(prompts.render("answer_system", date=dt.date.today().isoformat())),
+            HumanMessage(
+                prompts.render(
+                    "generate",
+                    context=format_context(state["relevant"]),
+                    question=state["question"],
+                    feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
+                )
+            ),
+        ]
+        update: dict[str, Any] = {
+            "generations": state.get("generations", 0) + 1,
+            "llm_calls": state["llm_calls"] + 1,
+        }
+        try:
+            reply = await call_model(
+                self.deps.model,
+                messages,
+                policy=self.deps.answer_retry,
+                timeout=self.deps.settings.llm.timeout,
+                config=config,
+            )
+        except LLMCallError as exc:
+            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        return update | {"answer": message_text(reply).strip()}
+
+    async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Check the answer is grounded in the chunks and useful for the question (two concurrent calls)."""
+        answer = state.get("answer", "")
+        context = format_context(state["relevant"])
+        update: dict[str, Any] = {"llm_calls": state["llm_calls"] + 2}
+        if not answer:
+            return update | {"llm_calls": state["llm_calls"], "grounded": False, "useful": False,
+                             "feedback": "the answer was empty"}
+        try:
+            grounded, useful = await asyncio.gather(
+                grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
+                grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
+            )
+        except LLMCallError as exc:
+            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        update |= {"grounded": grounded.value, "useful": useful.value}
+        if not grounded.value:
+            detail = grounded.reason or "it makes claims the chunks do not support"
+            return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
+        if not useful.value:
+            return update | {
+                "feedback": f"does not answer the question: {useful.reason or 'information is missing'}",
+                "failure_reason": "not_useful",
+                "partial_answer": answer,
+            }
+        return update | {"feedback": "", "failure_reason": ""}
+
+    async def finalize_success(self, state: RagState) -> dict[str, Any]:
+        """Emit the graded answer with exactly the cited chunks as sources, and clear the working state."""
+        content, sources = cited_sources(state["answer"], state["relevant"])
+        message = AIMessage(
+            content=content,
+            response_metadata={
+                "outcome": "success",
+                "sources": sources,
+                "question": state["question"],
+                "llm_calls": state.get("llm_calls", 0),
+            },
+        )
+        return _per_question_reset(self.deps.settings) | {"messages": [message]}
+
+    async def finalize_failure(self, state: RagState) -> dict[str, Any]:
+        """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
+        prompts = self.deps.prompts
+        question = state.get("question", "")
+        reason = state.get("failure_reason") or "no_relevant_documents"
+        error = state.get("error", "")
+        error_class = error.split(" ", 1)[0].rstrip(":")
+        sources: list[dict[str, Any]] = []
+        if reason == "empty_question":
+            content = prompts.render("empty_question")
+        elif error:
+            component = "the knowledge base" if reason == "retrieval_error" else "the language model"
+            content = prompts.render("failure_error", question=question, component=component, error=error_class)
+        else:
+            partial = ""
+            if state.get("partial_answer"):
+                partial_text, sources = cited_sources(state["partial_answer"], state["relevant"])
+                partial = prompts.render("failure_partial", answer=partial_text)
+            content = prompts.render("failure_not_found", question=question, partial=partial)
+        metadata: dict[str, Any] = {
+            "outcome": "failure",
+            "reason": reason,
+            "sources": sources,
+            "question": question,
+            "llm_calls": state.get("llm_calls", 0),
+        }
+        if error:
+            metadata["error"] = error
+            metadata["error_class"] = error_class
+        return _per_question_reset(self.deps.settings) | {"messages": [AIMessage(content, response_metadata=metadata)]}
