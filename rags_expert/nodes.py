@@ -234,13 +234,14 @@ class RagNodes:
         if not answer:
             return update | {"llm_calls": state["llm_calls"], "grounded": False, "useful": False,
                              "feedback": "the answer was empty"}
-        try:
-            grounded, useful = await asyncio.gather(
-                grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
-                grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
-            )
-        except LLMCallError as exc:
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        grounded, useful = await asyncio.gather(
+            grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
+            grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
+            return_exceptions=True,
+        )
+        for result in (grounded, useful):
+            if isinstance(result, BaseException):
+                return update | {"error": self._error(result), "failure_reason": "llm_error"}
         update |= {"grounded": grounded.value, "useful": useful.value}
         if not grounded.value:
             detail = grounded.reason or "it makes claims the chunks do not support"

@@ -81,12 +81,14 @@ class PromptStore:
             except PromptError as exc:
                 raise PromptError(f"prompt {key!r}: {exc}") from None
             want = template_variables(self._defaults[key])
+            problems = []
             if missing := sorted(want - got):
-                raise PromptError(f"prompt {key!r}: missing variable(s) {', '.join('{'+m+'}' for m in missing)}")
+                problems.append("missing variable(s) " + ", ".join("{" + m + "}" for m in missing))
             if unknown := sorted(got - want):
+                problems.append("unknown variable(s) " + ", ".join("{" + u + "}" for u in unknown))
+            if problems:
                 raise PromptError(
-                    f"prompt {key!r}: unknown variable(s) {', '.join('{'+u+'}' for u in unknown)}; "
-                    f"allowed: {', '.join(sorted(want)) or 'none'}"
+                    f"prompt {key!r}: {'; '.join(problems)} (allowed: {', '.join(sorted(want)) or 'none'})"
                 )
         return self
 

@@ -1,0 +1,50 @@
+"""Scripted responders for graph unit tests: answer each kind of request by reading the prompt."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def between(text: str, tag: str) -> str:
+    m = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, re.DOTALL)
+    return m.group(1) if m else ""
+
+
+def kind_of(text: str) -> str:
+    """Which shared call or node a request comes from, by its prompt."""
+    for marker, kind in (
+        ('{"relevant":', "relevance"),
+        ('{"grounded":', "grounded"),
+        ('{"useful":', "useful"),
+        ('{"query":', "rephrase"),
+        ('{"question":', "condense"),
+    ):
+        if marker in text:
+            return kind
+    return "generate"
+
+
+@dataclass
+class Script:
+    """Per-kind behaviour; each callable gets the prompt text and returns the reply (or an exception)."""
+
+    relevance: Callable[[str, str], Any] = lambda question, chunk: "yes"
+    grounded: Callable[[str], Any] = lambda text: "yes"
+    useful: Callable[[str], Any] = lambda text: "yes"
+    rephrase: Callable[[str], Any] = lambda text: '{"query": "rephrased query"}'
+    condense: Callable[[str], Any] = lambda text: '{"question": "standalone question"}'
+    generate: Callable[[str], Any] = lambda text: "The answer is in the first chunk [1]."
+    seen: list[str] = field(default_factory=list)
+
+    def __call__(self, text: str, kwargs: dict[str, Any]) -> Any:
+        kind = kind_of(text)
+        self.seen.append(kind)
+        if kind == "relevance":
+            return self.relevance(between(text, "question"), between(text, "chunk"))
+        return getattr(self, kind)(text)
+
+    def count(self, kind: str) -> int:
+        return self.seen.count(kind)

@@ -1,0 +1,93 @@
+"""Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors),
+every run ends in a finalize node within the documented LLM-call bound."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from conftest import KeywordRetriever, make_docs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
+
+from rags_expert import RagsExpert
+from rags_expert.testing import ScriptedChatModel
+
+
+class RateLimitError(Exception):
+    status_code = 429
+
+
+class BadRequestError(Exception):
+    status_code = 400
+
+
+REPLIES = st.one_of(
+    st.sampled_from(["yes", "no", "Yes.", "NO", '{"relevant": true}', '{"grounded": false}', '{"useful": true}',
+                     "```json\n{\"query\": \"x\"}\n```", "score: 8/10", "", "I am not sure.",
+                     "The answer is [1].", "Answer without citations.", "[7] [1, 99]"]),
+    st.text(max_size=40),
+    st.builds(lambda a: AIMessage(content="", invalid_tool_calls=[
+        {"name": "RelevanceGrade", "args": a, "id": "1", "error": "bad"}]), st.text(max_size=20)),
+    st.builds(lambda b: AIMessage(content="", tool_calls=[
+        {"name": "X", "args": {"relevant": b, "grounded": b, "useful": b}, "id": "1"}]), st.booleans()),
+    st.sampled_from([RateLimitError("429"), BadRequestError("400"), TimeoutError("slow"), ValueError("boom")]),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    replies=st.lists(REPLIES, max_size=60),
+    top_k=st.integers(1, 4),
+    max_rephrases=st.integers(0, 3),
+    max_generations=st.integers(1, 3),
+    max_retries=st.integers(0, 1),
+    with_history=st.booleans(),
+    default_relevant=st.booleans(),
+)
+def test_every_run_finalizes_within_the_llm_call_bound(
+    replies, top_k, max_rephrases, max_generations, max_retries, with_history, default_relevant
+):
+    queue = list(replies)
+
+    def responder(text, kwargs):
+        return queue.pop(0) if queue else "yes"
+
+    model = ScriptedChatModel(responder=responder)
+    docs = make_docs({f"d{i}": f"castle fact {i}" for i in range(6)})
+    settings_ = {
+        "retrieval": {"top_k": top_k},
+        "max_rephrases": max_rephrases,
+        "max_generations": max_generations,
+        "llm": {"max_retries": max_retries, "retry_base_delay": 0.0, "retry_max_delay": 0.0},
+        "grading": {"default_relevant": default_relevant},
+    }
+
+    async def go():
+        agent = await RagsExpert(settings_, chat_model=model, retriever=KeywordRetriever(docs=docs, calls=[])).async_init()
+        graph = agent.get_compiled_graph()
+        messages = [HumanMessage("When was the castle built?")]
+        if with_history:
+            messages = [HumanMessage("Tell me about the castle."), AIMessage("It is old [1]."), *messages]
+        last_node = None
+        async for update in graph.astream({"messages": messages}, {"configurable": {"thread_id": "p"}},
+                                          stream_mode="updates"):
+            last_node = next(iter(update))
+        state = await graph.aget_state({"configurable": {"thread_id": "p"}})
+        return agent, last_node, state.values
+
+    agent, last_node, values = asyncio.run(go())
+    assert last_node in {"finalize_success", "finalize_failure"}
+    final = values["messages"][-1]
+    assert isinstance(final, AIMessage)
+    assert final.response_metadata["outcome"] == ("success" if last_node == "finalize_success" else "failure")
+    bound = agent.llm_call_bound(with_history=with_history)
+    assert values["llm_calls"] <= bound
+    assert len(model.calls) <= bound * (1 + max_retries)
+    if max_retries == 0:
+        assert len(model.calls) == values["llm_calls"]  # the state's count is exact
+    cited_in_text = {int(n) for n in re.findall(r"\[(\d+)\]", final.content)}
+    assert {s["n"] for s in final.response_metadata["sources"]} <= cited_in_text
+    if final.response_metadata["outcome"] == "success":
+        assert {s["n"] for s in final.response_metadata["sources"]} == cited_in_text
