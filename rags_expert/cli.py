@@ -1,0 +1,129 @@
+"""The ``rags-expert`` command line: ``ask`` (plus the subcommands other modules register).
+
+``rags-expert ask "question"`` streams the answer's tokens as they are generated,
+notes on stderr when a draft is rejected and regenerated, then prints the
+sources. Settings come from ``RAGS_EXPERT_*`` environment variables; the flags
+below override the common ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from typing import Any
+
+from rags_expert.settings import RagsExpertSettings
+
+PROGRESS = {
+    "prepare": "reading the question",
+    "retrieve": "searching the knowledge base",
+    "grade_documents": "grading the chunks",
+    "rephrase_query": "rephrasing the search",
+    "generate": "writing the answer",
+    "grade_generation": "checking the answer",
+}
+
+
+def settings_from_args(args: argparse.Namespace) -> RagsExpertSettings:
+    """Environment settings, with the command line's overrides deep-merged on top."""
+    overrides: dict[str, Any] = {}
+    llm = {k: v for k, v in {"model": args.model, "base_url": args.base_url}.items() if v}
+    if llm:
+        overrides["llm"] = llm
+    retrieval = {k: v for k, v in {"top_k": args.top_k, "collection": args.collection}.items() if v}
+    if retrieval:
+        overrides["retrieval"] = retrieval
+    return RagsExpertSettings(**overrides)
+
+
+async def ask(args: argparse.Namespace) -> int:
+    """Answer one question, streaming tokens to stdout and progress to stderr."""
+    from rags_expert.agent import RagsExpert
+
+    agent = await RagsExpert(settings_from_args(args)).async_init()
+    graph = agent.get_compiled_graph()
+    config: dict[str, Any] = {"configurable": {"thread_id": args.thread}}
+    if args.tags:
+        config["configurable"]["library_tags"] = [t for t in args.tags.split(",") if t]
+    final = None
+    streamed = False
+    async for mode, chunk in graph.astream(
+        {"messages": [("user", args.question)]}, config, stream_mode=["messages", "updates"]
+    ):
+        if mode == "messages":
+            message, meta = chunk
+            if meta.get("langgraph_node") == "generate" and not args.json and message.content:
+                print(message.content, end="", flush=True)
+                streamed = True
+            continue
+        for node, update in chunk.items():
+            if not args.json and not args.quiet and node in PROGRESS:
+                print(f"[{PROGRESS[node]}]", file=sys.stderr, flush=True)
+            if node == "grade_generation" and update and update.get("feedback") and not args.json:
+                print(f"\n[draft rejected: {update['feedback']}]", file=sys.stderr, flush=True)
+            if node.startswith("finalize_") and update:
+                final = update["messages"][-1]
+    if final is None:
+        print("error: the run ended without an answer", file=sys.stderr)
+        return 2
+    meta = final.response_metadata
+    if args.json:
+        print(json.dumps({"answer": final.content, **meta}, indent=2, default=str))
+    else:
+        if meta["outcome"] != "success" or not streamed:
+            print(("\n" if streamed else "") + final.content)
+        else:
+            print()
+        for src in meta["sources"]:
+            where = src.get("source") or ""
+            page = f", p. {src['page']}" if src.get("page") is not None else ""
+            print(f"[{src['n']}] {src.get('title') or where}{page} ({where})")
+    return 0 if meta["outcome"] == "success" else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rags-expert", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ask", help="answer a question from the knowledge base")
+    p.add_argument("question")
+    p.add_argument("--model", help="chat model name (RAGS_EXPERT_LLM__MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
+    p.add_argument("-k", "--top-k", type=int, help="chunks retrieved per query")
+    p.add_argument("--collection", help="knowledge-base collection")
+    p.add_argument("--tags", help="comma-separated library tags to filter on")
+    p.add_argument("--thread", default="cli", help="conversation thread id")
+    p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=lambda a: asyncio.run(ask(a)))
+
+    for module in ("rags_expert.retrieval.cli", "rags_expert.kg.cli"):
+        try:
+            register = __import__(module, fromlist=["register"]).register
+        except ImportError:
+            continue
+        register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rags-expert`` script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clear one-line error, never a secret
+        from rags_expert.llm import redact
+
+        print(f"error: {redact(f'{type(exc).__name__}: {exc}', RagsExpertSettings().secrets())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
