@@ -15,7 +15,7 @@ import logging
 import sys
 from typing import Any
 
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import RagsExpertSettings, settings_reference
 
 PROGRESS = {
     "prepare": "reading the question",
@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=lambda a: asyncio.run(ask(a)))
+
+    p = sub.add_parser("settings", help="print the settings reference (markdown)")
+    p.set_defaults(func=lambda a: print(settings_reference()))
 
     for module in ("rags_expert.retrieval.cli", "rags_expert.kg.cli"):
         try:

@@ -139,3 +139,42 @@ def coerce_settings(settings: RagsExpertSettings | dict[str, Any] | None) -> Rag
     raise TypeError(
         f"settings must be a RagsExpertSettings, a dict or None, not {type(settings).__name__}"
     )
+
+
+def settings_reference() -> str:
+    """The settings reference (docs/settings.md) generated from the models' fields and descriptions."""
+    lines = [
+        "# Settings reference",
+        "",
+        "Generated from `rags_expert/settings.py` by `rags-expert settings > docs/settings.md`",
+        "(a test keeps this page in sync). Every setting can be given in code (a `RagsExpertSettings` or a dict),",
+        "in a host's YAML `settings:` block, or as an environment variable: `RAGS_EXPERT_` + the path in capitals",
+        "with `__` between levels, e.g. `RAGS_EXPERT_LLM__MODEL=gpt-4o-mini`, `RAGS_EXPERT_RETRIEVAL__TOP_K=6`.",
+        "",
+    ]
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        rows = []
+        nested = []
+        for name, info in model.model_fields.items():
+            annotation = info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                nested.append((name, annotation))
+                continue
+            default = info.get_default(call_default_factory=True)
+            if isinstance(default, SecretStr):
+                default = "***"
+            type_name = getattr(annotation, "__name__", None) or str(annotation)
+            type_name = type_name.replace("typing.", "").replace("pydantic.types.", "").replace("pathlib.", "")
+            type_name = type_name.replace(" | ", " or ")
+            env = "RAGS_EXPERT_" + (prefix + name).upper().replace(".", "__")
+            rows.append(f"| `{prefix}{name}` | `{type_name}` | `{default!r}` | `{env}` | {info.description or ''} |")
+        if rows:
+            title = prefix.rstrip(".") or "top level"
+            lines.extend([f"## {title}", "", "| setting | type | default | environment | meaning |",
+                          "|---|---|---|---|---|", *rows, ""])
+        for name, sub in nested:
+            walk(sub, f"{prefix}{name}.")
+
+    walk(RagsExpertSettings, "")
+    return "\n".join(lines)

@@ -72,3 +72,12 @@ def test_llm_call_bound_formula():
     s = RagsExpertSettings(retrieval={"top_k": 5}, max_rephrases=2, max_generations=3)
     assert s.llm_call_bound(with_history=True) == 1 + 5 * 3 + 2 + 3 * 3
     assert s.llm_call_bound(with_history=False) == 5 * 3 + 2 + 3 * 3
+
+
+def test_settings_reference_page_is_current():
+    from pathlib import Path
+
+    from rags_expert.settings import settings_reference
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
+    assert page.read_text().strip() == settings_reference().strip(), "run: rags-expert settings > docs/settings.md"
