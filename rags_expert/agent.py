@@ -28,6 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from rags_expert.grading import GradingContext
 from rags_expert.graph import build_graph, max_node_steps
+from rags_expert.lessons import LessonMemory
 from rags_expert.llm import RetryPolicy, build_chat_model
 from rags_expert.nodes import RagDeps
 from rags_expert.prompts import PromptStore
@@ -121,11 +122,13 @@ class RagsExpert(AgentFlow):
         *,
         chat_model: BaseChatModel | None = None,
         retriever: BaseRetriever | None = None,
+        lesson_memory: LessonMemory | None = None,
     ) -> None:
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model
         self.retriever = retriever
+        self.lesson_memory = lesson_memory
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
@@ -136,6 +139,8 @@ class RagsExpert(AgentFlow):
             self.chat_model = build_chat_model(settings.llm)
         if self.retriever is None:
             self.retriever = await asyncio.to_thread(_default_retriever, settings)
+        if settings.lessons.enabled and self.lesson_memory is None:
+            self.lesson_memory = await asyncio.to_thread(LessonMemory.from_settings, settings)
         self._graph = self.build_graph()
         self._compiled.clear()
         return self
@@ -150,6 +155,7 @@ class RagsExpert(AgentFlow):
             prompts=self.prompts,
             grading=GradingContext.from_settings(settings, self.prompts),
             answer_retry=RetryPolicy.from_settings(settings.llm, settings.secrets()),
+            lessons=self.lesson_memory if settings.lessons.enabled else None,
         )
         return build_graph(deps)
 

@@ -293,3 +293,28 @@ async def condense_question(
     )
     text = reply.parsed.question.strip() if reply.parsed else (parse_free_text_field(reply.raw, "question") or "")
     return text[:1000] if text else question
+
+
+class LessonText(BaseModel):
+    """One sentence of advice written after a failed attempt."""
+
+    lesson: str = Field(description="one concrete sentence of advice")
+
+
+async def reflect(
+    model: BaseChatModel,
+    ctx: GradingContext,
+    *,
+    task: str,
+    attempt: str,
+    feedback: str,
+    config: RunnableConfig | None = None,
+) -> str:
+    """One sentence of advice after a failed attempt ("" when the model gives nothing usable)."""
+    reply = await structured_call(
+        model, LessonText, ctx.messages("reflect", task=task, attempt=attempt, feedback=feedback or "(unknown)"), ctx,
+        config=config,
+    )
+    text = reply.parsed.lesson if reply.parsed else (parse_free_text_field(reply.raw, "lesson") or "")
+    text = " ".join(text.split())
+    return text if len(text) >= 12 else ""

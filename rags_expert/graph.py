@@ -7,9 +7,10 @@ START → prepare ─┬─ empty / error ────────────�
                       └─────────────────────────┼──────────────────────────────────┘
                                                 └─ none, no R ───→ finalize_failure
 grade_generation ─┬─ grounded and useful ─────────→ finalize_success
-                  ├─ not grounded, G left ────────→ generate
-                  ├─ not useful, R and G left ────→ rephrase_query
-                  └─ otherwise ───────────────────→ finalize_failure
+                  └─ rejected ────────────────────→ reflect (lesson memory) ─┐
+reflect ─┬─ not grounded, G left ─────────────────→ generate                 ←┘
+         ├─ not useful, R and G left ─────────────→ rephrase_query
+         └─ otherwise ────────────────────────────→ finalize_failure
 ```
 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
@@ -68,14 +69,17 @@ def route_after_generate(state: RagState) -> Literal["grade_generation", "finali
     return "finalize_failure" if state.get("error") else "grade_generation"
 
 
-def route_after_generation_grading(
-    state: RagState,
-) -> Literal["finalize_success", "generate", "rephrase_query", "finalize_failure"]:
-    """Accept a grounded, useful answer; regenerate an ungrounded one; look further for a useless one."""
+def route_after_generation_grading(state: RagState) -> Literal["finalize_success", "reflect", "finalize_failure"]:
+    """Accept a grounded, useful answer; learn from a rejected one first."""
     if state.get("error"):
         return "finalize_failure"
     if state.get("grounded") and state.get("useful"):
         return "finalize_success"
+    return "reflect"
+
+
+def route_after_reflect(state: RagState) -> Literal["generate", "rephrase_query", "finalize_failure"]:
+    """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
     if not state.get("grounded") and _generations_left(state):
         return "generate"
     if state.get("grounded") and _rephrases_left(state) and _generations_left(state):
@@ -85,8 +89,8 @@ def route_after_generation_grading(
 
 def max_node_steps(max_rephrases: int, max_generations: int) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases,
-    G generate/grade rounds, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 * max_generations + 1
+    G generate/grade/reflect rounds, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1
 
 
 def build_graph(deps: RagDeps) -> StateGraph:
@@ -100,6 +104,7 @@ def build_graph(deps: RagDeps) -> StateGraph:
     builder.add_node("rephrase_query", nodes.rephrase_query)
     builder.add_node("generate", nodes.generate)
     builder.add_node("grade_generation", nodes.grade_generation)
+    builder.add_node("reflect", nodes.reflect)
     builder.add_node("finalize_success", nodes.finalize_success)
     builder.add_node("finalize_failure", nodes.finalize_failure)
 
@@ -110,6 +115,7 @@ def build_graph(deps: RagDeps) -> StateGraph:
     builder.add_conditional_edges("rephrase_query", route_after_rephrase)
     builder.add_conditional_edges("generate", route_after_generate)
     builder.add_conditional_edges("grade_generation", route_after_generation_grading)
+    builder.add_conditional_edges("reflect", route_after_reflect)
     builder.add_edge("finalize_success", END)
     builder.add_edge("finalize_failure", END)
     return builder

@@ -4,8 +4,9 @@ Every prompt is a ``<key>.txt`` file using ``str.format`` placeholders
 (``{question}``); literal braces are doubled. The packaged templates define each
 key's variables. A host overrides any key through ``settings.prompts`` (a dict)
 or ``settings.prompt_dir`` (a directory of ``<key>.txt`` files); an override must
-use exactly the variables of the template it replaces, which
-:meth:`PromptStore.validate` checks when the agent starts.
+use the variables of the template it replaces (it may leave out the optional ones
+listed in :data:`OPTIONAL_VARIABLES`), which :meth:`PromptStore.validate` checks
+when the agent starts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ import string
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+
+
+#: Variables an override may leave out (the prompt then simply goes without that context).
+OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
+    "generate": frozenset({"feedback", "lessons"}),
+    "rephrase_query": frozenset({"previous_queries", "feedback"}),
+    "answer_system": frozenset({"date"}),
+    "failure_not_found": frozenset({"partial"}),
+    "failure_error": frozenset({"component", "error", "question"}),
+    "reflect": frozenset({"feedback"}),
+}
 
 
 class PromptError(ValueError):
@@ -82,7 +94,7 @@ class PromptStore:
                 raise PromptError(f"prompt {key!r}: {exc}") from None
             want = template_variables(self._defaults[key])
             problems = []
-            if missing := sorted(want - got):
+            if missing := sorted(want - got - OPTIONAL_VARIABLES.get(key, frozenset())):
                 problems.append("missing variable(s) " + ", ".join("{" + m + "}" for m in missing))
             if unknown := sorted(got - want):
                 problems.append("unknown variable(s) " + ", ".join("{" + u + "}" for u in unknown))

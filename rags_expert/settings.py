@@ -69,6 +69,22 @@ class RetrievalSettings(BaseModel):
     top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per query.")
 
 
+class LessonSettings(BaseModel):
+    """Reflexion lesson memory: one-sentence lessons from failed attempts, recalled by similarity."""
+
+    enabled: bool = Field(True, description="Write a lesson after each failed attempt and recall lessons before answering.")
+    collection: str = Field("rags_expert_lessons", min_length=1, description="Qdrant collection holding the lessons.")
+    top_k: int = Field(3, ge=1, le=20, description="Lessons recalled at most per question.")
+    min_similarity: float = Field(
+        0.85, ge=-1.0, le=1.0,
+        description="Cosine similarity floor between the current and the failing question; below it nothing is recalled.",
+    )
+    merge_similarity: float = Field(
+        0.95, ge=-1.0, le=1.0, description="Lessons whose advice is at least this similar are merged (counted, not duplicated)."
+    )
+    max_chars: int = Field(400, ge=40, le=4000, description="A lesson is cut to this many characters.")
+
+
 class RagsExpertSettings(BaseSettings):
     """All settings of the RagsExpert agent. See docs/settings.md for the reference."""
 
@@ -82,6 +98,7 @@ class RagsExpertSettings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    lessons: LessonSettings = Field(default_factory=LessonSettings)
 
     max_rephrases: int = Field(
         2, ge=0, le=10, description="Times the query may be rephrased for one question (R)."
@@ -108,14 +125,16 @@ class RagsExpertSettings(BaseSettings):
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
 
-        ``C + k*(R+1) + R + 3*G`` where C is 1 when a follow-up is condensed, k is
-        ``retrieval.top_k``, R ``max_rephrases`` and G ``max_generations``: each of
-        the R+1 retrievals brings at most k chunks, each graded once; each answer
-        costs one generation plus two concurrent checks (grounded, useful).
+        ``C + k*(R+1) + R + (3+L)*G`` where C is 1 when a follow-up is condensed, k is
+        ``retrieval.top_k``, R ``max_rephrases``, G ``max_generations`` and L is 1 when the
+        lesson memory is on: each of the R+1 retrievals brings at most k chunks, each graded
+        once; each answer costs one generation plus two concurrent checks (grounded, useful),
+        plus one reflection when it is rejected and lessons are enabled.
         """
         c = 1 if (with_history and self.condense_followups) else 0
         k, r, g = self.retrieval.top_k, self.max_rephrases, self.max_generations
-        return c + k * (r + 1) + r + 3 * g
+        per_answer = 3 + (1 if self.lessons.enabled else 0)
+        return c + k * (r + 1) + r + per_answer * g
 
     def secrets(self) -> list[str]:
         """Secret values that must never appear in logs, events or exceptions."""

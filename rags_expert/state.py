@@ -51,6 +51,8 @@ class RagState(InputState, total=False):
     generations: int
     max_rephrases: int
     max_generations: int
+    lessons: list[str]
+    """Lessons recalled for this question (advice from earlier failures), shown to ``generate``."""
     llm_calls: int
     """LLM requests made for this question (transport retries not counted)."""
     error: str

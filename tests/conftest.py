@@ -40,6 +40,14 @@ class KeywordRetriever(BaseRetriever):
         ]
 
 
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory, monkeypatch):
+    """Keep tests off the user's data: a fresh data dir, no API key, lesson memory off unless a test enables it."""
+    monkeypatch.setenv("RAGS_EXPERT_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    monkeypatch.setenv("RAGS_EXPERT_LESSONS__ENABLED", "false")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 def make_docs(texts: dict[str, str], tags: list[str] | None = None) -> list[Document]:
     return [
         Document(text, metadata={"title": title, "source": f"kb/{title}.md", "page": None, "chunk_id": title,

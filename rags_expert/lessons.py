@@ -1,0 +1,197 @@
+"""Reflexion lesson memory shared by the RAG and KG graphs.
+
+When an attempt fails, a reflector call (:func:`rags_expert.grading.reflect`)
+writes one sentence of advice. :class:`LessonMemory` stores it in a Qdrant
+collection (the same embedded or server Qdrant as the knowledge base) with the
+failing question and score as payload, merging near-duplicates; before each
+attempt it recalls the top-k lessons most similar to the current question above a
+similarity floor (selective recall), and nothing when nothing is relevant.
+Lessons persist across sessions. Each graph keeps its own ``scope`` ("rag",
+"kg") so their lessons never mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from qdrant_client import QdrantClient, models
+
+from rags_expert.settings import LessonSettings, RagsExpertSettings
+
+QUESTION = "question"  # named vector: the failing question (recall searches it)
+LESSON = "lesson"  # named vector: the advice itself (near-duplicate detection)
+_NAMESPACE = uuid.UUID("6f1c1b0e-4a47-4d7e-9a51-2f0c3b8e5d10")
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A recalled lesson and how similar its failing question was to the current one."""
+
+    text: str
+    similarity: float
+    question: str
+    times: int
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class LessonMemory:
+    """Store and recall one-sentence lessons in a Qdrant collection (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        embeddings: Embeddings,
+        settings: LessonSettings,
+        *,
+        lock: threading.RLock | None = None,
+        model_name: str = "",
+    ) -> None:
+        self.client = client
+        self.embeddings = embeddings
+        self.settings = settings
+        self.lock = lock or threading.RLock()
+        self.model_name = model_name or getattr(embeddings, "model_name", type(embeddings).__name__)
+        self._ready = False
+
+    @classmethod
+    def from_settings(cls, settings: RagsExpertSettings) -> LessonMemory:
+        """The lesson memory on the knowledge base's Qdrant (shared client) and embedding model."""
+        from rags_expert.retrieval.embeddings import build_embeddings
+        from rags_expert.retrieval.qdrant import get_client
+
+        client, lock = get_client(settings.retrieval)
+        embeddings = build_embeddings(settings.retrieval)
+        return cls(client, embeddings, settings.lessons, lock=lock)
+
+    # --- collection --------------------------------------------------------------------------
+
+    def _ensure_collection(self, dimension: int) -> None:
+        if self._ready:
+            return
+        name = self.settings.collection
+        with self.lock:
+            if not self.client.collection_exists(name):
+                params = models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                self.client.create_collection(
+                    name,
+                    vectors_config={QUESTION: params, LESSON: params},
+                    metadata={"embedding_model": self.model_name, "dimension": dimension},
+                )
+            else:
+                info = self.client.get_collection(name)
+                size = info.config.params.vectors[QUESTION].size  # type: ignore[index]
+                recorded = (info.config.metadata or {}).get("embedding_model")
+                if size != dimension or (recorded and recorded != self.model_name):
+                    raise ValueError(
+                        f"lesson collection {name!r} was written with {recorded or 'another model'} "
+                        f"({size}-d); the configured model is {self.model_name} ({dimension}-d). "
+                        "Use another lessons.collection or the original embedding model."
+                    )
+        self._ready = True
+
+    # --- the two operations ------------------------------------------------------------------
+
+    def recall_sync(self, question: str, scope: str) -> list[Lesson]:
+        """The top-k lessons whose failing question is similar to ``question`` (above the floor)."""
+        vector = self.embeddings.embed_query(question)
+        self._ensure_collection(len(vector))
+        with self.lock:
+            hits = self.client.query_points(
+                self.settings.collection,
+                query=vector,
+                using=QUESTION,
+                limit=self.settings.top_k,
+                score_threshold=self.settings.min_similarity,
+                query_filter=_scope_filter(scope),
+                with_payload=True,
+            ).points
+        return [
+            Lesson(h.payload["lesson"], float(h.score), h.payload.get("question", ""), int(h.payload.get("times", 1)))
+            for h in hits
+            if h.payload
+        ]
+
+    def store_sync(self, lesson: str, question: str, score: float, scope: str) -> tuple[str, bool]:
+        """Store a lesson keyed by its failing question; merge into a near-duplicate. Returns (id, merged)."""
+        lesson = " ".join(lesson.split())[: self.settings.max_chars]
+        text_vec, question_vec = self.embeddings.embed_documents([lesson, question])
+        self._ensure_collection(len(question_vec))
+        now = dt.datetime.now(dt.UTC).isoformat()
+        with self.lock:
+            duplicate = self._near_duplicate(lesson, text_vec, scope)
+            if duplicate is not None:
+                payload = dict(duplicate.payload or {})
+                payload["times"] = int(payload.get("times", 1)) + 1
+                payload["last_score"] = score
+                payload["updated_at"] = now
+                payload["questions"] = (payload.get("questions", []) + [question])[-5:]
+                self.client.set_payload(self.settings.collection, payload=payload, points=[duplicate.id])
+                return str(duplicate.id), True
+            point_id = str(uuid.uuid5(_NAMESPACE, f"{scope}\x00{_normalise(lesson)}"))
+            payload = {
+                "lesson": lesson,
+                "question": question,
+                "questions": [question],
+                "score": score,
+                "last_score": score,
+                "scope": scope,
+                "times": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+            self.client.upsert(
+                self.settings.collection, points=[
+                    models.PointStruct(id=point_id, vector={QUESTION: question_vec, LESSON: text_vec}, payload=payload)
+                ]
+            )
+        return point_id, False
+
+    def _near_duplicate(self, lesson: str, text_vec: list[float], scope: str) -> models.ScoredPoint | None:
+        """The most similar existing lesson of this scope, if its advice is (nearly) the same."""
+        hits = self.client.query_points(
+            self.settings.collection,
+            query=text_vec,
+            using=LESSON,
+            limit=1,
+            score_threshold=self.settings.merge_similarity,
+            query_filter=_scope_filter(scope),
+            with_payload=True,
+        ).points
+        return hits[0] if hits else None
+
+    def count(self, scope: str | None = None) -> int:
+        """Lessons stored (in one scope, or all)."""
+        if not self.client.collection_exists(self.settings.collection):
+            return 0
+        with self.lock:
+            return self.client.count(
+                self.settings.collection, count_filter=_scope_filter(scope) if scope else None, exact=True
+            ).count
+
+    async def recall(self, question: str, scope: str) -> list[Lesson]:
+        """Async :meth:`recall_sync` (embedding and local Qdrant run in a thread)."""
+        return await asyncio.to_thread(self.recall_sync, question, scope)
+
+    async def store(self, lesson: str, question: str, score: float, scope: str) -> tuple[str, bool]:
+        """Async :meth:`store_sync`."""
+        return await asyncio.to_thread(self.store_sync, lesson, question, score, scope)
+
+
+def _scope_filter(scope: str) -> models.Filter:
+    return models.Filter(must=[models.FieldCondition(key="scope", match=models.MatchValue(value=scope))])
+
+
+def format_lessons(lessons: list[Lesson]) -> str:
+    """Lessons as a bullet list for a prompt ("" when there are none)."""
+    return "\n".join(f"- {lesson.text}" for lesson in lessons)
