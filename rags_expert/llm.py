@@ -80,6 +80,27 @@ def is_transient(exc: BaseException) -> bool:
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
+def error_class_name(exc: BaseException) -> str:
+    """The name that identifies a fault: the SDK's class, not LangChain's wrapper around it.
+
+    ``langchain_openai`` re-raises ``openai.InternalServerError`` as ``OpenAIAPIError`` (and
+    ``RateLimitError`` as ``OpenAIRateLimitError``...), subclasses of the SDK classes; the
+    first non-LangChain class in the MRO is the meaningful name. Exceptions defined only by
+    LangChain keep their own name; ``asyncio.wait_for`` timeouts are ``TimeoutError``.
+    """
+    if isinstance(exc, asyncio.TimeoutError):
+        return "TimeoutError"
+    cls = type(exc)
+    if cls.__module__.startswith("langchain"):
+        for base in cls.__mro__[1:]:
+            if base.__module__.startswith("langchain"):
+                continue
+            if base.__module__ != "builtins":
+                return base.__name__
+            break
+    return cls.__name__
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How :func:`call_model` retries transient faults."""
@@ -116,7 +137,7 @@ async def call_model(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every model fault is classified here
-            name = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+            name = error_class_name(exc)
             text = redact(str(exc) or name, policy.secrets)[:500]
             if is_transient(exc) and attempt <= policy.max_retries:
                 wait = policy.delay(attempt)
@@ -175,6 +196,7 @@ __all__ = [
     "RetryPolicy",
     "build_chat_model",
     "call_model",
+    "error_class_name",
     "is_transient",
     "message_text",
     "redact",
