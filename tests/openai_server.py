@@ -183,6 +183,9 @@ Script = Callable[[dict[str, Any]], "Reply | str | dict[str, Any]"]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY, Nagle + delayed ACK
+    # add ~40 ms to every keep-alive request, which would swamp latency measurements
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output clean
