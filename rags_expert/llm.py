@@ -101,6 +101,24 @@ def error_class_name(exc: BaseException) -> str:
     return cls.__name__
 
 
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a failed response asks for (``Retry-After-Ms`` / ``Retry-After`` in seconds), if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except (TypeError, ValueError):
+            continue  # an HTTP-date: fall back to our own backoff
+        if seconds >= 0:
+            return seconds
+    return None
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How :func:`call_model` retries transient faults."""
@@ -141,6 +159,8 @@ async def call_model(
             text = redact(str(exc) or name, policy.secrets)[:500]
             if is_transient(exc) and attempt <= policy.max_retries:
                 wait = policy.delay(attempt)
+                if (hint := retry_after_seconds(exc)) is not None:  # the server knows best (429/503)
+                    wait = max(wait, min(hint, policy.max_delay))
                 log.warning("LLM call failed with %s (attempt %d), retrying in %.2fs", name, attempt, wait)
                 await asyncio.sleep(wait)
                 continue
@@ -200,4 +220,5 @@ __all__ = [
     "is_transient",
     "message_text",
     "redact",
+    "retry_after_seconds",
 ]
