@@ -259,6 +259,18 @@ async def test_rate_limit_then_success_is_retried(server, castle_docs, caplog):
     assert any("RateLimitError" in rec.getMessage() for rec in caplog.records)
 
 
+async def test_rate_limit_retry_waits_for_retry_after(server, castle_docs):
+    server.enqueue(rate_limited(retry_after=0.3))
+    graph = await make_graph(server, castle_docs, llm={"retry_max_delay": 1.0})
+
+    final = await ask(graph)
+
+    assert final.response_metadata["outcome"] == "success"
+    limited = next(r for r in server.requests if r.reply.status == 429)
+    retry = next(r for r in server.requests if r.prompt == limited.prompt and r is not limited)
+    assert retry.at - limited.at >= 0.3  # the server's Retry-After, not our 10 ms backoff
+
+
 async def test_persistent_500_ends_in_failure_naming_the_error(server, castle_docs):
     server.script = lambda body: error(500, "the model server crashed")
     graph = await make_graph(server, castle_docs, llm={"max_retries": 2})
