@@ -136,7 +136,7 @@ class RagsExpert(AgentFlow):
         settings = self.settings
         self.prompts = PromptStore(settings.prompts, settings.prompt_dir).validate()
         if self.chat_model is None:
-            self.chat_model = build_chat_model(settings.llm)
+            self.chat_model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
         if self.retriever is None:
             self.retriever = await asyncio.to_thread(_default_retriever, settings)
         if settings.lessons.enabled and self.lesson_memory is None:

@@ -184,7 +184,7 @@ async def structured_call(
         list(messages),
         policy=ctx.retry,
         timeout=ctx.settings.timeout,
-        config={**(config or {}), "tags": [TAG_NOSTREAM, "rags_expert:grading"]},
+        config={**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM, "rags_expert:grading"]},
     )
     payloads = _reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)

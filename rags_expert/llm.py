@@ -80,6 +80,45 @@ def is_transient(exc: BaseException) -> bool:
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
+def error_class_name(exc: BaseException) -> str:
+    """The name that identifies a fault: the SDK's class, not LangChain's wrapper around it.
+
+    ``langchain_openai`` re-raises ``openai.InternalServerError`` as ``OpenAIAPIError`` (and
+    ``RateLimitError`` as ``OpenAIRateLimitError``...), subclasses of the SDK classes; the
+    first non-LangChain class in the MRO is the meaningful name. Exceptions defined only by
+    LangChain keep their own name; ``asyncio.wait_for`` timeouts are ``TimeoutError``.
+    """
+    if isinstance(exc, asyncio.TimeoutError):
+        return "TimeoutError"
+    cls = type(exc)
+    if cls.__module__.startswith("langchain"):
+        for base in cls.__mro__[1:]:
+            if base.__module__.startswith("langchain"):
+                continue
+            if base.__module__ != "builtins":
+                return base.__name__
+            break
+    return cls.__name__
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a failed response asks for (``Retry-After-Ms`` / ``Retry-After`` in seconds), if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except (TypeError, ValueError):
+            continue  # an HTTP-date: fall back to our own backoff
+        if seconds >= 0:
+            return seconds
+    return None
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How :func:`call_model` retries transient faults."""
@@ -116,10 +155,12 @@ async def call_model(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every model fault is classified here
-            name = "TimeoutError" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+            name = error_class_name(exc)
             text = redact(str(exc) or name, policy.secrets)[:500]
             if is_transient(exc) and attempt <= policy.max_retries:
                 wait = policy.delay(attempt)
+                if (hint := retry_after_seconds(exc)) is not None:  # the server knows best (429/503)
+                    wait = max(wait, min(hint, policy.max_delay))
                 log.warning("LLM call failed with %s (attempt %d), retrying in %.2fs", name, attempt, wait)
                 await asyncio.sleep(wait)
                 continue
@@ -137,18 +178,20 @@ def message_text(message: Any) -> str:
     return "" if content is None else str(content)
 
 
-def build_chat_model(llm: LLMSettings) -> BaseChatModel:
+def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -> BaseChatModel:
     """A ``ChatOpenAI`` for the configured OpenAI-compatible endpoint.
 
     Transport retries are left to :func:`call_model` (one visible retry policy), so the
-    client's own ``max_retries`` is 0.
+    client's own ``max_retries`` is 0. Each call's own timeout is enforced by
+    :func:`call_model`; ``client_timeout`` (default ``llm.timeout``) is the HTTP client's
+    ceiling and should be the largest of the per-call timeouts.
     """
     from langchain_openai import ChatOpenAI
 
     kwargs: dict[str, Any] = {
         "model": llm.model,
         "temperature": llm.temperature,
-        "timeout": llm.timeout,
+        "timeout": max(llm.timeout, client_timeout or 0.0),
         "max_retries": 0,
     }
     if llm.base_url:
@@ -175,7 +218,9 @@ __all__ = [
     "RetryPolicy",
     "build_chat_model",
     "call_model",
+    "error_class_name",
     "is_transient",
     "message_text",
     "redact",
+    "retry_after_seconds",
 ]

@@ -21,6 +21,9 @@ _YES = {"yes", "y", "true", "relevant", "grounded", "useful", "supported", "corr
 _NO = {"no", "n", "false", "irrelevant", "not", "ungrounded", "unsupported", "useless", "incorrect", "fail", "0"}
 _NEGATED = re.compile(r"\b(not|isn't|is not|doesn't|does not|no)\s+(relevant|grounded|useful|supported)\b", re.I)
 _WORD = re.compile(r"[A-Za-z0-9']+")
+_FIELD_LABEL = re.compile(
+    r"^[\s*_`#>\"'{]*(?:relevant|grounded|useful|supported|binary_score|verdict|answer)[\"'*]*\s*[:=]\s*", re.I
+)
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -94,8 +97,11 @@ def parse_yes_no(text: Any) -> bool | None:
         for v in obj.values():
             if (b := coerce_bool(v)) is not None and not isinstance(v, (int, float)):
                 return b
+    # A leading field name with a separator ("relevant: no", '{"relevant": false' cut short) is a
+    # label, not the verdict: drop it so the value after it decides.
+    stripped = _FIELD_LABEL.sub("", text.strip(), count=1)
     stripped = re.sub(r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "",
-                      text.strip(), flags=re.I)
+                      stripped, flags=re.I)
     words = _WORD.findall(stripped.lower())
     if words:
         if words[0] == "not" and len(words) > 1 and words[1] in _YES:
