@@ -88,6 +88,9 @@ class KGSettings(BaseModel):
         description="Ask the model first which entities and relationships the question needs and show only "
         "those in the prompt (one extra LLM call per question).",
     )
+    max_tokens: int = Field(
+        1024, ge=64, description="Output-token cap of one draft/revise call (a query plus its critique)."
+    )
     query_timeout: float = Field(10.0, gt=0, le=600, description="Seconds one generated query may run in the database.")
     max_rows: int = Field(100, ge=1, le=100_000, description="Rows kept from one query result; the rest are dropped.")
     preview_rows: int = Field(10, ge=1, le=1000, description="Rows of a result shown to the model when it scores and revises.")
