@@ -201,6 +201,7 @@ class FalkorDBBackend:
         self._socket: str | None = None
         self._finalizer: weakref.finalize | None = None
         self._lock = asyncio.Lock()
+        self._parent: FalkorDBBackend | None = None
 
     @classmethod
     def from_settings(cls, kg: KGSettings, graph: str | None = None) -> FalkorDBBackend:
@@ -211,6 +212,15 @@ class FalkorDBBackend:
             password=kg.falkordb_password,
             data_dir=kg.falkordb_data_dir,
         )
+
+    def for_graph(self, graph: str) -> FalkorDBBackend:
+        """A backend for another graph on the same server and connection.
+
+        It starts the server through this backend; closing it leaves the server running.
+        """
+        view = FalkorDBBackend(graph, host=self.host, port=self.port, password=self._password, data_dir=self.data_dir)
+        view._parent = self
+        return view
 
     @property
     def embedded(self) -> bool:
@@ -227,6 +237,10 @@ class FalkorDBBackend:
     # --- lifecycle ---
 
     async def start(self) -> None:
+        if self._parent is not None:
+            await self._parent.start()
+            self._db = self._parent._db
+            return
         async with self._lock:
             if self._db is not None:
                 return
@@ -321,6 +335,9 @@ class FalkorDBBackend:
             self._finalizer = None
 
     async def close(self) -> None:
+        if self._parent is not None:
+            self._db = None  # the parent owns the connection and the server
+            return
         async with self._lock:
             db, self._db = self._db, None
             if db is not None and self.embedded and self._proc is not None and self._proc.poll() is None:
@@ -344,6 +361,8 @@ class FalkorDBBackend:
     # --- queries ---
 
     def _graph(self) -> Any:
+        if self._parent is not None:
+            self._db = self._parent._db
         if self._db is None:
             raise GraphQueryError("connection", "the FalkorDB backend is not started")
         return self._db.select_graph(self.graph_name)

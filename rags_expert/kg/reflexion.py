@@ -110,6 +110,8 @@ class ReflexionAgent(abc.ABC, Generic[R]):
         return None
 
     # --- nodes (thin wrappers adding logging and failure handling) ---
+    # Their state parameter is typed as a plain dict on purpose: LangGraph reads a node's
+    # input schema from that annotation, and a subclass's extra state keys must reach it.
 
     async def _run(self, node: str, fn: Any, state: ReflexionState) -> dict[str, Any]:
         try:
@@ -123,25 +125,25 @@ class ReflexionAgent(abc.ABC, Generic[R]):
             record["error"] = update["error"]
         return {**update, "log": [*state.get("log", []), record]}
 
-    async def _draft_node(self, state: ReflexionState) -> dict[str, Any]:
+    async def _draft_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Draft the first action."""
         return await self._run("draft", self.draft, state)
 
-    async def _execute_tool_node(self, state: ReflexionState) -> dict[str, Any]:
+    async def _execute_tool_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Carry out the latest action; counts one step."""
         counted = {**state, "steps": state.get("steps", 0) + 1}
         update = await self._run("execute_tool", self.run_tool, counted)
         return {"steps": counted["steps"], **update}
 
-    async def _revise_node(self, state: ReflexionState) -> dict[str, Any]:
+    async def _revise_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Score the outcome and, unless done, propose a revised action."""
         return await self._run("revise", self.revise, state)
 
-    def _after_draft(self, state: ReflexionState) -> str:
+    def _after_draft(self, state: dict[str, Any]) -> str:
         """A failed draft ends the run; otherwise its action is executed."""
         return END if state.get("error") else "execute_tool"
 
-    def should_continue(self, state: ReflexionState) -> str:
+    def should_continue(self, state: dict[str, Any]) -> str:
         """END when an exit rule holds, else back to execute_tool with the revised action."""
         return END if self.exit_reason(state) else "execute_tool"
 
