@@ -187,7 +187,7 @@ class FalkorDBBackend:
         port: int | None = None,
         password: SecretStr | str | None = None,
         data_dir: str | Path | None = None,
-        startup_timeout: float = 15.0,
+        startup_timeout: float = 30.0,
     ) -> None:
         self.graph_name = graph
         self.host = host
@@ -256,13 +256,15 @@ class FalkorDBBackend:
                 await self._wait_ready(kwargs)
             else:
                 kwargs = {"host": self.host, "port": self.port or 6379}
-            self._db = FalkorDB(**kwargs, password=self._password, socket_connect_timeout=5)
             try:
+                # the client's constructor already talks to the server (cluster detection)
+                self._db = FalkorDB(**kwargs, password=self._password, socket_connect_timeout=5)
                 await self._db.connection.ping()
             except Exception as exc:
                 db, self._db = self._db, None
-                with contextlib.suppress(Exception):
-                    await db.aclose() if hasattr(db, "aclose") else None
+                if db is not None:
+                    with contextlib.suppress(Exception):
+                        await db.connection.aclose()
                 if self.embedded:
                     self._shutdown_process()
                 kind: ErrorKind = "auth" if "auth" in str(exc).lower() or "password" in str(exc).lower() else "connection"
@@ -326,8 +328,11 @@ class FalkorDBBackend:
                 finally:
                     await client.aclose()
             await asyncio.sleep(0.05)
+        tail = self._log_tail()
         self._shutdown_process()
-        raise BackendUnavailable(f"the embedded FalkorDB did not become ready in {self.startup_timeout}s")
+        raise BackendUnavailable(
+            f"the embedded FalkorDB did not become ready in {self.startup_timeout}s; its log ends with:\n{tail}"
+        )
 
     def _shutdown_process(self) -> None:
         if self._finalizer is not None:
@@ -466,8 +471,10 @@ class Neo4jBackend:
         database: str | None = None,
         *,
         connection_timeout: float = 10.0,
+        max_retry_time: float = 5.0,
     ) -> None:
         self.uri = uri
+        self.max_retry_time = max_retry_time
         self.user = user
         self._password = _secret(password)
         self.database = database
@@ -495,7 +502,8 @@ class Neo4jBackend:
         auth = (self.user, self._password) if self._password is not None else None
         try:
             self._driver = neo4j.AsyncGraphDatabase.driver(
-                self.uri, auth=auth, connection_timeout=self.connection_timeout, max_transaction_retry_time=5.0
+                self.uri, auth=auth, connection_timeout=self.connection_timeout,
+                max_transaction_retry_time=self.max_retry_time,
             )
         except Exception as exc:  # a malformed URI, an unsupported scheme
             raise GraphQueryError("connection", self._redact(f"cannot create the Neo4j driver: {exc}")) from None
