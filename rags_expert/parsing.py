@@ -195,3 +195,29 @@ def parse_free_text_field(text: Any, field: str) -> str | None:
         if len(line) >= 3 and not line.endswith(":") and not line.startswith("{"):
             return line
     return None
+
+
+_ANY_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+def extract_code_block(text: Any, languages: tuple[str, ...] = ()) -> str | None:
+    """The body of the first fenced code block in ``text`` (```lang ... ```), or None.
+
+    With ``languages``, a block tagged with one of them (case-insensitive) is
+    preferred; an untagged block is the fallback. An unclosed final fence still counts.
+    """
+    if not isinstance(text, str) or "```" not in text:
+        return None
+    blocks = [(m.group(1).lower(), m.group(2).strip()) for m in _ANY_FENCE.finditer(text)]
+    if not blocks:
+        tail = text.split("```", 1)[1]
+        lang, _, body = tail.partition("\n")
+        blocks = [(lang.strip().lower(), body.strip())] if body.strip() else []
+    wanted = {lang.lower() for lang in languages}
+    for lang, body in blocks:
+        if body and (not wanted or lang in wanted):
+            return body
+    for lang, body in blocks:
+        if body and not lang:
+            return body
+    return None

