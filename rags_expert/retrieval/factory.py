@@ -1,0 +1,19 @@
+"""Build RagsExpert's default retriever from the settings."""
+
+from __future__ import annotations
+
+from langchain_core.retrievers import BaseRetriever
+
+from rags_expert.settings import RagsExpertSettings
+
+
+def build_retriever(settings: RagsExpertSettings) -> BaseRetriever:
+    """The retriever named by ``settings.retrieval.backend``: the Qdrant knowledge base or knowledge-flow."""
+    r = settings.retrieval
+    if r.backend == "knowledge_flow":
+        from rags_expert.retrieval.knowledge_flow import KnowledgeFlowRetriever
+
+        return KnowledgeFlowRetriever.from_settings(r)
+    from rags_expert.retrieval.qdrant import QdrantRetriever
+
+    return QdrantRetriever.from_settings(r)

@@ -1,0 +1,189 @@
+"""Read files into text units: Markdown, plain text, HTML, PDF (one unit per page) and JSONL (one per line).
+
+Unreadable or binary files raise :class:`UnreadableFileError`; ingestion skips
+them with a warning and goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterator
+
+SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl"})
+TEXT_KEYS = ("content", "text", "page_content", "body")
+
+
+class UnreadableFileError(ValueError):
+    """The file cannot be read as the kind of document its name says."""
+
+
+@dataclass
+class TextUnit:
+    """A piece of a file to chunk: its text, title, page (PDF) and extra metadata (JSONL)."""
+
+    text: str
+    title: str
+    page: int | None = None
+    key: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8 text, or an error for binary content (NUL bytes) and undecodable bytes."""
+    if b"\x00" in data[:8192]:
+        raise UnreadableFileError(f"{path}: binary content (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def _markdown_title(text: str, path: Path) -> str:
+    """The first Markdown heading, else the file name without suffix."""
+    m = re.search(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.MULTILINE)
+    return m.group(1).strip() if m else path.stem
+
+
+class _HTMLText(HTMLParser):
+    """Visible text of an HTML page, headings turned into Markdown headings so chunking respects them."""
+
+    BLOCK = {"p", "div", "br", "li", "tr", "section", "article", "pre", "blockquote", "table", "ul", "ol"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """Track skipped elements, titles, headings and block breaks."""
+        if tag in ("script", "style", "noscript", "template"):
+            self._skip += 1
+        elif tag == "title":
+            self._in_title = True
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag in self.BLOCK:
+            self.parts.append("\n\n" if tag != "br" else "\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        """Close skipped elements, titles and headings."""
+        if tag in ("script", "style", "noscript", "template"):
+            self._skip = max(0, self._skip - 1)
+        elif tag == "title":
+            self._in_title = False
+        elif re.fullmatch(r"h[1-6]", tag) or tag in self.BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        """Keep visible text."""
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+    def text(self) -> str:
+        """The collected text with whitespace tidied."""
+        raw = "".join(self.parts)
+        raw = re.sub(r"[ \t\r\f\v]+", " ", raw)
+        return re.sub(r"\n\s*\n\s*", "\n\n", raw).strip()
+
+
+def load_markdown(path: Path, data: bytes) -> list[TextUnit]:
+    """Markdown or plain text: one unit."""
+    text = _decode(data, path)
+    return [TextUnit(text=text, title=_markdown_title(text, path))]
+
+
+def load_html(path: Path, data: bytes) -> list[TextUnit]:
+    """HTML: visible text, <title> (or first heading) as title."""
+    parser = _HTMLText()
+    parser.feed(_decode(data, path))
+    parser.close()
+    text = parser.text()
+    return [TextUnit(text=text, title=parser.title.strip() or _markdown_title(text, path))]
+
+
+def load_pdf(path: Path, data: bytes) -> list[TextUnit]:
+    """PDF: one unit per page with text (pages numbered from 1)."""
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        meta_title = (reader.metadata.title if reader.metadata else None) or path.stem
+        units = []
+        for number, page in enumerate(reader.pages, start=1):
+            text = (page.extract_text() or "").strip()
+            if text:
+                units.append(TextUnit(text=text, title=str(meta_title), page=number, key=f"p{number}"))
+        return units
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        raise UnreadableFileError(f"{path}: not a readable PDF ({exc})") from exc
+
+
+def load_jsonl(path: Path, data: bytes) -> list[TextUnit]:
+    """JSONL: one unit per object; text from content/text/page_content/body, other keys kept as metadata."""
+    units = []
+    for lineno, line in enumerate(_decode(data, path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UnreadableFileError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise UnreadableFileError(f"{path}:{lineno}: expected a JSON object per line")
+        text = next((obj[k] for k in TEXT_KEYS if isinstance(obj.get(k), str)), None)
+        if text is None:
+            raise UnreadableFileError(f"{path}:{lineno}: no text field (one of {', '.join(TEXT_KEYS)})")
+        extra = {k: v for k, v in obj.items() if k not in TEXT_KEYS and k not in ("title", "page")}
+        page = obj.get("page") if isinstance(obj.get("page"), int) else None
+        units.append(
+            TextUnit(text=text, title=str(obj.get("title") or f"{path.stem} #{lineno}"), page=page,
+                     key=f"L{lineno}", metadata=extra)
+        )
+    return units
+
+
+LOADERS = {
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".txt": load_markdown,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+    ".jsonl": load_jsonl,
+}
+
+
+def load_file(path: Path, data: bytes | None = None) -> list[TextUnit]:
+    """The text units of one supported file."""
+    loader = LOADERS.get(path.suffix.lower())
+    if loader is None:
+        raise UnreadableFileError(f"{path}: unsupported file type {path.suffix!r}")
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UnreadableFileError(f"{path}: cannot read ({exc.strerror})") from exc
+    return loader(path, data)
+
+
+def iter_files(paths: list[Path]) -> Iterator[Path]:
+    """Supported files under the given files and folders (sorted, hidden entries skipped)."""
+    for root in paths:
+        if root.is_file():
+            yield root
+        elif root.is_dir():
+            for p in sorted(root.rglob("*")):
+                rel = p.relative_to(root).parts
+                if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES and not any(x.startswith(".") for x in rel):
+                    yield p

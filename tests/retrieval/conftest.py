@@ -1,0 +1,50 @@
+"""Fixtures for the knowledge-base tests: a Qdrant local-mode store in tmp_path and small document folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
+from rags_expert.settings import RetrievalSettings
+
+
+def make_settings(data_dir: Path, **kw) -> RetrievalSettings:
+    """Retrieval settings on a local-mode data directory; wordllama keeps the tests fast."""
+    base = {"data_dir": data_dir, "embedding_provider": "wordllama", "collection": "test", "chunk_size": 300,
+            "chunk_overlap": 60, "upsert_batch_size": 8}
+    base.update(kw)
+    return RetrievalSettings(**base)
+
+
+@pytest.fixture
+def settings(tmp_path: Path):
+    """Settings on a fresh data directory; the shared client is closed afterwards."""
+    s = make_settings(tmp_path / "data")
+    yield s
+    close_client(s)
+
+
+@pytest.fixture
+def kb(settings: RetrievalSettings) -> KnowledgeBase:
+    """A knowledge base on the fresh data directory."""
+    return KnowledgeBase(settings)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    """A small folder of Markdown, text and HTML documents."""
+    d = tmp_path / "docs"
+    (d / "sub").mkdir(parents=True)
+    (d / "qdrant.md").write_text(
+        "# Qdrant\nQdrant is a vector database written in Rust. It supports hybrid search with sparse vectors.\n\n"
+        "## Local mode\nThe Python client has an embedded local mode that keeps data in a directory. "
+        "It is meant for tests and small collections.\n"
+    )
+    (d / "paris.txt").write_text("Paris is the capital of France. The Eiffel Tower stands on the Champ de Mars.")
+    (d / "sub" / "cats.html").write_text(
+        "<html><head><title>Cats</title><style>p{}</style></head><body><h1>Cats</h1>"
+        "<p>Cats sleep for most of the day.</p><script>var x = 1;</script></body></html>"
+    )
+    return d
