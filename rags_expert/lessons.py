@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -21,9 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
 from qdrant_client import QdrantClient, models
 
+from rags_expert.grading import GradingContext, reflect
+from rags_expert.llm import LLMCallError, redact
 from rags_expert.settings import LessonSettings, RagsExpertSettings
+
+log = logging.getLogger(__name__)
 
 QUESTION = "question"  # named vector: the failing question (recall searches it)
 LESSON = "lesson"  # named vector: the advice itself (near-duplicate detection)
@@ -125,7 +133,8 @@ class LessonMemory:
     def store_sync(self, lesson: str, question: str, score: float, scope: str) -> tuple[str, bool]:
         """Store a lesson keyed by its failing question; merge into a near-duplicate. Returns (id, merged)."""
         lesson = " ".join(lesson.split())[: self.settings.max_chars]
-        text_vec, question_vec = self.embeddings.embed_documents([lesson, question])
+        # symmetric matching (question to question, advice to advice): both sides embedded as queries
+        text_vec, question_vec = self.embeddings.embed_query(lesson), self.embeddings.embed_query(question)
         self._ensure_collection(len(question_vec))
         now = dt.datetime.now(dt.UTC).isoformat()
         with self.lock:
@@ -195,3 +204,62 @@ def _scope_filter(scope: str) -> models.Filter:
 def format_lessons(lessons: list[Lesson]) -> str:
     """Lessons as a bullet list for a prompt ("" when there are none)."""
     return "\n".join(f"- {lesson.text}" for lesson in lessons)
+
+
+# --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------
+
+
+def emit(event: str, **data: Any) -> None:
+    """Send a custom event to hosts streaming with ``stream_mode="custom"`` (no-op outside a graph run)."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer({"event": event, **data})
+
+
+async def recall_lessons(memory: LessonMemory | None, question: str, scope: str) -> list[str]:
+    """Lessons for ``question`` (emits ``lesson_recalled``); [] when memory is off or fails."""
+    if memory is None:
+        return []
+    try:
+        lessons = await memory.recall(question, scope)
+    except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the attempt
+        log.warning("lesson recall failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
+        return []
+    emit("lesson_recalled", scope=scope, question=question, lessons=[l.text for l in lessons],
+         similarities=[round(l.similarity, 3) for l in lessons])
+    return [lesson.text for lesson in lessons]
+
+
+async def learn_from_failure(
+    memory: LessonMemory | None,
+    model: BaseChatModel,
+    ctx: GradingContext,
+    *,
+    scope: str,
+    question: str,
+    attempt: str,
+    feedback: str,
+    score: float,
+    config: RunnableConfig | None = None,
+) -> str | None:
+    """Reflect on a failed attempt (one LLM call) and store the lesson (emits ``lesson_produced`` and
+    ``lesson_stored``). Returns the lesson, or None; never raises."""
+    if memory is None:
+        return None
+    try:
+        lesson = await reflect(model, ctx, task=question, attempt=attempt, feedback=feedback, config=config)
+    except LLMCallError as exc:  # a failed reflection loses a lesson, not the attempt
+        log.warning("reflection failed: %s", exc)
+        return None
+    if not lesson:
+        return None
+    emit("lesson_produced", scope=scope, question=question, lesson=lesson, score=score)
+    try:
+        point_id, merged = await memory.store(lesson, question, score, scope)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("storing a lesson failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
+        return lesson
+    emit("lesson_stored", scope=scope, lesson=lesson, id=point_id, merged=merged)
+    return lesson

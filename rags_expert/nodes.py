@@ -21,11 +21,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 
 from rags_expert import grading
 from rags_expert.citations import chunk_id, cited_sources, format_context
-from rags_expert.lessons import LessonMemory
+from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptStore
 from rags_expert.settings import RagsExpertSettings
@@ -51,15 +50,6 @@ class RagDeps:
 
 
 LESSON_SCOPE = "rag"
-
-
-def emit(event: str, **data: Any) -> None:
-    """Send a custom event to hosts streaming with ``stream_mode="custom"`` (no-op outside a run)."""
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:
-        return
-    writer({"event": event, **data})
 
 
 def _question_from(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
@@ -150,20 +140,8 @@ class RagNodes:
                 )
             except LLMCallError as exc:
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"question": question, "query": question, "lessons": await self._recall(question)}
-
-    async def _recall(self, question: str) -> list[str]:
-        """Lessons relevant to ``question`` (none when memory is off or unavailable)."""
-        if self.deps.lessons is None:
-            return []
-        try:
-            lessons = await self.deps.lessons.recall(question, LESSON_SCOPE)
-        except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the answer
-            log.warning("lesson recall failed: %s", self._error(exc))
-            return []
-        emit("lesson_recalled", question=question, lessons=[l.text for l in lessons],
-             similarities=[round(l.similarity, 3) for l in lessons])
-        return [lesson.text for lesson in lessons]
+        lessons = await recall_lessons(self.deps.lessons, question, LESSON_SCOPE)
+        return update | {"question": question, "query": question, "lessons": lessons}
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query, passing per-request filters from ``configurable``."""
@@ -290,26 +268,18 @@ class RagNodes:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory."""
         if self.deps.lessons is None:
             return {}
-        update: dict[str, Any] = {"llm_calls": state["llm_calls"] + 1}
-        try:
-            lesson = await grading.reflect(
-                self.deps.model, self.deps.grading, task=state["question"], attempt=state.get("answer", ""),
-                feedback=state.get("feedback", ""), config=config,
-            )
-        except LLMCallError as exc:  # a failed reflection loses a lesson, not the answer
-            log.warning("reflection failed: %s", self._error(exc))
-            return update
-        if not lesson:
-            return update
-        emit("lesson_produced", question=state["question"], lesson=lesson)
-        score = 5.0 if state.get("grounded") else 0.0
-        try:
-            point_id, merged = await self.deps.lessons.store(lesson, state["question"], score, LESSON_SCOPE)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("storing a lesson failed: %s", self._error(exc))
-            return update
-        emit("lesson_stored", lesson=lesson, id=point_id, merged=merged)
-        return update
+        await learn_from_failure(
+            self.deps.lessons,
+            self.deps.model,
+            self.deps.grading,
+            scope=LESSON_SCOPE,
+            question=state["question"],
+            attempt=state.get("answer", ""),
+            feedback=state.get("feedback", ""),
+            score=5.0 if state.get("grounded") else 0.0,
+            config=config,
+        )
+        return {"llm_calls": state["llm_calls"] + 1}
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the graded answer with exactly the cited chunks as sources, and clear the working state."""

@@ -25,6 +25,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "failure_not_found": frozenset({"partial"}),
     "failure_error": frozenset({"component", "error", "question"}),
     "reflect": frozenset({"feedback"}),
+    "kg_draft": frozenset({"lessons"}),
 }
 
 

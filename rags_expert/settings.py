@@ -174,8 +174,9 @@ class LessonSettings(BaseModel):
     collection: str = Field("rags_expert_lessons", min_length=1, description="Qdrant collection holding the lessons.")
     top_k: int = Field(3, ge=1, le=20, description="Lessons recalled at most per question.")
     min_similarity: float = Field(
-        0.85, ge=-1.0, le=1.0,
-        description="Cosine similarity floor between the current and the failing question; below it nothing is recalled.",
+        0.80, ge=-1.0, le=1.0,
+        description="Cosine similarity floor between the current and the failing question; below it nothing is "
+        "recalled. Model-dependent: 0.80 suits the default e5 model (unrelated questions score ~0.70-0.78).",
     )
     merge_similarity: float = Field(
         0.95, ge=-1.0, le=1.0, description="Lessons whose advice is at least this similar are merged (counted, not duplicated)."

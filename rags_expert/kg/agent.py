@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from rags_expert.grading import GradingContext, StructuredReply, score, structured_call
+from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, redact
 from rags_expert.parsing import extract_code_block
 from rags_expert.settings import RagsExpertSettings, coerce_settings
@@ -47,6 +48,7 @@ from rags_expert.kg.schema import KGSchema, load_schema
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "run_cypher"
+LESSON_SCOPE = "kg"
 QUERY_LANGUAGE = "Cypher"
 
 
@@ -167,6 +169,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         schema_name: str | None = None,
         settings: RagsExpertSettings | dict[str, Any] | None = None,
         ctx: GradingContext | None = None,
+        lesson_memory: LessonMemory | None = None,
     ) -> None:
         self.settings = coerce_settings(settings)
         self.kg = self.settings.kg
@@ -181,6 +184,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
             self.ctx, settings=self.ctx.settings.model_copy(update={"max_tokens": self.kg.max_tokens})
         )
         self._secrets = self.settings.secrets()
+        self.lessons = lesson_memory if self.settings.lessons.enabled else None
 
     # --- prompts ---
 
@@ -253,7 +257,9 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         question = question_of(state)
         schema_prompt = (await self.schema_for(question)).prompt()
         state = {**state, "schema_prompt": schema_prompt}
-        messages = [self._system(state), HumanMessage(self._render("kg_draft", question=question))]
+        lessons = await recall_lessons(self.lessons, question, LESSON_SCOPE)
+        block = self.ctx.prompts.render("lessons_block", lessons="\n".join(f"- {t}" for t in lessons)) if lessons else ""
+        messages = [self._system(state), HumanMessage(self._render("kg_draft", question=question, lessons=block))]
         reply = await structured_call(self.model, DraftQuery, messages, self._query_ctx)
         query, reflection = read_query_reply(reply)
         return {
@@ -306,6 +312,12 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
                 question=question_of(state), query=last["query"], result=self.describe(last),
             )
             last.update(score=graded.score, score_reason=graded.reason or ("" if graded.parsed else "unparsed score"))
+        if last["score"] < self.kg.score_threshold:
+            await learn_from_failure(
+                self.lessons, self.model, self.ctx, scope=LESSON_SCOPE, question=question_of(state),
+                attempt=f"query: {last['query'] or '(none)'}\nresult: {self.describe(last, rows_shown=3)}",
+                feedback=last["score_reason"] or "low score", score=float(last["score"]),
+            )
         scored = {**state, "attempts": attempts}
         if reason := self.exit_reason(scored):
             note = f"Score {last['score']:g}/10. {last['score_reason']} Stopping: {reason}.".strip()

@@ -46,6 +46,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
                settings: RagsExpertSettings | None) -> int:
     from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, SchemaError, backend_from_settings, load_schema
     from rags_expert.kg.loader import load_sample_graph
+    from rags_expert.lessons import LessonMemory
 
     settings = settings or RagsExpertSettings()
     updates: dict[str, Any] = {}
@@ -67,7 +68,8 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
         if args.load_sample:
             plan = await load_sample_graph(backend, schema)
             print(f"loaded sample graph {schema.name!r}: {plan.node_count} nodes, {plan.edge_count} edges")
-        agent = KGQueryReflexionAgent(model, backend, schema, settings=settings)
+        memory = LessonMemory.from_settings(settings) if settings.lessons.enabled else None
+        agent = KGQueryReflexionAgent(model, backend, schema, settings=settings, lesson_memory=memory)
         result = await agent.execute(args.question)
     except SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)
