@@ -132,18 +132,25 @@ class RagsExpert(AgentFlow):
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
-        """Validate prompt overrides, build the missing model / retriever, build the graph."""
+        """Validate prompt overrides, build the missing model / retriever / lesson memory, build the graph.
+
+        The blocking parts (file reads, model loading, opening the embedded database) run in a
+        worker thread, so a host's event loop is never blocked.
+        """
+        await asyncio.to_thread(self._init_sync)
+        return self
+
+    def _init_sync(self) -> None:
         settings = self.settings
         self.prompts = PromptStore(settings.prompts, settings.prompt_dir).validate()
         if self.chat_model is None:
             self.chat_model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
         if self.retriever is None:
-            self.retriever = await asyncio.to_thread(_default_retriever, settings)
+            self.retriever = _default_retriever(settings)
         if settings.lessons.enabled and self.lesson_memory is None:
-            self.lesson_memory = await asyncio.to_thread(LessonMemory.from_settings, settings)
+            self.lesson_memory = LessonMemory.from_settings(settings)
         self._graph = self.build_graph()
         self._compiled.clear()
-        return self
 
     def build_graph(self) -> StateGraph:
         assert self.chat_model is not None and self.retriever is not None and self.prompts is not None

@@ -4,33 +4,71 @@ LangGraph Server calls a graph factory for every run and every ``get_state``, so
 each agent is built once per process (settings from ``RAGS_EXPERT_*`` variables)
 and its compiled graph is reused. The server brings its own persistence, so the
 graphs are compiled without a checkpointer.
+
+* ``rags_expert``: the corrective-RAG graph over the configured knowledge base.
+* ``kg_query``: the KG-query reflexion graph; needs ``RAGS_EXPERT_KG__SCHEMA_FILE``
+  (and ``RAGS_EXPERT_KG__LOAD_SAMPLE=true`` to start on the bundled sample graph).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from rags_expert.agent import AgentFlow, RagsExpert
+from rags_expert.agent import RagsExpert
+from rags_expert.settings import RagsExpertSettings
 
-_AGENTS: dict[str, AgentFlow] = {}
+_BUILT: dict[str, Any] = {}
 _LOCKS: dict[str, asyncio.Lock] = {}
 
 
-async def _agent(key: str, make: Callable[[], Awaitable[AgentFlow]]) -> AgentFlow:
-    """The process-wide agent ``key``, built on first use (concurrent first calls build it once)."""
-    if key not in _AGENTS:
-        lock = _LOCKS.setdefault(key, asyncio.Lock())
-        async with lock:
-            if key not in _AGENTS:
-                _AGENTS[key] = await make()
-    return _AGENTS[key]
+async def _once(key: str, build: Callable[[], Awaitable[Any]]) -> Any:
+    """The process-wide object ``key``, built on first use (concurrent first calls build it once)."""
+    if key not in _BUILT:
+        async with _LOCKS.setdefault(key, asyncio.Lock()):
+            if key not in _BUILT:
+                _BUILT[key] = await build()
+    return _BUILT[key]
+
+
+async def _build_rag() -> CompiledStateGraph:
+    agent = await RagsExpert().async_init()
+    return agent.get_compiled_graph(checkpointer=False)
+
+
+async def _build_kg() -> CompiledStateGraph:
+    from rags_expert.kg import KGQueryReflexionAgent, backend_from_settings, load_schema
+    from rags_expert.kg.loader import load_sample_graph
+    from rags_expert.lessons import LessonMemory
+    from rags_expert.llm import build_chat_model
+
+    settings = RagsExpertSettings()
+    if settings.kg.schema_file is None:
+        raise ValueError("the kg_query graph needs a schema: set RAGS_EXPERT_KG__SCHEMA_FILE (and KG__SCHEMA_NAME)")
+    schema = await asyncio.to_thread(load_schema, settings.kg.schema_file, settings.kg.schema_name)
+    backend = backend_from_settings(settings.kg, graph=schema.name or None)
+    await backend.start()
+    if settings.kg.load_sample:
+        await load_sample_graph(backend, schema)
+
+    def build() -> CompiledStateGraph:  # blocking: model client, prompt files, embedded Qdrant
+        memory = LessonMemory.from_settings(settings) if settings.lessons.enabled else None
+        model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
+        agent = KGQueryReflexionAgent(model, backend, schema, settings=settings, lesson_memory=memory)
+        return agent.graph.with_config(recursion_limit=agent.recursion_limit())
+
+    return await asyncio.to_thread(build)
 
 
 async def rag_graph(config: RunnableConfig) -> CompiledStateGraph:
     """The RagsExpert graph (built once, then reused for every run)."""
-    agent = await _agent("rag", lambda: RagsExpert().async_init())
-    return agent.get_compiled_graph(checkpointer=False)
+    return await _once("rag", _build_rag)
+
+
+async def kg_graph(config: RunnableConfig) -> CompiledStateGraph:
+    """The KG-query reflexion graph (built once, then reused for every run)."""
+    return await _once("kg", _build_kg)

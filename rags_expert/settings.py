@@ -187,6 +187,14 @@ class LessonSettings(BaseModel):
 class KGSettings(BaseModel):
     """The KG-query reflexion agent (:mod:`rags_expert.kg`) and its graph database."""
 
+    schema_file: Path | None = Field(
+        None, description="BioCypher schema (schema_config.yaml, schema_info.yaml or a kg_schemas file) used by "
+        "hosts and LangGraph Server; the CLI takes --schema instead."
+    )
+    schema_name: str | None = Field(None, description="Which schema of a multi-schema file (e.g. gene_kg).")
+    load_sample: bool = Field(
+        False, description="Hosts and LangGraph Server: load the bundled sample graph for the schema at start."
+    )
     max_steps: int = Field(
         5, ge=1, le=50, description="Queries the agent may execute for one question (draft + revisions)."
     )

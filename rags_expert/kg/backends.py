@@ -249,7 +249,7 @@ class FalkorDBBackend:
             except ImportError:
                 raise BackendUnavailable("the falkordb client is missing: pip install 'rags-expert[kg]'") from None
             if self.embedded:
-                self._spawn()
+                await asyncio.to_thread(self._spawn)  # file system and process start: off the event loop
                 kwargs: dict[str, Any] = (
                     {"host": "127.0.0.1", "port": self.port} if self.port else {"unix_socket_path": self._socket}
                 )
@@ -258,7 +258,9 @@ class FalkorDBBackend:
                 kwargs = {"host": self.host, "port": self.port or 6379}
             try:
                 # the client's constructor already talks to the server (cluster detection)
-                self._db = FalkorDB(**kwargs, password=self._password, socket_connect_timeout=5)
+                self._db = await asyncio.to_thread(  # its constructor connects synchronously
+                    lambda: FalkorDB(**kwargs, password=self._password, socket_connect_timeout=5)
+                )
                 await self._db.connection.ping()
             except Exception as exc:
                 db, self._db = self._db, None
@@ -266,7 +268,7 @@ class FalkorDBBackend:
                     with contextlib.suppress(Exception):
                         await db.connection.aclose()
                 if self.embedded:
-                    self._shutdown_process()
+                    await asyncio.to_thread(self._shutdown_process)
                 kind: ErrorKind = "auth" if "auth" in str(exc).lower() or "password" in str(exc).lower() else "connection"
                 raise GraphQueryError(kind, f"cannot reach FalkorDB: {self._redact(str(exc))}") from None
 
@@ -313,10 +315,10 @@ class FalkorDBBackend:
         assert self._proc is not None
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                tail = self._log_tail()
+                tail = await asyncio.to_thread(self._log_tail)
                 self._shutdown_process()
                 raise BackendUnavailable(f"the embedded FalkorDB exited at start; its log ends with:\n{tail}")
-            if self.port or (self._socket and os.path.exists(self._socket)):
+            if self.port or (self._socket and await asyncio.to_thread(os.path.exists, self._socket)):
                 client = aredis.Redis(**kwargs, password=self._password, socket_connect_timeout=1)
                 try:
                     if await client.ping():
