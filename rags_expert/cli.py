@@ -12,7 +12,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from rags_expert.settings import RagsExpertSettings, settings_reference
@@ -84,6 +86,31 @@ async def ask(args: argparse.Namespace) -> int:
     return 0 if meta["outcome"] == "success" else 1
 
 
+async def evaluate(args: argparse.Namespace) -> int:
+    """Run a benchmark through the agent and write the report."""
+    from rags_expert.evaluation import run_hotpotqa, write_report
+
+    settings = settings_from_args(args)
+    questions_file = args.data / f"{args.split}.jsonl"
+
+    def progress(r) -> None:
+        if not args.quiet:
+            mark = "ok " if r.outcome == "success" else "-- "
+            print(f"{mark} EM {r.exact_match:.0f} F1 {r.f1:.2f} calls {r.llm_calls:2d} {r.seconds:5.1f}s  "
+                  f"{r.question[:70]}", file=sys.stderr, flush=True)
+
+    report = await run_hotpotqa(settings, questions_file, split=args.split, limit=args.limit, progress=progress)
+    json_path, png_path = write_report(report, args.out)
+    print(report.table())
+    print(f"\nreport: {json_path}" + (f"\nplot: {png_path}" if png_path else "\n(plot skipped: install matplotlib)"))
+    return 0
+
+
+def _default_hotpotqa_dir() -> Path:
+    env = os.environ.get("RAGS_EXPERT_HOTPOTQA_DIR")
+    return Path(env) if env else Path("..") / "shared" / "data" / "hotpotqa"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rags-expert", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
@@ -100,6 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=lambda a: asyncio.run(ask(a)))
+
+    p = sub.add_parser("eval", help="evaluate the agent on a benchmark (HotpotQA)")
+    p.add_argument("benchmark", choices=["hotpotqa"])
+    p.add_argument("--split", choices=["dev", "test"], default="dev")
+    p.add_argument("--limit", type=int, help="the first N questions only")
+    p.add_argument("--data", type=Path, default=_default_hotpotqa_dir(),
+                   help="folder with <split>.jsonl (default: $RAGS_EXPERT_HOTPOTQA_DIR or ../shared/data/hotpotqa)")
+    p.add_argument("--out", type=Path, default=Path("eval-out"), help="where the JSON report and PNG plot go")
+    p.add_argument("--model", help="chat model name (RAGS_EXPERT_LLM__MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
+    p.add_argument("-k", "--top-k", type=int, help="chunks retrieved per query")
+    p.add_argument("-q", "--quiet", action="store_true", help="no per-question lines on stderr")
+    p.set_defaults(func=lambda a: asyncio.run(evaluate(a)), collection=None)
 
     p = sub.add_parser("settings", help="print the settings reference (markdown)")
     p.set_defaults(func=lambda a: print(settings_reference()))
