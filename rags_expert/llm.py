@@ -208,7 +208,8 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         raise ValueError(
             "could not build the chat model: "
             + redact(str(exc))
-            + " (set RAGS_EXPERT_LLM__API_KEY or OPENAI_API_KEY; local servers accept any value)"
+            + " (set RAGS_EXPERT_LLM__API_KEY or OPENAI_API_KEY, point RAGS_EXPERT_LLM__BASE_URL at an "
+            "OpenAI-compatible server, or run offline with the bundled model: rags-expert ask --local)"
         ) from None
 
 

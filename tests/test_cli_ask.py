@@ -1,0 +1,68 @@
+"""`rags-expert ingest` then `rags-expert ask` on the embedded knowledge base, with a real HTTP model server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai_server import OpenAIServer, request_kind, tag_content
+
+from rags_expert.cli import main
+
+pytestmark = pytest.mark.integration
+
+
+def script(body):
+    kind = request_kind(body)
+    if kind == "relevance":
+        return {"relevant": "1412" in tag_content(body, "chunk")}
+    if kind in ("grounded", "useful"):
+        return {kind: True}
+    if kind == "rephrase":
+        return {"query": "castle construction year"}
+    return "Castle Varen was built in 1412 [1]."
+
+
+@pytest.fixture
+def kb(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "castle.md").write_text("# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n")
+    (docs / "cheese.md").write_text("# Cheese\n\nMura valley cheese is aged for nine months.\n")
+    assert main(["ingest", str(docs), "--tags", "history"]) == 0
+    return docs
+
+
+def test_ask_streams_the_answer_and_prints_sources(kb, capsys):
+    with OpenAIServer(script) as server:
+        rc = main(["ask", "When was Castle Varen built?", "--base-url", server.base_url, "-q"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("Castle Varen was built in 1412 [1].")
+    assert "[1] Castle Varen" in out and "castle.md" in out
+
+
+def test_ask_json_and_failure_exit_code(kb, capsys):
+    with OpenAIServer(lambda body: {"relevant": False} if request_kind(body) == "relevance" else script(body)) as server:
+        rc = main(["ask", "What is the airspeed of a swallow?", "--base-url", server.base_url, "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert payload["outcome"] == "failure" and payload["reason"] == "no_relevant_documents"
+    assert "could not find" in payload["answer"]
+
+
+def test_ask_tag_filter_reaches_the_knowledge_base(kb, capsys):
+    with OpenAIServer(script) as server:
+        rc = main(["ask", "When was Castle Varen built?", "--base-url", server.base_url, "--tags", "other", "--json"])
+        graded = [r for r in server.requests if r.kind == "relevance"]
+    payload = json.loads(capsys.readouterr().out)
+    assert rc == 1 and payload["outcome"] == "failure"
+    assert graded == []  # no chunk carries the tag: nothing retrieved, nothing graded
+
+
+def test_ask_without_a_model_endpoint_is_a_clear_error(kb, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RAGS_EXPERT_LLM__BASE_URL", raising=False)
+    rc = main(["ask", "When was Castle Varen built?"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "OPENAI_API_KEY" in err and "--local" in err
