@@ -63,6 +63,18 @@ class RephrasedQuery(BaseModel):
     query: str = Field(description="the rewritten search query")
 
 
+class StandaloneQuestion(BaseModel):
+    """A follow-up rewritten so that it stands alone."""
+
+    question: str = Field(description="the standalone question")
+
+
+class LessonText(BaseModel):
+    """One sentence of advice written after a failed attempt."""
+
+    lesson: str = Field(description="one concrete sentence of advice")
+
+
 class ScoreGrade(BaseModel):
     """A 0-10 score with a one-sentence reason."""
 
@@ -204,6 +216,12 @@ def _verdict(reply: StructuredReply, field: str, reason_field: str | None, defau
     return Verdict(default, False, reply.raw)
 
 
+def _text_field(reply: StructuredReply, field: str) -> str:
+    """A rewriter's text: the parsed field, else the first meaningful line of the reply ("" if none)."""
+    value = getattr(reply.parsed, field, "") if reply.parsed is not None else ""
+    return " ".join((value or parse_free_text_field(reply.raw, field) or "").split())
+
+
 # --- the shared operations ---------------------------------------------------------------------
 
 
@@ -255,7 +273,7 @@ async def rephrase_query(
         ctx,
         config=config,
     )
-    query = reply.parsed.query.strip() if reply.parsed else (parse_free_text_field(reply.raw, "query") or "")
+    query = _text_field(reply, "query")
     return query[:500] if query else question
 
 
@@ -277,12 +295,6 @@ async def score(
     return Score(ctx.settings.default_score, "", False, reply.raw)
 
 
-class StandaloneQuestion(BaseModel):
-    """A follow-up rewritten so that it stands alone."""
-
-    question: str = Field(description="the standalone question")
-
-
 async def condense_question(
     model: BaseChatModel, question: str, history: str, ctx: GradingContext, *, config: RunnableConfig | None = None
 ) -> str:
@@ -291,14 +303,8 @@ async def condense_question(
         model, StandaloneQuestion, ctx.messages("condense_question", history=history, question=question), ctx,
         config=config,
     )
-    text = reply.parsed.question.strip() if reply.parsed else (parse_free_text_field(reply.raw, "question") or "")
+    text = _text_field(reply, "question")
     return text[:1000] if text else question
-
-
-class LessonText(BaseModel):
-    """One sentence of advice written after a failed attempt."""
-
-    lesson: str = Field(description="one concrete sentence of advice")
 
 
 async def reflect(
@@ -315,6 +321,5 @@ async def reflect(
         model, LessonText, ctx.messages("reflect", task=task, attempt=attempt, feedback=feedback or "(unknown)"), ctx,
         config=config,
     )
-    text = reply.parsed.lesson if reply.parsed else (parse_free_text_field(reply.raw, "lesson") or "")
-    text = " ".join(text.split())
+    text = _text_field(reply, "lesson")
     return text if len(text) >= 12 else ""
