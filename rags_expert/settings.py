@@ -74,7 +74,7 @@ class LocalModelSettings(BaseModel):
 
     runner: LocalRunner = Field(
         "llama_cpp_python",
-        description="How the OpenAI-compatible server runs: 'llama_cpp_python' (python -m llama_cpp.server, "
+        description="How the OpenAI-compatible server runs: 'llama_cpp_python' (llama-cpp-python's server app "
         "from the 'local' extra) or 'llama_server' (a llama.cpp llama-server binary, see server_binary).",
     )
     server_binary: str = Field(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -137,7 +138,7 @@ def test_runner_command_lines(tmp_path):
     except LocalModelError as exc:  # the extra is not installed here: the error says how to get it
         assert "pip install 'rags-expert[local]'" in str(exc)
     else:
-        assert cmd[1:3] == ["-m", "llama_cpp.server"] and "--interrupt_requests" in cmd
+        assert cmd[1:3] == ["-m", "rags_expert.llama_cpp_runner"] and "--model_alias" in cmd
 
 
 def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key():
@@ -149,3 +150,13 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
     assert out.grading.structured_output == base.local.structured_output
     assert out.grading.max_tokens == base.local.grading_max_tokens
     assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
+
+
+def test_token_cap_compat_copies_max_completion_tokens_into_max_tokens():
+    from rags_expert.llama_cpp_runner import with_max_tokens
+
+    out = json.loads(with_max_tokens(b'{"model": "m", "max_completion_tokens": 48}'))
+    assert out["max_tokens"] == 48
+    assert json.loads(with_max_tokens(b'{"max_completion_tokens": 48, "max_tokens": 10}'))["max_tokens"] == 10
+    assert with_max_tokens(b'{"model": "m"}') == b'{"model": "m"}'
+    assert with_max_tokens(b"not json") == b"not json"
