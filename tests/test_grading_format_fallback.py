@@ -75,3 +75,29 @@ async def test_no_fallback_when_retries_are_off_so_the_request_bound_holds():
         await grading.grade_relevance(model, "When?", "It was built in 1412.",
                                       grading.GradingContext.from_settings(settings))
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"relevant": false', False),  # cut off at the token cap
+        ('{\n  "grounded": false,\n  "unsupported": "the year is not in', False),
+        ('{"relevant": true, "why": "it names the castle', True),
+        ('{"relevant":', None),  # the verdict itself was cut: unknown, not "relevant"
+    ],
+)
+def test_truncated_json_replies_are_closed_and_read(text, expected):
+    from rags_expert.parsing import parse_yes_no
+
+    assert parse_yes_no(text) is expected
+
+
+def test_json_modes_go_in_the_request_body_for_openai_models_so_truncated_replies_survive():
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="m", base_url="http://127.0.0.1:1/v1", api_key="x", extra_body={"keep": 1})
+    ctx = _ctx("json_mode")
+    bound = grading._structured_runnable(model, grading.RelevanceGrade, ctx)
+    kwargs = bound.kwargs
+    assert kwargs["extra_body"] == {"keep": 1, "response_format": {"type": "json_object"}}
+    assert "response_format" not in kwargs and kwargs["max_tokens"] == ctx.settings.max_tokens
