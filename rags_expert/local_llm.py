@@ -100,12 +100,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def server_command(settings: LocalModelSettings, model: Path, port: int) -> list[str]:
     """The command line that starts the configured runner on ``port``."""
+    threads = str(settings.threads or os.cpu_count() or 1)
     if settings.runner == "llama_server":
-        cmd = [settings.server_binary, "-m", str(model), "--host", settings.host, "--port", str(port),
-               "-c", str(settings.n_ctx), "--alias", settings.model_alias]
-        if settings.threads:
-            cmd += ["-t", str(settings.threads)]
-        return cmd
+        return [settings.server_binary, "-m", str(model), "--host", settings.host, "--port", str(port),
+                "-c", str(settings.n_ctx), "--alias", settings.model_alias, "-t", threads]
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise LocalModelError(
@@ -113,9 +111,8 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
         )
     # llama-cpp-python's own app, wrapped so that it honours ChatOpenAI's max_completion_tokens
     cmd = [sys.executable, "-m", "rags_expert.llama_cpp_runner", "--model", str(model), "--host", settings.host,
-           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias]
-    if settings.threads:
-        cmd += ["--n_threads", str(settings.threads)]
+           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias,
+           "--n_threads", threads]
     return cmd
 
 

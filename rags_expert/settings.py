@@ -91,7 +91,10 @@ class LocalModelSettings(BaseModel):
     host: str = Field("127.0.0.1", description="Interface the server listens on (loopback only by default).")
     port: int = Field(0, ge=0, le=65535, description="Port of the server; 0 picks a free one.")
     n_ctx: int = Field(4096, ge=256, description="Context window in tokens (prompt plus reply).")
-    threads: int | None = Field(None, ge=1, description="CPU threads for generation; None lets the runner decide.")
+    threads: int | None = Field(
+        None, ge=1, description="CPU threads for the model; None uses every core (llama-cpp-python's own default "
+        "is half of them)."
+    )
     startup_timeout: float = Field(
         90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
     )
@@ -103,9 +106,10 @@ class LocalModelSettings(BaseModel):
     )
     request_timeout: float = Field(120.0, gt=0, description="Seconds one answer request to the local model may take.")
     structured_output: StructuredOutputMethod = Field(
-        "text",
-        description="grading.structured_output used with the local model ('text' measured best for SmolLM2: "
-        "json_schema gets HTTP 500, json_mode runs on, tool-call arguments come back malformed).",
+        "function_calling",
+        description="grading.structured_output used with the local model. 'function_calling' measured best "
+        "with llama-cpp-python: the forced tool call is grammar-constrained, so every reply parsed in a few "
+        "tokens; json_schema gets HTTP 500, json_mode and text mostly run on to the cap (docs/local-model.md).",
     )
     grading_max_tokens: int = Field(
         48, ge=8, description="grading.max_tokens used with the local model (a verdict needs a few tokens)."
