@@ -141,13 +141,15 @@ HONEST = {
 }
 
 
-async def test_hotpotqa_dev_questions_end_honestly_on_the_real_model(server, dev_rows):
-    settings = _settings(server)
-    agent = await RagsExpert(settings, retriever=BM25Retriever(docs=_corpus(dev_rows))).async_init()
+async def _run_dev(server: LocalModelServer, rows: list[dict[str, Any]], n: int,
+                   **grading_overrides: Any) -> tuple[list[dict[str, Any]], int]:
+    """Run the first ``n`` dev questions; check each run's end; return what happened and the call bound."""
+    settings = _settings(server, **grading_overrides)
+    agent = await RagsExpert(settings, retriever=BM25Retriever(docs=_corpus(rows))).async_init()
     graph = agent.get_compiled_graph()
     bound = settings.llm_call_bound(with_history=False)
     results = []
-    for i, row in enumerate(dev_rows[:N_QUESTIONS]):
+    for i, row in enumerate(rows[:n]):
         began = time.monotonic()
         nodes: list[str] = []
         final: AIMessage | None = None
@@ -176,12 +178,23 @@ async def test_hotpotqa_dev_questions_end_honestly_on_the_real_model(server, dev
             "exact": meta["outcome"] == "success" and said == gold,
             "llm_calls": meta["llm_calls"], "seconds": round(seconds, 1), "answer": final.content[:300],
         })
-    _report(results, bound)
+    return results, bound
 
 
-def _report(results: list[dict[str, Any]], bound: int) -> None:
+async def test_hotpotqa_dev_questions_end_honestly_on_the_real_model(server, dev_rows):
+    results, bound = await _run_dev(server, dev_rows, N_QUESTIONS)
+    _report("local defaults (function_calling graders)", results, bound)
+
+
+async def test_unparsed_plain_text_grades_end_in_an_honest_failure_not_an_error(server, dev_rows):
+    """With plain-text graders the model's replies mostly do not parse; the defaults must end runs honestly."""
+    results, bound = await _run_dev(server, dev_rows, 1, structured_output="text")
+    _report("plain-text graders", results, bound)
+
+
+def _report(label: str, results: list[dict[str, Any]], bound: int) -> None:
     """Print what the model got right (not asserted: a 135M model is weak)."""
-    lines = [f"\nHotpotQA dev on SmolLM2-135M (llm-call bound {bound}):"]
+    lines = [f"\nHotpotQA dev on SmolLM2-135M, {label} (llm-call bound {bound}):"]
     for r in results:
         lines.append(f"- [{r['outcome']}/{r['reason']}] calls={r['llm_calls']} {r['seconds']}s "
                      f"gold-in-answer={r['contains_gold']} | Q: {r['question'][:80]} | gold: {r['gold']} | "
