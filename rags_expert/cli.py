@@ -42,10 +42,23 @@ def settings_from_args(args: argparse.Namespace) -> RagsExpertSettings:
 
 
 async def ask(args: argparse.Namespace) -> int:
+    """Answer one question (on a local model started for the call with ``--local``)."""
+    settings = settings_from_args(args)
+    if not getattr(args, "local", False):
+        return await answer(args, settings)
+    from rags_expert.local_llm import LocalModelServer, local_settings
+
+    if not args.quiet and not args.json:
+        print("[starting the local model]", file=sys.stderr, flush=True)
+    async with LocalModelServer(settings.local) as server:
+        return await answer(args, local_settings(settings, server.base_url))
+
+
+async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
     """Answer one question, streaming tokens to stdout and progress to stderr."""
     from rags_expert.agent import RagsExpert
 
-    agent = await RagsExpert(settings_from_args(args)).async_init()
+    agent = await RagsExpert(settings).async_init()
     graph = agent.get_compiled_graph()
     config: dict[str, Any] = {"configurable": {"thread_id": args.thread}}
     if args.tags:
@@ -126,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", default="cli", help="conversation thread id")
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--local", action="store_true",
+                   help="answer offline with a local model server started for this call (needs the 'local' extra)")
     p.set_defaults(func=lambda a: asyncio.run(ask(a)))
 
     p = sub.add_parser("eval", help="evaluate the agent on a benchmark (HotpotQA)")

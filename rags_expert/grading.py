@@ -16,6 +16,10 @@ survives its retries raises :class:`~rags_expert.llm.LLMCallError`.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -26,12 +30,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
-from rags_expert.llm import RetryPolicy, call_model, message_text
+from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text
 from rags_expert.parsing import parse_free_text_field, parse_model, parse_score, parse_yes_no
 from rags_expert.prompts import PromptStore
 from rags_expert.settings import GradingSettings, RagsExpertSettings
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 
 # --- output schemas --------------------------------------------------------------------------
@@ -146,24 +151,51 @@ class GradingContext:
 # --- the one structured call -------------------------------------------------------------------
 
 
-def _structured_runnable(model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext) -> Runnable:
-    method = ctx.settings.structured_output
+def _with_response_format(model: BaseChatModel, response_format: dict[str, Any]) -> Runnable:
+    """``model`` asked for a response format, the reply kept even when cut off at the token cap.
+
+    ChatOpenAI sends a ``response_format`` argument through the client's strict ``parse()``, which
+    raises ``LengthFinishReasonError`` and drops the reply when it hits ``max_tokens`` (measured with
+    json_mode on a small local model: 7 of 10 grading calls). The same field sent in the request body
+    (``extra_body``) is the identical request, and the truncated reply reaches the tolerant parser.
+    """
+    if "extra_body" in getattr(type(model), "model_fields", {}):
+        extra = dict(getattr(model, "extra_body", None) or {})
+        return model.bind(extra_body={**extra, "response_format": response_format})
+    return model.bind(response_format=response_format)
+
+
+def _structured_runnable(
+    model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext, method: str | None = None
+) -> Runnable:
+    """``model`` set up to ask for ``schema`` by ``method`` (default: the configured one), output capped."""
+    method = method or ctx.settings.structured_output
     capped: Runnable = model
     try:
         if method == "function_calling":
             capped = model.bind_tools([schema], tool_choice=schema.__name__)
         elif method == "json_schema":
-            capped = model.bind(
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-                }
-            )
+            capped = _with_response_format(model, {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            })
         elif method == "json_mode":
-            capped = model.bind(response_format={"type": "json_object"})
+            capped = _with_response_format(model, {"type": "json_object"})
     except NotImplementedError:
         capped = model  # the model cannot do tools: plain text, parsed tolerantly
     return capped.bind(max_tokens=ctx.settings.max_tokens)
+
+
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|tool_choice|\btools\b", re.I)
+
+
+def format_rejected(exc: LLMCallError) -> bool:
+    """Whether a failed call was the endpoint refusing the structured-output request itself.
+
+    The error was not retried (it is the request's fault, see :func:`rags_expert.llm.is_transient`)
+    and its text names the response format or the tools.
+    """
+    return exc.attempts == 1 and bool(_FORMAT_WORDS.search(str(exc)))
 
 
 def _reply_payloads(reply: Any) -> list[Any]:
@@ -190,14 +222,22 @@ async def structured_call(
     One request with capped output tokens and the grading timeout; its tokens are
     kept out of the host's message stream. Raises only LLMCallError.
     """
-    runnable = _structured_runnable(model, schema, ctx)
-    reply = await call_model(
-        runnable,
-        list(messages),
-        policy=ctx.retry,
-        timeout=ctx.settings.timeout,
-        config={**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM, "rags_expert:grading"]},
-    )
+    config = {**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM, "rags_expert:grading"]}
+    method = ctx.settings.structured_output
+    try:
+        reply = await call_model(_structured_runnable(model, schema, ctx), list(messages), policy=ctx.retry,
+                                 timeout=ctx.settings.timeout, config=config)
+    except LLMCallError as exc:
+        if method == "text" or ctx.retry.max_retries < 1 or not format_rejected(exc):
+            raise
+        # The endpoint refused the structured-output request itself (e.g. llama-cpp-python: HTTP 500
+        # "response_format.type should be 'text' or 'json_object'"): ask again for plain text. This
+        # request takes the place of a retry, so the bound on requests (bound * (1 + max_retries)) holds.
+        log.warning("the endpoint rejected structured output %r (%s); asking for plain text", method,
+                    exc.error_class)
+        fallback_policy = dataclasses.replace(ctx.retry, max_retries=ctx.retry.max_retries - 1)
+        reply = await call_model(_structured_runnable(model, schema, ctx, "text"), list(messages),
+                                 policy=fallback_policy, timeout=ctx.settings.timeout, config=config)
     payloads = _reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
     for payload in payloads:

@@ -70,10 +70,19 @@ _TRANSIENT_NAMES = {
 }
 
 
+_REQUEST_INVALID = re.compile(r"validation error.*\(\s*'body'", re.I | re.S)
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Whether a fault is worth retrying: 429, 5xx, timeouts and connection errors."""
+    """Whether a fault is worth retrying: 429, 5xx, timeouts and connection errors.
+
+    A 5xx whose text is a validation error of the request body (llama-cpp-python answers an
+    unsupported ``response_format`` that way) is the request's fault: retrying cannot help.
+    """
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
         return True
+    if _REQUEST_INVALID.search(str(exc)):
+        return False
     status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
     if isinstance(status, int) and (status == 429 or status == 408 or status >= 500):
         return True

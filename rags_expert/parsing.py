@@ -51,14 +51,46 @@ def _balanced_objects(text: str) -> list[str]:
     return out
 
 
+def _close(text: str) -> str:
+    """``text`` with an open string and open ``{``/``[`` closed, trailing ``,``/``:`` dropped."""
+    stack, in_str, esc = [], False, False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    body = text + '"' if in_str else text.rstrip().rstrip(",:").rstrip()
+    return body + "".join(reversed(stack))
+
+
+def _truncated_object(text: str) -> list[str]:
+    """Closings of a JSON object cut off mid-way (a reply that hit its token cap), longest first."""
+    body = text.strip()
+    if not body.startswith("{") or _balanced_objects(body):
+        return []
+    cuts = [body] + [body[:i] for i in [i for i, ch in enumerate(body) if ch == ","][::-1][:5]]
+    return [_close(cut) for cut in cuts]
+
+
 def extract_json_object(text: Any) -> dict[str, Any] | None:
-    """The first JSON object in ``text``: the text itself, a fenced block, or embedded in prose."""
+    """The first JSON object in ``text``: the text itself, a fenced block, embedded in prose, or cut off
+    at the token cap (closed: ``{"relevant": false`` reads as ``{"relevant": false}``)."""
     if isinstance(text, dict):
         return text
     if not isinstance(text, str) or not text.strip():
         return None
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
     candidates += _balanced_objects(text)
+    candidates += _truncated_object(text)
     for cand in candidates:
         try:
             value = json.loads(cand)
@@ -102,7 +134,8 @@ def parse_yes_no(text: Any) -> bool | None:
     stripped = _FIELD_LABEL.sub("", text.strip(), count=1)
     stripped = re.sub(r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "",
                       stripped, flags=re.I)
-    words = _WORD.findall(stripped.lower())
+    # the leading word of JSON is a key ("relevant"), not a verdict
+    words = [] if stripped.startswith("{") else _WORD.findall(stripped.lower())
     if words:
         if words[0] == "not" and len(words) > 1 and words[1] in _YES:
             return False

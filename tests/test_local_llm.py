@@ -1,0 +1,162 @@
+"""LocalModelServer's lifecycle with real child processes (no model needed), and local_settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rags_expert.local_llm import (
+    DUMMY_API_KEY,
+    LocalModelError,
+    LocalModelServer,
+    find_model,
+    local_settings,
+    server_command,
+)
+from rags_expert.settings import LocalModelSettings, RagsExpertSettings
+
+# A stand-in "llama-server": a real HTTP server answering GET /v1/models, started with the
+# runner's command line (-m MODEL --host H --port P ...). It also forks a grandchild that
+# must die with it (the process-group kill).
+FAKE_SERVER = f"""#!{sys.executable}
+import http.server, os, subprocess, sys, time
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+mode = os.environ.get("FAKE_MODE", "ok")
+print("fake server starting", flush=True)
+if mode == "die":
+    print("error: cannot load model", file=sys.stderr, flush=True)
+    sys.exit(3)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open(os.environ["FAKE_PIDS"], "w").write(f"{{os.getpid()}} {{child.pid}}")
+if mode == "hang":
+    time.sleep(600)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.end_headers()
+        self.wfile.write(b'{{"data": []}}')
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+@pytest.fixture
+def fake_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalModelSettings:
+    script = tmp_path / "fake-llama-server"
+    script.write_text(FAKE_SERVER)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setenv("FAKE_PIDS", str(tmp_path / "pids"))
+    return LocalModelSettings(runner="llama_server", server_binary=str(script), model_path=model,
+                              startup_timeout=10, stop_timeout=2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) counts as dead
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_dead(pids: list[int], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sync_server_starts_serves_and_stops_with_its_children(fake_runner, tmp_path):
+    with LocalModelServer(fake_runner) as server:
+        assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+        with urllib.request.urlopen(server.base_url + "/models", timeout=5) as response:
+            assert response.status == 200
+        pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+        assert all(_alive(p) for p in pids)
+    assert _wait_dead(pids), "the server or its child outlived the context manager"
+    assert server.process is None
+
+
+async def test_async_server_stops_even_when_the_body_raises(fake_runner, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        async with LocalModelServer(fake_runner) as server:
+            assert server.startup_seconds is not None and server.startup_seconds < 10
+            pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+            raise KeyboardInterrupt
+    assert _wait_dead(pids)
+
+
+def test_server_dying_at_startup_reports_its_output(fake_runner, monkeypatch):
+    monkeypatch.setenv("FAKE_MODE", "die")
+    with pytest.raises(LocalModelError, match="exited with code 3") as info:
+        LocalModelServer(fake_runner).start()
+    assert "cannot load model" in str(info.value)
+
+
+def test_startup_timeout_kills_the_hung_server(fake_runner, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_MODE", "hang")
+    settings = fake_runner.model_copy(update={"startup_timeout": 1.5})
+    with pytest.raises(LocalModelError, match="did not answer within 2s"):
+        LocalModelServer(settings).start()
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert _wait_dead(pids)
+
+
+def test_missing_binary_and_missing_model_are_clear_errors(tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    with pytest.raises(LocalModelError, match="could not start"):
+        LocalModelServer(LocalModelSettings(runner="llama_server", server_binary=str(tmp_path / "nope"),
+                                            model_path=model)).start()
+    with pytest.raises(LocalModelError, match="model file not found"):
+        find_model(LocalModelSettings(model_path=tmp_path / "absent.gguf"))
+
+
+def test_runner_command_lines(tmp_path):
+    model = tmp_path / "m.gguf"
+    cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, n_ctx=1024), model, 8123)
+    assert cmd[:3] == ["llama-server", "-m", str(model)]
+    assert ["--port", "8123"] == cmd[cmd.index("--port"):cmd.index("--port") + 2]
+    assert ["-t", "2"] == cmd[-2:] and "1024" in cmd
+    try:
+        cmd = server_command(LocalModelSettings(), model, 8123)
+    except LocalModelError as exc:  # the extra is not installed here: the error says how to get it
+        assert "pip install 'rags-expert[local]'" in str(exc)
+    else:
+        assert cmd[1:3] == ["-m", "rags_expert.llama_cpp_runner"] and "--model_alias" in cmd
+
+
+def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key():
+    base = RagsExpertSettings(llm={"api_key": "sk-real-secret-123456", "model": "gpt-4o"}, local={"max_tokens": 99})
+    out = local_settings(base, "http://127.0.0.1:9999/v1")
+    assert out.llm.base_url == "http://127.0.0.1:9999/v1"
+    assert out.llm.api_key.get_secret_value() == DUMMY_API_KEY
+    assert out.llm.model == base.local.model_alias and out.llm.max_tokens == 99
+    assert out.grading.structured_output == base.local.structured_output
+    assert out.grading.max_tokens == base.local.grading_max_tokens
+    assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
+
+
+def test_token_cap_compat_copies_max_completion_tokens_into_max_tokens():
+    from rags_expert.llama_cpp_runner import with_max_tokens
+
+    out = json.loads(with_max_tokens(b'{"model": "m", "max_completion_tokens": 48}'))
+    assert out["max_tokens"] == 48
+    assert json.loads(with_max_tokens(b'{"max_completion_tokens": 48, "max_tokens": 10}'))["max_tokens"] == 10
+    assert with_max_tokens(b'{"model": "m"}') == b'{"model": "m"}'
+    assert with_max_tokens(b"not json") == b"not json"
