@@ -43,15 +43,12 @@ def settings_from_args(args: argparse.Namespace) -> RagsExpertSettings:
 
 async def ask(args: argparse.Namespace) -> int:
     """Answer one question (on a local model started for the call with ``--local``)."""
-    settings = settings_from_args(args)
-    if not getattr(args, "local", False):
-        return await answer(args, settings)
-    from rags_expert.local_llm import LocalModelServer, local_settings
+    from rags_expert.local_llm import maybe_local
 
-    if not args.quiet and not args.json:
+    if args.local and not args.quiet and not args.json:
         print("[starting the local model]", file=sys.stderr, flush=True)
-    async with LocalModelServer(settings.local) as server:
-        return await answer(args, local_settings(settings, server.base_url))
+    async with maybe_local(settings_from_args(args), args.local) as settings:
+        return await answer(args, settings)
 
 
 async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
@@ -112,7 +109,10 @@ async def evaluate(args: argparse.Namespace) -> int:
             print(f"{mark} EM {r.exact_match:.0f} F1 {r.f1:.2f} calls {r.llm_calls:2d} {r.seconds:5.1f}s  "
                   f"{r.question[:70]}", file=sys.stderr, flush=True)
 
-    report = await run_hotpotqa(settings, questions_file, split=args.split, limit=args.limit, progress=progress)
+    from rags_expert.local_llm import maybe_local
+
+    async with maybe_local(settings, args.local) as settings:
+        report = await run_hotpotqa(settings, questions_file, split=args.split, limit=args.limit, progress=progress)
     json_path, png_path = write_report(report, args.out)
     print(report.table())
     print(f"\nreport: {json_path}" + (f"\nplot: {png_path}" if png_path else "\n(plot skipped: install matplotlib)"))
@@ -154,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
     p.add_argument("-k", "--top-k", type=int, help="chunks retrieved per query")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-question lines on stderr")
+    p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
     p.set_defaults(func=lambda a: asyncio.run(evaluate(a)), collection=None)
 
     p = sub.add_parser("settings", help="print the settings reference (markdown)")

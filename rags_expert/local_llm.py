@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -299,3 +300,16 @@ def local_extra_installed() -> bool:
     return _module_dir(MODEL_PACKAGE) is not None and all(
         importlib.util.find_spec(m) is not None for m in SERVER_MODULES
     )
+
+
+@contextlib.asynccontextmanager
+async def maybe_local(settings: RagsExpertSettings, enabled: bool) -> AsyncIterator[RagsExpertSettings]:
+    """``settings`` unchanged, or (``enabled``) pointed at a local model server started for the block.
+
+    Every command with a ``--local`` flag (ask, eval, kg) goes through this one helper.
+    """
+    if not enabled:
+        yield settings
+        return
+    async with LocalModelServer(settings.local) as server:
+        yield local_settings(settings, server.base_url)

@@ -23,7 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert import grading
-from rags_expert.citations import chunk_id, cited_sources, format_context
+from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptStore
@@ -91,6 +91,10 @@ def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
         "failure_reason": "",
         "lessons": [],
     }
+
+
+def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
+    return any(1 <= n <= len(relevant) for n in cited_numbers(answer))
 
 
 def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -237,13 +241,19 @@ class RagNodes:
         return update | {"answer": message_text(reply).strip()}
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Check the answer is grounded in the chunks and useful for the question (two concurrent calls)."""
+        """Check the answer is grounded in the chunks and useful for the question (two concurrent calls).
+
+        An empty answer, or one that cites no chunk while ``require_citations`` is on, is rejected
+        without asking the model.
+        """
         answer = state.get("answer", "")
+        if not answer or (self.deps.settings.require_citations and not _cites_a_chunk(answer, state["relevant"])):
+            feedback = "the answer was empty" if not answer else (
+                "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
+            )
+            return {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
         context = format_context(state["relevant"])
         update: dict[str, Any] = {"llm_calls": state["llm_calls"] + 2}
-        if not answer:
-            return update | {"llm_calls": state["llm_calls"], "grounded": False, "useful": False,
-                             "feedback": "the answer was empty"}
         grounded, useful = await asyncio.gather(
             grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
             grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),

@@ -326,6 +326,11 @@ class RagsExpertSettings(BaseSettings):
     max_context_chunks: int = Field(
         12, ge=1, le=200, description="Relevant chunks kept (accumulated over retrieval rounds) for generation."
     )
+    require_citations: bool = Field(
+        True,
+        description="Reject an answer that cites no chunk as [n] (without a grading call) and regenerate; an "
+        "uncited answer cannot be checked against its sources.",
+    )
     condense_followups: bool = Field(
         True, description="Rewrite a follow-up into a standalone question from the thread's history."
     )

@@ -320,3 +320,22 @@ async def test_get_compiled_graph_is_compiled_once(castle_docs):
 def test_llm_call_error_text_is_redacted():
     err = LLMCallError("AuthenticationError", "bad key", 1)
     assert str(err).startswith("AuthenticationError")
+
+
+async def test_uncited_answer_is_rejected_without_grading_calls(castle_docs):
+    answers = iter(["It was built in 1412.", "It was built in 1412 [1]."])
+    prompts = []
+    script = Script(relevance=castle_relevant, generate=lambda t: prompts.append(t) or next(answers))
+    agent, _, _ = await make_agent(script, castle_docs)
+    _, msg = await run(agent, "When was Castle Varen built?")
+    assert msg.response_metadata["outcome"] == "success" and msg.content == "It was built in 1412 [1]."
+    assert script.count("generate") == 2
+    assert script.count("grounded") == 1 and script.count("useful") == 1  # only the cited answer was graded
+    assert "cites no chunk" in prompts[1]
+
+
+async def test_citations_can_be_optional(castle_docs):
+    script = Script(relevance=castle_relevant, generate=lambda t: "It was built in 1412.")
+    agent, _, _ = await make_agent(script, castle_docs, require_citations=False)
+    _, msg = await run(agent, "When was Castle Varen built?")
+    assert msg.response_metadata["outcome"] == "success" and msg.response_metadata["sources"] == []

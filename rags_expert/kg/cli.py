@@ -33,13 +33,20 @@ def register(subparsers: Any) -> None:
                    help="load the packaged sample graph for the schema first (replaces the graph)")
     p.add_argument("--max-steps", type=int, help="queries the agent may execute")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
         settings: RagsExpertSettings | None = None) -> int:
-    """Run the ``kg`` subcommand; returns the exit code."""
-    return asyncio.run(_run(args, chat_model, settings))
+    """Run the ``kg`` subcommand (on a local model started for the call with ``--local``); returns the exit code."""
+    from rags_expert.local_llm import maybe_local
+
+    async def go() -> int:
+        async with maybe_local(settings or RagsExpertSettings(), getattr(args, "local", False)) as s:
+            return await _run(args, chat_model, s)
+
+    return asyncio.run(go())
 
 
 async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
