@@ -315,9 +315,12 @@ class RagNodes:
         sources: list[dict[str, Any]] = []
         if reason == "empty_question":
             content = prompts.render("empty_question")
+        elif reason == "retrieval_error":
+            detail = error.split(":", 1)[1].strip() if ":" in error else error
+            content = prompts.render("failure_retrieval", question=question, error=error_class, detail=detail)
         elif error:
-            component = "the knowledge base" if reason == "retrieval_error" else "the language model"
-            content = prompts.render("failure_error", question=question, component=component, error=error_class)
+            content = prompts.render("failure_error", question=question, component="the language model",
+                                     error=error_class)
         else:
             partial = ""
             if state.get("partial_answer"):

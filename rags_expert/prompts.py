@@ -24,6 +24,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "answer_system": frozenset({"date"}),
     "failure_not_found": frozenset({"partial"}),
     "failure_error": frozenset({"component", "error", "question"}),
+    "failure_retrieval": frozenset({"detail", "error", "question"}),
     "reflect": frozenset({"feedback"}),
     "kg_draft": frozenset({"lessons"}),
 }

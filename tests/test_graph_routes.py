@@ -216,7 +216,7 @@ async def test_retriever_error_is_an_honest_failure(castle_docs):
     _, msg = await run(agent, "anything?")
     assert msg.response_metadata["outcome"] == "failure"
     assert msg.response_metadata["reason"] == "retrieval_error"
-    assert "knowledge base failed (ConnectionError)" in msg.content
+    assert "knowledge base failed (ConnectionError): qdrant down" in msg.content
 
 
 async def test_grading_is_concurrent_and_bounded(castle_docs):
