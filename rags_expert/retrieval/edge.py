@@ -29,11 +29,36 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
-from rags_expert.retrieval.store import DENSE, PAYLOAD_INDEXES, SPARSE, CollectionInfo, Hit, VectorQuery
+from rags_expert.retrieval.store import (
+    DENSE,
+    PAYLOAD_INDEXES,
+    SPARSE,
+    CollectionInfo,
+    Hit,
+    KnowledgeBaseError,
+    VectorQuery,
+)
 
 
 class EdgeFilterError(ValueError):
     """A filter shape the Edge store does not translate."""
+
+
+class EdgeShardInUseError(KnowledgeBaseError):
+    """Another process has the shard open (Edge locks its write-ahead log: one process per data directory)."""
+
+
+def _open(path: Path, create: Any = None) -> qe.EdgeShard:
+    """Load (or, given a config, create) a shard; a shard locked by another process is a clear error."""
+    try:
+        return qe.EdgeShard.create(str(path), create) if create is not None else qe.EdgeShard.load(str(path))
+    except Exception as exc:  # qdrant_edge raises a bare Exception
+        if "WouldBlock" in str(exc):
+            raise EdgeShardInUseError(
+                f"the Qdrant Edge shard {path} is open in another process (an agent or an ingest run): Edge allows "
+                f"one process per data directory; stop it, or use a Qdrant server (retrieval.url)"
+            ) from exc
+        raise
 
 
 def _condition(c: Any) -> Any:
@@ -97,7 +122,7 @@ class EdgeStore:
     def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
         if shard is None:
-            shard = qe.EdgeShard.load(str(self._dir(name) / "shard"))
+            shard = _open(self._dir(name) / "shard")
             self._shards[name] = shard
         return shard
 
@@ -124,7 +149,7 @@ class EdgeStore:
             vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
-        shard = qe.EdgeShard.create(str(path), config)
+        shard = _open(path, config)
         for field in PAYLOAD_INDEXES:
             shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
         self._shards[name] = shard

@@ -29,17 +29,13 @@ from qdrant_client import QdrantClient, models
 
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
-from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, VectorQuery
+from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import RetrievalMode, RetrievalSettings
 
-__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "QdrantRetriever", "build_filter", "get_client", "get_store"]
+__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store"]
 
 SPARSE_SCHEME = "bm25-crc32-v1"
 POLICY_TO_MODE: dict[str, RetrievalMode] = {"semantic": "dense", "hybrid": "hybrid", "strict": "sparse"}
-
-
-class KnowledgeBaseError(RuntimeError):
-    """The knowledge base cannot serve this request (missing collection, bad configuration)."""
 
 
 class EmbeddingMismatchError(KnowledgeBaseError):

@@ -21,6 +21,10 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
+class KnowledgeBaseError(RuntimeError):
+    """The knowledge base cannot serve this request (missing collection, bad configuration, store in use)."""
+
+
 DENSE = "dense"
 SPARSE = "bm25"
 PAYLOAD_INDEXES = ("tags", "source", "doc_id", "file_hash")

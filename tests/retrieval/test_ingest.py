@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +182,32 @@ def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
             close_client(s)
     assert results["edge"]["sparse"] and results["edge"]["hybrid"]
     assert results["edge"] == results["local"]
+
+
+HOLD_SHARD = """
+import sys, time
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+kb = KnowledgeBase(RagsExpertSettings().retrieval)
+print(kb.count(), flush=True)
+time.sleep(60)
+"""
+
+
+def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
+    s = make_settings(tmp_path / "data", engine="edge")
+    Ingestor(KnowledgeBase(s)).run([docs])
+    close_client(s)
+    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(s.data_dir), "RAGS_EXPERT_RETRIEVAL__COLLECTION": "test",
+           "RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER": "wordllama", "RAGS_EXPERT_RETRIEVAL__ENGINE": "edge"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_SHARD], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert int(holder.stdout.readline()) > 0  # the other process has the shard open
+        with pytest.raises(KnowledgeBaseError, match="open in another process"):
+            KnowledgeBase(s).count()
+    finally:
+        holder.kill()
+        holder.wait()
+        close_client(s)
+    assert KnowledgeBase(s).count() > 0  # usable again once the other process is gone
+    close_client(s)
