@@ -111,9 +111,7 @@ class Ingestor:
         found: dict[str, list[str]] = {}
         for start in range(0, len(records), 1024):
             ids = [r.id for r in records[start : start + 1024]]
-            with self.kb.lock:
-                pts = self.kb.client.retrieve(self.kb.collection, ids=ids, with_payload=["tags"], with_vectors=False)
-            found.update({str(p.id): list((p.payload or {}).get("tags") or []) for p in pts})
+            found.update({pid: list(p.get("tags") or []) for pid, p in self.kb.retrieve_payloads(ids, ["tags"])})
         return found
 
     def store(self, records: list[ChunkRecord]) -> int:
@@ -121,9 +119,7 @@ class Ingestor:
         existing = self._existing(records)
         todo = [r for r in records if r.id not in existing]
         retag = [r.id for r in records if r.id in existing and sorted(existing[r.id]) != self.tags]
-        if retag:
-            with self.kb.lock:
-                self.kb.client.set_payload(self.kb.collection, payload={"tags": self.tags}, points=retag, wait=True)
+        self.kb.set_payload(retag, {"tags": self.tags})
         self.progress(len(records) - len(todo))
         for start in range(0, len(todo), self.batch):
             batch = todo[start : start + self.batch]

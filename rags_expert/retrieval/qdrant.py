@@ -1,11 +1,16 @@
-"""The Qdrant knowledge base: shared clients, the collection contract, hybrid search, and the retriever.
+"""The Qdrant knowledge base: shared stores, the collection contract, hybrid search, and the retriever.
 
-One code path serves Qdrant's embedded local mode (a data directory, the
-default) and a Qdrant server or cluster (``url`` + ``api_key``). A collection
-has a named dense vector ``dense`` (cosine) and a sparse vector ``bm25`` with
-Qdrant's IDF modifier; hybrid search fuses both with (weighted) reciprocal-rank
-fusion in a single Query API call. The collection's metadata records the
-embedding model and dimension; a different model is refused.
+Three engines sit behind one ``KnowledgeBase``:
+
+* ``retrieval.engine = "edge"`` (default, embedded): Qdrant Edge, Qdrant's Rust engine in-process
+  (``edge.py``), in ``data_dir/edge/<collection>``;
+* ``retrieval.engine = "local"`` (embedded): qdrant-client's local mode in ``data_dir`` (pure Python;
+  its sparse search is a linear scan, ~0.3 s per hybrid query at 10k chunks);
+* ``retrieval.url`` set: a Qdrant server or cluster through qdrant-client (``engine`` is ignored).
+
+A collection has a named dense vector ``dense`` (cosine) and a sparse vector ``bm25`` with
+Qdrant's IDF modifier; hybrid search fuses both (weighted RRF or DBSF) in a single query. The
+collection's metadata records the embedding model and dimension; a different model is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,40 +29,50 @@ from qdrant_client import QdrantClient, models
 
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
+from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import RetrievalMode, RetrievalSettings
 
-DENSE = "dense"
-SPARSE = "bm25"
+__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store"]
+
 SPARSE_SCHEME = "bm25-crc32-v1"
 POLICY_TO_MODE: dict[str, RetrievalMode] = {"semantic": "dense", "hybrid": "hybrid", "strict": "sparse"}
-
-
-class KnowledgeBaseError(RuntimeError):
-    """The knowledge base cannot serve this request (missing collection, bad configuration)."""
 
 
 class EmbeddingMismatchError(KnowledgeBaseError):
     """The collection was filled by another embedding model than the one configured."""
 
 
-# --- shared clients ---------------------------------------------------------------------------
+# --- shared clients and stores ----------------------------------------------------------------
 
-_CLIENTS: dict[tuple[str, ...], tuple[QdrantClient, threading.RLock]] = {}
+_CLIENTS: dict[tuple[str, ...], tuple[Any, threading.RLock]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
+def _client_key(settings: RetrievalSettings) -> tuple[str, ...]:
+    if settings.url:
+        secret = settings.api_key.get_secret_value() if settings.api_key else ""
+        return ("url", settings.url, str(hash(secret)))
+    return ("path", str(Path(settings.data_dir).expanduser().resolve()))
+
+
+def _edge_key(settings: RetrievalSettings) -> tuple[str, ...]:
+    return ("edge", str(Path(settings.data_dir).expanduser().resolve() / "edge"))
+
+
+def uses_edge(settings: RetrievalSettings) -> bool:
+    """Whether the knowledge base runs on Qdrant Edge (embedded, ``engine = "edge"``, no ``url``)."""
+    return not settings.url and settings.engine == "edge"
+
+
 def get_client(settings: RetrievalSettings) -> tuple[QdrantClient, threading.RLock]:
-    """The process-wide client (and its lock) for these settings.
+    """The process-wide qdrant-client (and its lock) for these settings: local mode in ``data_dir``, or ``url``.
 
     Qdrant's local mode allows one client per data directory per process, so an
     agent and the CLI in one process must share it; its Python engine is not
     thread-safe either, hence the lock that every call through ``KnowledgeBase`` takes.
+    The lesson memory uses this client whatever ``engine`` is.
     """
-    if settings.url:
-        secret = settings.api_key.get_secret_value() if settings.api_key else ""
-        key: tuple[str, ...] = ("url", settings.url, str(hash(secret)))
-    else:
-        key = ("path", str(Path(settings.data_dir).expanduser().resolve()))
+    key = _client_key(settings)
     with _CLIENTS_LOCK:
         if key not in _CLIENTS:
             if settings.url:
@@ -75,42 +89,46 @@ def get_client(settings: RetrievalSettings) -> tuple[QdrantClient, threading.RLo
         return _CLIENTS[key]
 
 
-def close_client(settings: RetrievalSettings) -> None:
-    """Close and forget the shared client for these settings (tests and the CLI use it)."""
-    key = (
-        ("url", settings.url, str(hash(settings.api_key.get_secret_value() if settings.api_key else "")))
-        if settings.url
-        else ("path", str(Path(settings.data_dir).expanduser().resolve()))
-    )
+def get_store(settings: RetrievalSettings) -> tuple[Any, threading.RLock]:
+    """The knowledge-base store (``ClientStore`` or ``EdgeStore``) and the lock to hold around its calls."""
+    if not uses_edge(settings):
+        client, lock = get_client(settings)
+        return ClientStore(client, server=bool(settings.url), local_wal=settings.local_wal), lock
+    key = _edge_key(settings)
     with _CLIENTS_LOCK:
-        entry = _CLIENTS.pop(key, None)
-    if entry:
-        entry[0].close()
+        if key not in _CLIENTS:
+            from rags_expert.retrieval.edge import EdgeStore
+
+            root = Path(key[1])
+            root.mkdir(parents=True, exist_ok=True)
+            _CLIENTS[key] = (EdgeStore(root), threading.RLock())
+        return _CLIENTS[key]
+
+
+def close_client(settings: RetrievalSettings) -> None:
+    """Close and forget the shared client and Edge store for these settings (tests and the CLI use it)."""
+    keys = [_client_key(settings)] + ([] if settings.url else [_edge_key(settings)])
+    with _CLIENTS_LOCK:
+        entries = [e for e in (_CLIENTS.pop(k, None) for k in keys) if e]
+    for obj, lock in entries:
+        with lock:
+            obj.close()
 
 
 @atexit.register
 def _close_all() -> None:
-    """Close every shared client before interpreter shutdown (local mode flushes and unlocks its directory)."""
+    """Close everything before interpreter shutdown (local mode unlocks its directory, Edge flushes)."""
     with _CLIENTS_LOCK:
         entries = list(_CLIENTS.values())
         _CLIENTS.clear()
-    for client, _ in entries:
+    for obj, _ in entries:
         try:
-            client.close()
+            obj.close()
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
 
 # --- the knowledge base -----------------------------------------------------------------------
-
-
-@dataclass
-class Hit:
-    """One search result: the point id, its fused score and payload."""
-
-    id: str
-    score: float
-    payload: dict[str, Any]
 
 
 def build_filter(library_tags: list[str] | None, document_uids: list[str] | None) -> models.Filter | None:
@@ -132,12 +150,12 @@ def build_filter(library_tags: list[str] | None, document_uids: list[str] | None
 
 
 class KnowledgeBase:
-    """A Qdrant collection plus the embedding model that fills and queries it."""
+    """A Qdrant collection (on the configured engine) plus the embedding model that fills and queries it."""
 
     def __init__(self, settings: RetrievalSettings, embeddings: NamedEmbeddings | None = None) -> None:
         self.settings = settings
         self.collection = settings.collection
-        self.client, self.lock = get_client(settings)
+        self.store, self.lock = get_store(settings)
         self._embeddings = embeddings
         self._checked = False
 
@@ -152,58 +170,51 @@ class KnowledgeBase:
     def exists(self) -> bool:
         """Whether the collection exists."""
         with self.lock:
-            return self.client.collection_exists(self.collection)
+            return self.store.exists(self.collection)
+
+    def create(self, dimension: int, model_name: str) -> None:
+        """Create the collection for vectors of ``dimension`` made by ``model_name`` (no-op if it exists)."""
+        with self.lock:
+            if not self.store.exists(self.collection):
+                self.store.create(
+                    self.collection, dimension,
+                    {"embedding_model": model_name, "dimension": dimension, "sparse": SPARSE_SCHEME},
+                )
+                self.store.prepare(self.collection)
 
     def ensure_collection(self) -> None:
         """Create the collection for the configured model, or check that an existing one matches it."""
         with self.lock:
-            if not self.client.collection_exists(self.collection):
+            if not self.store.exists(self.collection):
                 emb = self.embeddings
-                self.client.create_collection(
-                    self.collection,
-                    vectors_config={DENSE: models.VectorParams(size=emb.dimension, distance=models.Distance.COSINE)},
-                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-                    metadata={"embedding_model": emb.model_name, "dimension": emb.dimension, "sparse": SPARSE_SCHEME},
-                )
-                if self.settings.url:  # payload indexes matter on a server; local mode ignores them
-                    for field, schema in (("tags", "keyword"), ("source", "keyword"), ("doc_id", "keyword")):
-                        self.client.create_payload_index(self.collection, field, field_schema=schema)
-                self._tune_local_storage()
+                self.create(emb.dimension, emb.model_name)
                 self._checked = True
         self.check_model()
 
-    def _tune_local_storage(self) -> None:
-        """Local mode: WAL + synchronous=NORMAL on the collection's SQLite file (see ``local_wal``).
-
-        qdrant-client persists every point in its own transaction; with the default rollback journal each
-        costs an fsync (~17 ms here). This reaches into qdrant-client's local-mode internals, so it is
-        best effort: if they change, nothing breaks, ingestion is only slower.
-        """
-        if self.settings.url or not self.settings.local_wal:
-            return
-        try:
-            storage = self.client._client.collections[self.collection].storage  # noqa: SLF001
-            if storage is not None:
-                storage.storage.execute("PRAGMA journal_mode=WAL")
-                storage.storage.execute("PRAGMA synchronous=NORMAL")
-        except (AttributeError, KeyError):
-            pass
+    def _missing_hint(self) -> str:
+        """Where a collection of the same name lives on the other embedded engine, if it does."""
+        if self.settings.url:
+            return ""
+        root = Path(self.settings.data_dir).expanduser()
+        if uses_edge(self.settings) and (root / "collection" / self.collection).exists():
+            return " (a collection of that name exists for engine 'local': set retrieval.engine=local)"
+        if not uses_edge(self.settings) and (root / "edge" / self.collection / "meta.json").exists():
+            return " (a collection of that name exists for engine 'edge': set retrieval.engine=edge)"
+        return ""
 
     def check_model(self) -> None:
         """Raise :class:`EmbeddingMismatchError` unless the collection was built with the configured model."""
         if self._checked:
             return
         with self.lock:
-            if not self.client.collection_exists(self.collection):
+            if not self.store.exists(self.collection):
                 raise KnowledgeBaseError(
                     f"collection {self.collection!r} does not exist; ingest documents first "
-                    f"(rags-expert ingest PATH --collection {self.collection})"
+                    f"(rags-expert ingest PATH --collection {self.collection}){self._missing_hint()}"
                 )
-            info = self.client.get_collection(self.collection)
-        meta = info.config.metadata or {}
-        recorded = meta.get("embedding_model")
-        vectors = info.config.params.vectors
-        size = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
+            info = self.store.info(self.collection)
+        recorded = info.metadata.get("embedding_model")
+        size = info.dense_size
         emb = self.embeddings
         if recorded is None or size is None:
             raise EmbeddingMismatchError(
@@ -217,7 +228,7 @@ class KnowledgeBase:
                 f"match, or re-ingest into a new collection"
             )
         with self.lock:
-            self._tune_local_storage()
+            self.store.prepare(self.collection)
         self._checked = True
 
     # writes -------------------------------------------------------------------------------
@@ -225,12 +236,23 @@ class KnowledgeBase:
         """Upsert points (idempotent: ids are deterministic)."""
         if points:
             with self.lock:
-                self.client.upsert(self.collection, points=points, wait=True)
+                self.store.upsert(self.collection, points)
 
     def delete(self, flt: models.Filter) -> None:
         """Delete the points matching a filter."""
         with self.lock:
-            self.client.delete(self.collection, points_selector=models.FilterSelector(filter=flt), wait=True)
+            self.store.delete(self.collection, flt)
+
+    def set_payload(self, ids: list[str], payload: dict[str, Any]) -> None:
+        """Set payload keys on the given points."""
+        if ids:
+            with self.lock:
+                self.store.set_payload(self.collection, ids, payload)
+
+    def retrieve_payloads(self, ids: list[str], fields: list[str]) -> list[tuple[str, dict]]:
+        """(id, payload subset) of those of ``ids`` that are stored."""
+        with self.lock:
+            return self.store.retrieve(self.collection, ids, fields)
 
     def scroll_payloads(self, fields: list[str], flt: models.Filter | None = None) -> list[tuple[str, dict]]:
         """(id, payload subset) of every point matching ``flt``."""
@@ -238,18 +260,15 @@ class KnowledgeBase:
         offset = None
         while True:
             with self.lock:
-                recs, offset = self.client.scroll(
-                    self.collection, scroll_filter=flt, limit=1024, offset=offset,
-                    with_payload=models.PayloadSelectorInclude(include=fields), with_vectors=False,
-                )
-            out.extend((str(r.id), r.payload or {}) for r in recs)
+                page, offset = self.store.scroll(self.collection, fields, flt, 1024, offset)
+            out.extend(page)
             if offset is None:
                 return out
 
     def count(self) -> int:
         """Number of points in the collection."""
         with self.lock:
-            return self.client.count(self.collection, exact=True).count
+            return self.store.count(self.collection)
 
     # search -------------------------------------------------------------------------------
     def search(
@@ -259,30 +278,33 @@ class KnowledgeBase:
         mode: RetrievalMode,
         flt: models.Filter | None = None,
     ) -> list[Hit]:
-        """Top-k hits for a query by dense, sparse or hybrid (weighted RRF) search in one Query API call."""
+        """Top-k hits for a query by dense, sparse or hybrid (fused) search in one query."""
         self.check_model()
-        s = self.settings
         sparse_q = sparse.query_vector(query)
         if mode == "sparse" and not sparse_q.indices:
             return []
         dense_q = self.embeddings.embed_query(query) if mode != "sparse" else None
         if mode == "hybrid" and not sparse_q.indices:
             mode = "dense"
-        kwargs: dict[str, Any] = {"limit": top_k, "with_payload": True, "with_vectors": False}
-        if mode == "dense":
-            kwargs.update(query=dense_q, using=DENSE, query_filter=flt)
-        elif mode == "sparse":
-            kwargs.update(query=sparse_q, using=SPARSE, query_filter=flt)
-        else:
-            limit = max(top_k * s.prefetch_factor, top_k)
-            kwargs["prefetch"] = [
-                models.Prefetch(query=dense_q, using=DENSE, limit=limit, filter=flt),
-                models.Prefetch(query=sparse_q, using=SPARSE, limit=limit, filter=flt),
-            ]
-            kwargs["query"] = models.RrfQuery(rrf=models.Rrf(k=s.rrf_k, weights=[s.dense_weight, s.sparse_weight]))
+        return self.search_vectors(dense_q, sparse_q, top_k, mode, flt)
+
+    def search_vectors(
+        self,
+        dense_q: list[float] | None,
+        sparse_q: models.SparseVector | None,
+        top_k: int,
+        mode: RetrievalMode,
+        flt: models.Filter | None = None,
+    ) -> list[Hit]:
+        """Search with precomputed query vectors (fusion parameters from the settings)."""
+        s = self.settings
+        q = VectorQuery(
+            mode=mode, limit=top_k, dense=dense_q, sparse=sparse_q, flt=flt,
+            prefetch_limit=max(top_k * s.prefetch_factor, top_k), fusion=s.fusion, rrf_k=s.rrf_k,
+            weights=(s.dense_weight, s.sparse_weight),
+        )
         with self.lock:
-            res = self.client.query_points(self.collection, **kwargs)
-        return [Hit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
+            return self.store.query(self.collection, q)
 
 
 def hit_to_document(hit: Hit) -> Document:

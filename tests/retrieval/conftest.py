@@ -1,4 +1,8 @@
-"""Fixtures for the knowledge-base tests: a Qdrant local-mode store in tmp_path and small document folders."""
+"""Fixtures for the knowledge-base tests: an embedded Qdrant store in tmp_path and small document folders.
+
+The ``settings`` fixture (and so ``kb``) runs every test that uses it on both embedded engines:
+Qdrant Edge and qdrant-client's local mode.
+"""
 
 from __future__ import annotations
 
@@ -18,10 +22,13 @@ def make_settings(data_dir: Path, **kw) -> RetrievalSettings:
     return RetrievalSettings(**base)
 
 
-@pytest.fixture
-def settings(tmp_path: Path):
-    """Settings on a fresh data directory; the shared client is closed afterwards."""
-    s = make_settings(tmp_path / "data")
+ENGINES = ["edge", "local"]
+
+
+@pytest.fixture(params=ENGINES)
+def settings(tmp_path: Path, request):
+    """Settings on a fresh data directory, once per embedded engine; the shared store is closed afterwards."""
+    s = make_settings(tmp_path / "data", engine=request.param)
     yield s
     close_client(s)
 

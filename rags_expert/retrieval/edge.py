@@ -1,0 +1,225 @@
+"""The knowledge-base store on Qdrant Edge (``qdrant-edge-py``), Qdrant's official embedded engine.
+
+Qdrant Edge runs Qdrant's Rust segment engine in-process: the sparse index is a
+real inverted index (qdrant-client's local mode scores sparse vectors in
+Python, ~0.3 s per hybrid query at 10k chunks; Edge answers in ~2 ms, ~9 ms at 100k).
+
+An Edge *shard* is one collection. Layout under ``data_dir/edge/<collection>/``:
+
+* ``meta.json`` — the collection metadata (embedding model, dimension, sparse
+  scheme); Edge has no collection metadata of its own. It is written before
+  the shard is created, so a collection exists exactly when it is present.
+* ``shard/`` — the Edge shard: dense ``dense`` (cosine) and sparse ``bm25``
+  (IDF modifier) vectors, keyword payload indexes on tags/source/doc_id/file_hash,
+  and a write-ahead log (an update survives a killed process once ``update`` returned).
+
+Callers pass ``qdrant_client.models`` objects; they are translated here.
+Only the filter shapes the knowledge base builds are supported (nested
+``must``/``should``/``must_not`` of ``MatchValue``/``MatchAny`` field conditions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+from qdrant_client import models
+
+from rags_expert.retrieval.store import (
+    DENSE,
+    PAYLOAD_INDEXES,
+    SPARSE,
+    CollectionInfo,
+    Hit,
+    KnowledgeBaseError,
+    VectorQuery,
+)
+
+
+class EdgeFilterError(ValueError):
+    """A filter shape the Edge store does not translate."""
+
+
+class EdgeShardInUseError(KnowledgeBaseError):
+    """Another process has the shard open (Edge locks its write-ahead log: one process per data directory)."""
+
+
+def _open(path: Path, create: Any = None) -> qe.EdgeShard:
+    """Load (or, given a config, create) a shard; a shard locked by another process is a clear error."""
+    try:
+        return qe.EdgeShard.create(str(path), create) if create is not None else qe.EdgeShard.load(str(path))
+    except Exception as exc:  # qdrant_edge raises a bare Exception
+        if "WouldBlock" in str(exc):
+            raise EdgeShardInUseError(
+                f"the Qdrant Edge shard {path} is open in another process (an agent or an ingest run): Edge allows "
+                f"one process per data directory; stop it, or use a Qdrant server (retrieval.url)"
+            ) from exc
+        raise
+
+
+def _condition(c: Any) -> Any:
+    if isinstance(c, models.Filter):
+        return edge_filter(c)
+    if isinstance(c, models.FieldCondition):
+        m = c.match
+        if isinstance(m, models.MatchAny):
+            return qe.FieldCondition(key=c.key, match=qe.MatchAny(any=list(m.any)))
+        if isinstance(m, models.MatchValue):
+            return qe.FieldCondition(key=c.key, match=qe.MatchValue(value=m.value))
+    raise EdgeFilterError(f"unsupported filter condition for the edge engine: {c!r}")
+
+
+def _conditions(cs: Any) -> list[Any] | None:
+    if cs is None:
+        return None
+    return [_condition(c) for c in (cs if isinstance(cs, list) else [cs])]
+
+
+def edge_filter(f: models.Filter | None) -> qe.Filter | None:
+    """Translate a ``qdrant_client`` filter into a Qdrant Edge filter."""
+    if f is None:
+        return None
+    return qe.Filter(must=_conditions(f.must), should=_conditions(f.should), must_not=_conditions(f.must_not))
+
+
+def _sparse(v: models.SparseVector) -> qe.SparseVector:
+    return qe.SparseVector(list(v.indices), list(v.values))
+
+
+def _vector(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _vector(x) for k, x in v.items()}
+    if isinstance(v, models.SparseVector):
+        return _sparse(v)
+    return v
+
+
+def _id(pid: Any) -> str:
+    return str(pid)
+
+
+def _point_id(pid: str) -> Any:
+    """Edge takes UUIDs as ``uuid.UUID`` (a plain string must also be a UUID); ints stay ints."""
+    if isinstance(pid, int):
+        return pid
+    return uuid.UUID(str(pid))
+
+
+class EdgeStore:
+    """Collections of one data directory as Qdrant Edge shards; the caller holds the lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._shards: dict[str, qe.EdgeShard] = {}
+
+    def _dir(self, name: str) -> Path:
+        return self.root / name
+
+    def _shard(self, name: str) -> qe.EdgeShard:
+        shard = self._shards.get(name)
+        if shard is None:
+            shard = _open(self._dir(name) / "shard")
+            self._shards[name] = shard
+        return shard
+
+    def exists(self, name: str) -> bool:
+        """Whether the collection exists (its metadata file is written first)."""
+        return (self._dir(name) / "meta.json").exists()
+
+    def create(self, name: str, dimension: int, metadata: dict[str, Any]) -> None:
+        """Write the metadata, create the shard (dense cosine + sparse IDF) and its payload indexes."""
+        d = self._dir(name)
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / "meta.json.tmp"
+        tmp.write_text(json.dumps({**metadata, "dimension": dimension}))
+        os.replace(tmp, d / "meta.json")
+        self._open_or_create(name, dimension)
+
+    def _open_or_create(self, name: str, dimension: int) -> qe.EdgeShard:
+        path = self._dir(name) / "shard"
+        if name in self._shards:
+            return self._shards[name]
+        if path.exists() and any(path.iterdir()):
+            return self._shard(name)
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        shard = _open(path, config)
+        for field in PAYLOAD_INDEXES:
+            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        self._shards[name] = shard
+        return shard
+
+    def prepare(self, name: str) -> None:
+        """Open the shard (create it if a crash left only the metadata)."""
+        self._open_or_create(name, int(self.info(name).dense_size or 0))
+
+    def info(self, name: str) -> CollectionInfo:
+        """Metadata and dense vector size of the collection."""
+        meta = json.loads((self._dir(name) / "meta.json").read_text())
+        return CollectionInfo(meta, meta.get("dimension"))
+
+    def upsert(self, name: str, points: list[models.PointStruct]) -> None:
+        """Upsert points (durable in the shard's WAL when this returns)."""
+        pts = [qe.Point(_point_id(p.id), _vector(p.vector), p.payload) for p in points]
+        self._shard(name).update(qe.UpdateOperation.upsert_points(pts))
+
+    def delete(self, name: str, flt: models.Filter) -> None:
+        """Delete the points matching a filter."""
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(edge_filter(flt)))
+
+    def set_payload(self, name: str, ids: list[str], payload: dict[str, Any]) -> None:
+        """Set payload keys on the given points."""
+        self._shard(name).update(qe.UpdateOperation.set_payload([_point_id(i) for i in ids], payload))
+
+    def retrieve(self, name: str, ids: list[str], fields: list[str]) -> list[tuple[str, dict]]:
+        """(id, payload subset) of the given points that exist."""
+        recs = self._shard(name).retrieve([_point_id(i) for i in ids], with_payload=fields, with_vector=False)
+        return [(_id(r.id), r.payload or {}) for r in recs]
+
+    def scroll(self, name: str, fields: list[str], flt: models.Filter | None, limit: int,
+               offset: Any) -> tuple[list[tuple[str, dict]], Any]:
+        """One page of (id, payload subset) and the next offset (None at the end)."""
+        recs, nxt = self._shard(name).scroll(
+            qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(flt), with_payload=fields,
+                             with_vector=False)
+        )
+        return [(_id(r.id), r.payload or {}) for r in recs], nxt
+
+    def count(self, name: str) -> int:
+        """Exact number of points."""
+        return self._shard(name).count(qe.CountRequest(exact=True))
+
+    def query(self, name: str, q: VectorQuery) -> list[Hit]:
+        """Run a dense, sparse or hybrid query (prefetches fused by RRF or DBSF inside Edge)."""
+        flt = edge_filter(q.flt)
+        if q.mode == "dense":
+            req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(q.dense, using=DENSE), filter=flt,
+                                  with_payload=True, with_vector=False)
+        elif q.mode == "sparse":
+            req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
+                                  filter=flt, with_payload=True, with_vector=False)
+        else:
+            fusion = qe.Fusion.Dbsf() if q.fusion == "dbsf" else qe.Fusion.Rrf(k=q.rrf_k, weights=list(q.weights))
+            req = qe.QueryRequest(
+                limit=q.limit,
+                prefetches=[
+                    qe.Prefetch(limit=q.prefetch_limit, query=qe.Query.Nearest(q.dense, using=DENSE), filter=flt),
+                    qe.Prefetch(limit=q.prefetch_limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
+                                filter=flt),
+                ],
+                query=fusion, with_payload=True, with_vector=False,
+            )
+        return [Hit(_id(p.id), float(p.score), p.payload or {}) for p in self._shard(name).query(req)]
+
+    def close(self) -> None:
+        """Flush and close every open shard."""
+        shards, self._shards = list(self._shards.values()), {}
+        for shard in shards:
+            shard.flush()
+            shard.close()
