@@ -2,7 +2,7 @@
 
 Run (needs the 'local' extra and ../shared/data)::
 
-    python benchmarks/local_model.py [--questions 6] [--json out.json]
+    python bench/local_model.py [--questions 6] [--json out.json]
 
 For every ``grading.structured_output`` method it grades, for each of the first N HotpotQA dev questions,
 one gold paragraph (should be relevant) and one distractor (should not): it records HTTP errors, the
