@@ -102,6 +102,8 @@ async def evaluate(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     questions_file = args.data / f"{args.split}.jsonl"
+    if not args.quiet:
+        print(f"[indexing the {args.split} corpus, then asking; per-question lines follow]", file=sys.stderr)
 
     def progress(r) -> None:
         if not args.quiet:

@@ -19,6 +19,7 @@ It writes a JSON report and, when matplotlib is installed, a PNG plot.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import statistics
 import string
@@ -33,6 +34,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from rags_expert.settings import RagsExpertSettings
+
+log = logging.getLogger(__name__)
 
 # --- HotpotQA's official answer metrics -------------------------------------------------------------
 
@@ -190,7 +193,8 @@ async def run_hotpotqa(
     )
     settings = settings.model_copy(update={"retrieval": retrieval})
     corpus = Path(retrieval.data_dir) / "eval" / f"hotpotqa-{split}.jsonl"
-    write_corpus(all_questions, corpus)  # the whole split's paragraphs, also with --limit
+    count = write_corpus(all_questions, corpus)  # the whole split's paragraphs, also with --limit
+    log.info("indexing %d %s paragraphs into %r (unchanged paragraphs are skipped)", count, split, retrieval.collection)
     Ingestor(KnowledgeBase(retrieval)).run([corpus])
 
     agent = await RagsExpert(settings, chat_model=chat_model).async_init()
