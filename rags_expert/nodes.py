@@ -83,6 +83,7 @@ def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
         "useful": False,
         "feedback": "",
         "partial_answer": "",
+        "partial_sources": [],
         "rephrases": 0,
         "generations": 0,
         "max_rephrases": settings.max_rephrases,
@@ -267,10 +268,13 @@ class RagNodes:
             detail = grounded.reason or "it makes claims the chunks do not support"
             return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
         if not useful.value:
+            # cited now: later rounds may trim the context and renumber its chunks
+            partial, partial_sources = cited_sources(answer, state["relevant"])
             return update | {
                 "feedback": f"does not answer the question: {useful.reason or 'information is missing'}",
                 "failure_reason": "not_useful",
-                "partial_answer": answer,
+                "partial_answer": partial,
+                "partial_sources": partial_sources,
             }
         return update | {"feedback": "", "failure_reason": ""}
 
@@ -324,8 +328,8 @@ class RagNodes:
         else:
             partial = ""
             if state.get("partial_answer"):
-                partial_text, sources = cited_sources(state["partial_answer"], state["relevant"])
-                partial = prompts.render("failure_partial", answer=partial_text)
+                sources = list(state.get("partial_sources", []))
+                partial = prompts.render("failure_partial", answer=state["partial_answer"])
             content = prompts.render("failure_not_found", question=question, partial=partial)
         metadata: dict[str, Any] = {
             "outcome": "failure",

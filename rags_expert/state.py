@@ -9,7 +9,7 @@ pure function of the state.
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
@@ -47,6 +47,8 @@ class RagState(InputState, total=False):
     """Why the latest answer was rejected (fed to regeneration or rephrasing)."""
     partial_answer: str
     """The best grounded (but not useful) answer so far, offered on failure."""
+    partial_sources: list[dict[str, Any]]
+    """The chunks that partial answer cites, numbered as it cites them."""
     rephrases: int
     generations: int
     max_rephrases: int

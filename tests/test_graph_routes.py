@@ -339,3 +339,28 @@ async def test_citations_can_be_optional(castle_docs):
     agent, _, _ = await make_agent(script, castle_docs, require_citations=False)
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success" and msg.response_metadata["sources"] == []
+
+
+async def test_partial_answer_keeps_its_own_sources_when_the_context_is_trimmed():
+    docs = make_docs({f"c{i}": f"castle fact number {i}" for i in range(6)})
+    grounded = iter(["yes", "no", "no"])
+    # round 1: grounded but not useful (the partial, citing [1] = c0); then the search moves on to c2, c3,
+    # the context keeps only 2 chunks (renumbered), and the later answers are ungrounded
+    script = Script(grounded=lambda t: next(grounded), useful=lambda t: '{"useful": false, "missing": "more"}',
+                    generate=lambda t: "Fact [1].", rephrase=lambda t: '{"query": "castle fact number"}')
+
+    class Rotating(KeywordRetriever):
+        def _get_relevant_documents(self, query, *, run_manager, top_k=None, **kwargs):
+            start = 2 * len(self.calls)
+            self.calls.append({"query": query})
+            return self.docs[start : start + 2]
+
+    model = ScriptedChatModel(responder=script)
+    agent = await RagsExpert({"retrieval": {"top_k": 2}, "max_context_chunks": 2, "max_rephrases": 1,
+                              "max_generations": 3, "llm": {"max_retries": 0}},
+                             chat_model=model, retriever=Rotating(docs=docs, calls=[])).async_init()
+    _, msg = await run(agent, "castle facts?")
+    meta = msg.response_metadata
+    assert meta["outcome"] == "failure" and script.count("generate") == 3
+    assert "Fact [1]." in msg.content
+    assert [(s["n"], s["title"]) for s in meta["sources"]] == [(1, "c0")]  # not c2, now chunk 1 of the context
