@@ -15,7 +15,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-_TAGLIKE = re.compile(r"<\s*/?\s*(chunk|chunks|question|answer|system)\b", re.I)
+from rags_expert.prompts import neutralise
+
 _CITATION = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
 
 
@@ -28,12 +29,8 @@ def chunk_id(doc: Document) -> str:
     return hashlib.sha256(f"{src}\x00{doc.page_content}".encode()).hexdigest()[:32]
 
 
-def _neutralise(text: str) -> str:
-    return _TAGLIKE.sub(lambda m: m.group(0).replace("<", "&lt;"), text)
-
-
 def _attr(value: Any) -> str:
-    return _neutralise(str(value)).replace('"', "'").replace("\n", " ")[:200]
+    return neutralise(str(value)).replace('"', "'").replace("\n", " ")[:200]
 
 
 def format_context(docs: Sequence[Document]) -> str:
@@ -48,7 +45,7 @@ def format_context(docs: Sequence[Document]) -> str:
             attrs += f' source="{_attr(meta["source"])}"'
         if meta.get("page") is not None:
             attrs += f' page="{_attr(meta["page"])}"'
-        parts.append(f"<chunk {attrs}>\n{_neutralise(doc.page_content)}\n</chunk>")
+        parts.append(f"<chunk {attrs}>\n{neutralise(doc.page_content)}\n</chunk>")
     return "\n".join(parts)
 
 

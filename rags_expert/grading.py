@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text
 from rags_expert.parsing import parse_free_text_field, parse_model, parse_score, parse_yes_no
-from rags_expert.prompts import PromptStore
+from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import GradingSettings, RagsExpertSettings
 
 M = TypeVar("M", bound=BaseModel)
@@ -140,11 +140,16 @@ class GradingContext:
             retry=RetryPolicy.from_settings(settings.llm, settings.secrets()),
         )
 
-    def messages(self, key: str, **variables: Any) -> list[BaseMessage]:
-        """System prompt plus the rendered template ``key`` as the user turn."""
+    def messages(self, key: str, *, trusted: tuple[str, ...] = (), **variables: Any) -> list[BaseMessage]:
+        """System prompt plus the rendered template ``key`` as the user turn.
+
+        Every variable is data and is neutralised (it cannot close the prompt's frames), except
+        the ``trusted`` ones, which the caller built itself (e.g. an already framed context).
+        """
+        safe = {k: v if k in trusted or not isinstance(v, str) else neutralise(v) for k, v in variables.items()}
         return [
             SystemMessage(self.prompts.render("grader_system")),
-            HumanMessage(self.prompts.render(key, **variables)),
+            HumanMessage(self.prompts.render(key, **safe)),
         ]
 
 
@@ -181,8 +186,10 @@ def _structured_runnable(
             })
         elif method == "json_mode":
             capped = _with_response_format(model, {"type": "json_object"})
-    except NotImplementedError:
-        capped = model  # the model cannot do tools: plain text, parsed tolerantly
+    except Exception as exc:  # noqa: BLE001 - e.g. no tools, or tool_choice by name unsupported
+        log.info("structured output %r unavailable for %s (%s); asking in plain text", method,
+                 type(model).__name__, type(exc).__name__)
+        capped = model  # plain text, parsed tolerantly
     return capped.bind(max_tokens=ctx.settings.max_tokens)
 
 
@@ -278,10 +285,13 @@ async def grade_relevance(
 async def grade_grounded(
     model: BaseChatModel, documents: str, answer: str, ctx: GradingContext, *, config: RunnableConfig | None = None
 ) -> Verdict:
-    """Is every claim of ``answer`` supported by ``documents``? (prompt ``grade_grounded``)"""
-    reply = await structured_call(
-        model, GroundednessGrade, ctx.messages("grade_grounded", documents=documents, answer=answer), ctx, config=config
-    )
+    """Is every claim of ``answer`` supported by ``documents``? (prompt ``grade_grounded``)
+
+    ``documents`` is the context as :func:`rags_expert.citations.format_context` frames it (already
+    neutralised); ``answer`` is neutralised here.
+    """
+    messages = ctx.messages("grade_grounded", trusted=("documents",), documents=documents, answer=answer)
+    reply = await structured_call(model, GroundednessGrade, messages, ctx, config=config)
     return _verdict(reply, "grounded", "unsupported", ctx.settings.default_grounded)
 
 

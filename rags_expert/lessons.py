@@ -250,8 +250,8 @@ async def learn_from_failure(
         return None
     try:
         lesson = await reflect(model, ctx, task=question, attempt=attempt, feedback=feedback, config=config)
-    except LLMCallError as exc:  # a failed reflection loses a lesson, not the attempt
-        log.warning("reflection failed: %s", exc)
+    except Exception as exc:  # noqa: BLE001 - a failed reflection loses a lesson, not the attempt
+        log.warning("reflection failed: %s", exc if isinstance(exc, LLMCallError) else type(exc).__name__)
         return None
     if not lesson:
         return None

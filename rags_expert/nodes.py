@@ -14,13 +14,14 @@ import datetime as dt
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rags_expert import grading
 from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
@@ -32,8 +33,29 @@ from rags_expert.state import RagState
 
 log = logging.getLogger(__name__)
 
-#: Per-request retrieval options read from ``config["configurable"]``.
-RETRIEVAL_OPTIONS = ("top_k", "library_tags", "document_uids", "search_policy")
+class RequestOptions(BaseModel):
+    """Per-request retrieval options read from ``config["configurable"]`` (unknown keys are ignored).
+
+    ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
+    counts with the configured value. A single tag or id may be given as a string.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    top_k: int | None = Field(None, ge=1)
+    library_tags: list[str] | None = None
+    document_uids: list[str] | None = None
+    search_policy: Literal["hybrid", "semantic", "strict"] | None = None
+
+    @field_validator("library_tags", "document_uids", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
+        kwargs = self.model_dump(exclude_none=True)
+        kwargs["top_k"] = min(self.top_k or configured_top_k, configured_top_k)
+        return kwargs
 
 
 @dataclass(frozen=True)
@@ -53,10 +75,13 @@ LESSON_SCOPE = "rag"
 
 
 def _question_from(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
-    """The last human message's text and the history before it."""
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return message_text(messages[i]).strip(), messages[:i]
+    """The new question (the last message, when it is the user's) and the history before it.
+
+    A run whose last message is not a new user message has no question: it must not answer the
+    previous question again.
+    """
+    if messages and isinstance(messages[-1], HumanMessage):
+        return message_text(messages[-1]).strip(), list(messages[:-1])
     return "", list(messages)
 
 
@@ -143,16 +168,20 @@ class RagNodes:
                 question = await grading.condense_question(
                     self.deps.model, question, history_text, self.deps.grading, config=config
                 )
-            except LLMCallError as exc:
+            except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
         lessons = await recall_lessons(self.deps.lessons, question, LESSON_SCOPE)
         return update | {"question": question, "query": question, "lessons": lessons}
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query, passing per-request filters from ``configurable``."""
-        configurable = config.get("configurable") or {}
-        options = {k: configurable[k] for k in RETRIEVAL_OPTIONS if configurable.get(k) is not None}
-        options.setdefault("top_k", self.deps.settings.retrieval.top_k)
+        try:
+            request = RequestOptions.model_validate(config.get("configurable") or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            detail = f"configurable.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+            return {"documents": [], "error": f"InvalidRequest: {detail}", "failure_reason": "invalid_request"}
+        options = request.retriever_kwargs(self.deps.settings.retrieval.top_k)
         query = state["query"]
         try:
             docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
@@ -203,7 +232,7 @@ class RagNodes:
                 feedback=state.get("feedback", ""),
                 config=config,
             )
-        except LLMCallError as exc:
+        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
             return update | {"error": self._error(exc), "failure_reason": "llm_error"}
         return update | {"query": query}
 
@@ -319,6 +348,8 @@ class RagNodes:
         sources: list[dict[str, Any]] = []
         if reason == "empty_question":
             content = prompts.render("empty_question")
+        elif reason == "invalid_request":
+            content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
         elif reason == "retrieval_error":
             detail = error.split(":", 1)[1].strip() if ":" in error else error
             content = prompts.render("failure_retrieval", question=question, error=error_class, detail=detail)

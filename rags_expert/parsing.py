@@ -17,9 +17,14 @@ from pydantic import BaseModel, ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_YES = {"yes", "y", "true", "relevant", "grounded", "useful", "supported", "correct", "pass", "1"}
-_NO = {"no", "n", "false", "irrelevant", "not", "ungrounded", "unsupported", "useless", "incorrect", "fail", "0"}
-_NEGATED = re.compile(r"\b(not|isn't|is not|doesn't|does not|no)\s+(relevant|grounded|useful|supported)\b", re.I)
+_YES = {"yes", "y", "yep", "yeah", "true", "relevant", "grounded", "useful", "supported", "correct", "pass", "1"}
+_NO = {"no", "n", "nope", "nah", "false", "irrelevant", "not", "ungrounded", "unsupported", "useless", "incorrect",
+       "fail", "0"}
+_VERDICT_NO = re.compile(r"\b(irrelevant|ungrounded|unsupported|useless|unhelpful)\b", re.I)
+_VERDICT_YES = re.compile(r"\b(relevant|grounded|useful|supported)\b", re.I)
+_NEGATED = re.compile(
+    r"\b(not|isn't|is not|doesn't|does not|no)\s+(?:\w+ly\s+)?(relevant|grounded|useful|supported)\b", re.I
+)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _FIELD_LABEL = re.compile(
     r"^[\s*_`#>\"'{]*(?:relevant|grounded|useful|supported|binary_score|verdict|answer)[\"'*]*\s*[:=]\s*", re.I
@@ -154,6 +159,11 @@ def parse_yes_no(text: Any) -> bool | None:
         return False
     if yes and no:
         return yes.start() < no.start()
+    # prose verdicts: "The chunk is relevant.", "I think the answer is grounded." (negations handled above)
+    if _VERDICT_NO.search(text):
+        return False
+    if _VERDICT_YES.search(text):
+        return True
     return None
 
 

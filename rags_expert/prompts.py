@@ -11,6 +11,7 @@ when the agent starts.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 from functools import cache
@@ -25,9 +26,25 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "failure_not_found": frozenset({"partial"}),
     "failure_error": frozenset({"component", "error", "question"}),
     "failure_retrieval": frozenset({"detail", "error", "question"}),
+    "failure_request": frozenset({"detail", "question"}),
     "reflect": frozenset({"feedback"}),
     "kg_draft": frozenset({"lessons"}),
 }
+
+
+_TAGLIKE = re.compile(
+    r"<\s*/?\s*(chunk|chunks|question|answer|system|document|documents|task|result|failed_attempt|conversation)\b",
+    re.I,
+)
+
+
+def neutralise(text: str) -> str:
+    """Text that cannot open or close the prompts' data frames (``<chunk>``, ``</question>`` ...).
+
+    Every value that comes from outside (chunks, questions, answers, database rows) is passed
+    through this before it is put between the frames, so it stays data.
+    """
+    return _TAGLIKE.sub(lambda m: m.group(0).replace("<", "&lt;"), text)
 
 
 class PromptError(ValueError):

@@ -16,6 +16,8 @@ from rags_expert.parsing import extract_json_object, parse_free_text_field, pars
         ('Sure!\n```json\n{"grounded": false, "unsupported": "x"}\n```', False),
         ("The chunk is not relevant to the question.", False), ("Verdict: relevant", True),
         ("Answer: NO.", False), ("true", True), ("False", False), ("I think yes, because ...", True),
+        ("The chunk is relevant.", True), ("I think the answer is grounded.", True), ("Nope", False),
+        ("This passage seems irrelevant here.", False), ("It is not really useful.", False),
         ("", None), ("maybe", None), ("The weather is nice.", None),
     ],
 )
