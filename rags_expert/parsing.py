@@ -159,10 +159,12 @@ def parse_yes_no(text: Any) -> bool | None:
         return False
     if yes and no:
         return yes.start() < no.start()
-    # prose verdicts: "The chunk is relevant.", "I think the answer is grounded." (negations handled above)
-    if _VERDICT_NO.search(text):
+    # prose verdicts: "The chunk is relevant.", "I think the answer is grounded." (negations handled above);
+    # a JSON key ('{"relevant":' cut short) names the field, it is no verdict
+    prose = re.sub(r"[\"']\w+[\"']\s*:", " ", text)
+    if _VERDICT_NO.search(prose):
         return False
-    if _VERDICT_YES.search(text):
+    if _VERDICT_YES.search(prose):
         return True
     return None
 
