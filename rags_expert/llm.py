@@ -31,6 +31,7 @@ _KEY_PATTERNS = [
     re.compile(r"sk-[A-Za-z0-9_\-*]{6,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/=]{6,}"),
     re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}"),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # user:password@ in URLs
 ]
 
 

@@ -277,7 +277,14 @@ class FalkorDBBackend:
         self._tmpdir = tempfile.mkdtemp(prefix="rx-falkordb-")
         data_dir = self.data_dir or Path(self._tmpdir)
         data_dir.mkdir(parents=True, exist_ok=True)
-        args = [server, "--dir", str(data_dir), "--loadmodule", module, "--appendonly", "no", "--protected-mode", "yes"]
+        args = [server]
+        if self._password:  # in a private config file, never on the command line (ps shows argv to every user)
+            conf = os.path.join(self._tmpdir, "secret.conf")
+            fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f'requirepass "{self._password}"\n')
+            args.append(conf)
+        args += ["--dir", str(data_dir), "--loadmodule", module, "--appendonly", "no", "--protected-mode", "yes"]
         if self.port:
             args += ["--bind", "127.0.0.1", "--port", str(self.port)]
         else:
@@ -287,8 +294,6 @@ class FalkorDBBackend:
             args += ["--dbfilename", "falkordb.rdb", "--save", "300 1"]
         else:
             args += ["--save", ""]
-        if self._password:
-            args += ["--requirepass", self._password]
         self._logfile = os.path.join(self._tmpdir, "server.log")
         with open(self._logfile, "wb") as out:
             self._proc = subprocess.Popen(

@@ -119,7 +119,7 @@ class KnowledgeFlowClient:
         return headers
 
     def _post(self, body: dict[str, Any]) -> requests.Response:
-        """POST with retries on connection errors, timeouts and 5xx (exponential backoff)."""
+        """POST with retries on connection errors, timeouts, 429 and 5xx (exponential backoff)."""
         s = self.settings
         for attempt in range(s.kf_max_retries + 1):
             try:
@@ -127,7 +127,7 @@ class KnowledgeFlowClient:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 problem = f"{type(exc).__name__}"
             else:
-                if resp.status_code < 500:
+                if resp.status_code < 500 and resp.status_code != 429:
                     return resp
                 problem = f"HTTP {resp.status_code}"
             if attempt == s.kf_max_retries:

@@ -74,3 +74,18 @@ async def test_unreachable_running_server_is_a_clean_error(falkordb_reason):
 async def test_missing_graph_is_explained(falkordb):
     with pytest.raises(GraphQueryError, match="does not exist"):
         await falkordb.for_graph("no_such_graph").run_read("MATCH (n) RETURN n", timeout=5, max_rows=5)
+
+
+async def test_embedded_password_is_required_and_never_on_the_command_line(falkordb_reason):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    async with FalkorDBBackend("t", port=port, password="pw-secret-123") as server:
+        await server.execute_write("CREATE (:Gene {name: 'Y'})")
+        assert (await server.run_read("MATCH (g:Gene) RETURN g.name", timeout=5, max_rows=5)).rows == [{"g.name": "Y"}]
+        cmdline = open(f"/proc/{server.pid}/cmdline", "rb").read().decode()
+        assert "pw-secret-123" not in cmdline
+        intruder = FalkorDBBackend("t", host="127.0.0.1", port=port, password="wrong")
+        with pytest.raises(GraphQueryError) as info:
+            await intruder.start()
+        assert "wrong" not in str(info.value) and "pw-secret-123" not in str(info.value)

@@ -50,6 +50,8 @@ class FakeKnowledgeFlow:
                     return
                 if fault == "500":
                     return self._send(500, {"detail": "boom"})
+                if fault == "429":
+                    return self._send(429, {"detail": "slow down"})
                 if fault == "403":
                     return self._send(403, {"detail": "forbidden"})
                 if fault == "slow":
@@ -148,6 +150,12 @@ def test_retries_5xx_and_dropped_connections(server):
     server.faults = ["500", "drop", "500"]
     r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3)
     assert len(r.invoke("q")) == 2 and len(server.requests) == 4
+
+
+def test_rate_limits_are_retried(server):
+    server.faults = ["429", "429"]
+    r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3)
+    assert len(r.invoke("q")) == 2 and len(server.requests) == 3
 
 
 def test_gives_up_after_the_retry_budget(server):
