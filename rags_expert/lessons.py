@@ -24,9 +24,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 from qdrant_client import QdrantClient, models
 
+from rags_expert.events import emit
 from rags_expert.grading import GradingContext, reflect
 from rags_expert.llm import LLMCallError, redact
 from rags_expert.settings import LessonSettings, RagsExpertSettings
@@ -207,15 +207,6 @@ def format_lessons(lessons: list[Lesson]) -> str:
 
 
 # --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------
-
-
-def emit(event: str, **data: Any) -> None:
-    """Send a custom event to hosts streaming with ``stream_mode="custom"`` (no-op outside a graph run)."""
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:
-        return
-    writer({"event": event, **data})
 
 
 async def recall_lessons(memory: LessonMemory | None, question: str, scope: str) -> list[str]:

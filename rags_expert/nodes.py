@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rags_expert import grading
 from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.events import emit
 from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptStore
@@ -281,6 +282,7 @@ class RagNodes:
             feedback = "the answer was empty" if not answer else (
                 "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
             )
+            emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
             return {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
         context = format_context(state["relevant"])
         update: dict[str, Any] = {"llm_calls": state["llm_calls"] + 2}
@@ -293,6 +295,9 @@ class RagNodes:
             if isinstance(result, BaseException):
                 return update | {"error": self._error(result), "failure_reason": "llm_error"}
         update |= {"grounded": grounded.value, "useful": useful.value}
+        if not (grounded.value and useful.value):
+            emit("answer_rejected", generation=state.get("generations", 0),
+                 feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"))
         if not grounded.value:
             detail = grounded.reason or "it makes claims the chunks do not support"
             return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}

@@ -419,3 +419,17 @@ async def test_a_run_without_a_new_user_message_does_not_answer_again(castle_doc
     out = await agent.get_compiled_graph().ainvoke({"messages": []}, {"configurable": {"thread_id": "again"}})
     assert out["messages"][-1].response_metadata["reason"] == "empty_question"
     assert len(model.calls) == calls
+
+
+async def test_a_rejected_draft_is_announced_on_the_custom_stream(castle_docs):
+    grounded = iter(["no", "yes"])
+    script = Script(relevance=castle_relevant, grounded=lambda t: next(grounded), generate=lambda t: "In 1412 [1].")
+    agent, _, _ = await make_agent(script, castle_docs)
+    events = []
+    async for mode, chunk in agent.get_compiled_graph().astream(
+        {"messages": [("user", "When was Castle Varen built?")]}, {"configurable": {"thread_id": "ev"}},
+        stream_mode=["custom", "updates"],
+    ):
+        if mode == "custom":
+            events.append(chunk)
+    assert [e["event"] for e in events] == ["answer_rejected"] and events[0]["generation"] == 1

@@ -91,8 +91,8 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
                 nodes.extend(chunk)
         assert "reflect" in nodes and nodes[-1] == "finalize_success"
         kinds = [e["event"] for e in events]
-        assert kinds == ["lesson_recalled", "lesson_produced", "lesson_stored"]
-        assert events[0]["lessons"] == [] and events[1]["lesson"] == YEAR_LESSON
+        assert kinds == ["lesson_recalled", "answer_rejected", "lesson_produced", "lesson_stored"]
+        assert events[0]["lessons"] == [] and events[2]["lesson"] == YEAR_LESSON
         assert "Lessons from earlier" not in generate_prompts[0]
 
         # a later, similar question (another thread) gets the lesson in its answer prompt
