@@ -20,7 +20,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from rags_expert.agent import RagsExpert
-from rags_expert.settings import RagsExpertSettings
 
 _BUILT: dict[str, Any] = {}
 _LOCKS: dict[str, asyncio.Lock] = {}
@@ -41,27 +40,10 @@ async def _build_rag() -> CompiledStateGraph:
 
 
 async def _build_kg() -> CompiledStateGraph:
-    from rags_expert.kg import KGQueryReflexionAgent, backend_from_settings, load_schema
-    from rags_expert.kg.loader import load_sample_graph
-    from rags_expert.lessons import LessonMemory
-    from rags_expert.llm import build_chat_model
+    from rags_expert.kg.flow import KGQueryExpert
 
-    settings = RagsExpertSettings()
-    if settings.kg.schema_file is None:
-        raise ValueError("the kg_query graph needs a schema: set RAGS_EXPERT_KG__SCHEMA_FILE (and KG__SCHEMA_NAME)")
-    schema = await asyncio.to_thread(load_schema, settings.kg.schema_file, settings.kg.schema_name)
-    backend = backend_from_settings(settings.kg, graph=schema.name or None)
-    await backend.start()
-    if settings.kg.load_sample:
-        await load_sample_graph(backend, schema)
-
-    def build() -> CompiledStateGraph:  # blocking: model client, prompt files, embedded Qdrant
-        memory = LessonMemory.from_settings(settings) if settings.lessons.enabled else None
-        model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
-        agent = KGQueryReflexionAgent(model, backend, schema, settings=settings, lesson_memory=memory)
-        return agent.graph.with_config(recursion_limit=agent.recursion_limit())
-
-    return await asyncio.to_thread(build)
+    agent = await KGQueryExpert().async_init()  # schema and database from RAGS_EXPERT_KG__* settings
+    return agent.get_compiled_graph(checkpointer=False)
 
 
 async def rag_graph(config: RunnableConfig) -> CompiledStateGraph:

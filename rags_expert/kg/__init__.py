@@ -14,6 +14,7 @@ from rags_expert.kg.backends import (
     QueryResult,
     backend_from_settings,
 )
+from rags_expert.kg.flow import KGQueryExpert
 from rags_expert.kg.reflexion import ReflexionAgent, ReflexionState
 from rags_expert.kg.safety import is_read_only, write_clause_reason
 from rags_expert.kg.schema import KGSchema, SchemaError, load_schema
@@ -23,6 +24,7 @@ __all__ = [
     "FalkorDBBackend",
     "GraphBackend",
     "GraphQueryError",
+    "KGQueryExpert",
     "KGQueryReflexionAgent",
     "KGQueryResult",
     "KGSchema",

@@ -1,0 +1,109 @@
+"""The KG-query agent as an :class:`~rags_expert.agent.AgentFlow`, so hosts load it like RagsExpert.
+
+```yaml
+- name: gene-kg
+  class_path: rags_expert.kg.flow:KGQueryExpert
+  settings:
+    kg: {schema_file: schema_config.yaml, schema_name: gene_kg, load_sample: true}
+```
+
+``async_init()`` loads the schema, starts (or connects to) the graph database, optionally loads the
+sample graph, and builds the reflexion agent; ``get_compiled_graph()`` serves its graph (input:
+``{"messages": [("user", question)]}``; the final state holds ``attempts`` and ``log``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Self
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import StateGraph
+
+from rags_expert.agent import AgentFlow
+from rags_expert.kg.agent import KGQueryReflexionAgent
+from rags_expert.kg.backends import GraphBackend, backend_from_settings
+from rags_expert.kg.loader import load_sample_graph
+from rags_expert.kg.schema import KGSchema, load_schema
+from rags_expert.lessons import LessonMemory
+from rags_expert.llm import build_chat_model
+from rags_expert.settings import RagsExpertSettings, coerce_settings
+
+
+class KGQueryExpert(AgentFlow):
+    """Answers questions over a BioCypher knowledge graph with self-revised, read-only Cypher."""
+
+    name = "kg-query-expert"
+    role = "Knowledge-graph query expert"
+    nickname = "Cypher"
+    description = (
+        "Writes Cypher for a BioCypher-style knowledge graph, runs it read-only, scores the result and revises "
+        "the query until it is good."
+    )
+    icon = "kg_agent"
+    categories = ("kg", "cypher", "biocypher")
+    tag = "kg"
+
+    def __init__(
+        self,
+        settings: RagsExpertSettings | dict[str, Any] | None = None,
+        *,
+        chat_model: BaseChatModel | None = None,
+        backend: GraphBackend | None = None,
+        schema: KGSchema | dict[str, Any] | str | Path | None = None,
+        lesson_memory: LessonMemory | None = None,
+    ) -> None:
+        super().__init__(coerce_settings(settings))
+        self.settings: RagsExpertSettings
+        self.chat_model = chat_model
+        self.backend = backend
+        self.schema = schema
+        self.lesson_memory = lesson_memory
+        self.agent: KGQueryReflexionAgent | None = None
+
+    async def async_init(self) -> Self:
+        """Load the schema, start the database (and the sample graph), build the agent and its graph."""
+        kg = self.settings.kg
+        if self.schema is None and kg.schema_file is None:
+            raise ValueError("KGQueryExpert needs a schema: pass schema=... or set kg.schema_file "
+                             "(RAGS_EXPERT_KG__SCHEMA_FILE)")
+        source = self.schema if self.schema is not None else kg.schema_file
+        schema = await asyncio.to_thread(load_schema, source, kg.schema_name)
+        if self.backend is None:
+            self.backend = backend_from_settings(kg, graph=schema.name or None)
+        await self.backend.start()
+        if kg.load_sample:
+            await load_sample_graph(self.backend, schema)
+        await asyncio.to_thread(self._init_sync, schema)
+        return self
+
+    def _init_sync(self, schema: KGSchema) -> None:
+        settings = self.settings
+        if self.chat_model is None:
+            self.chat_model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
+        if settings.lessons.enabled and self.lesson_memory is None:
+            self.lesson_memory = LessonMemory.from_settings(settings)
+        assert self.backend is not None
+        self.agent = KGQueryReflexionAgent(
+            self.chat_model, self.backend, schema, settings=settings, lesson_memory=self.lesson_memory
+        )
+        self._graph = self.build_graph()
+        self._compiled.clear()
+
+    def build_graph(self) -> StateGraph:
+        assert self.agent is not None, "call async_init() first"
+        return self.agent.build_graph()
+
+    def recursion_limit(self) -> int:
+        return self.agent.recursion_limit() if self.agent else super().recursion_limit()
+
+    async def execute(self, question: str):
+        """Shortcut to :meth:`KGQueryReflexionAgent.execute`."""
+        assert self.agent is not None, "call async_init() first"
+        return await self.agent.execute(question)
+
+    async def aclose(self) -> None:
+        """Stop the embedded database (or disconnect)."""
+        if self.backend is not None:
+            await self.backend.close()
