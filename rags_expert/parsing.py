@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -31,9 +32,15 @@ _FIELD_LABEL = re.compile(
 )
 
 
-def _balanced_objects(text: str) -> list[str]:
-    """Top-level ``{...}`` substrings, respecting strings and nesting."""
-    out, depth, start, in_str, esc = [], 0, -1, False, False
+def _outside_strings(
+    text: str, *, top_level_strings: bool, state: dict[str, bool] | None = None
+) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` of every character outside JSON strings.
+
+    Quotes open a string only inside brackets unless ``top_level_strings`` (prose around JSON may
+    hold stray quotes). ``state["in_string"]`` tells afterwards whether the text ended inside one.
+    """
+    depth, in_str, esc = 0, False, False
     for i, ch in enumerate(text):
         if in_str:
             if esc:
@@ -43,9 +50,23 @@ def _balanced_objects(text: str) -> list[str]:
             elif ch == '"':
                 in_str = False
             continue
-        if ch == '"' and depth > 0:
+        if ch == '"' and (depth > 0 or top_level_strings):
             in_str = True
-        elif ch == "{":
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]" and depth > 0:
+            depth -= 1
+        yield i, ch
+    if state is not None:
+        state["in_string"] = in_str
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Top-level ``{...}`` substrings, respecting strings and nesting."""
+    out, depth, start = [], 0, -1
+    for i, ch in _outside_strings(text, top_level_strings=False):
+        if ch == "{":
             if depth == 0:
                 start = i
             depth += 1
@@ -58,22 +79,14 @@ def _balanced_objects(text: str) -> list[str]:
 
 def _close(text: str) -> str:
     """``text`` with an open string and open ``{``/``[`` closed, trailing ``,``/``:`` dropped."""
-    stack, in_str, esc = [], False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
+    stack: list[str] = []
+    state: dict[str, bool] = {}
+    for _, ch in _outside_strings(text, top_level_strings=True, state=state):
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]" and stack:
             stack.pop()
-    body = text + '"' if in_str else text.rstrip().rstrip(",:").rstrip()
+    body = text + '"' if state["in_string"] else text.rstrip().rstrip(",:").rstrip()
     return body + "".join(reversed(stack))
 
 
