@@ -291,6 +291,10 @@ class KGSettings(BaseModel):
     max_rows: int = Field(100, ge=1, le=100_000, description="Rows kept from one query result; the rest are dropped.")
     preview_rows: int = Field(10, ge=1, le=1000, description="Rows of a result shown to the model when it scores and revises.")
     preview_chars: int = Field(2000, ge=100, le=100_000, description="Characters of a result shown to the model.")
+    answer_rows: int = Field(
+        20, ge=1, le=10_000, description="Rows listed in the final answer message and carried in its "
+        "response_metadata (the rest are counted in row_count)."
+    )
     backend: Literal["falkordb", "neo4j"] = Field("falkordb", description="Graph database used by the CLI and hosts.")
     graph: str = Field("kg", min_length=1, description="FalkorDB graph name (one database can hold many graphs).")
     falkordb_host: str | None = Field(

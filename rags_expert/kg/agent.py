@@ -14,6 +14,14 @@ One run for one question:
 4. **should_continue** – stop on a score ≥ ``kg.score_threshold``, on rows when
    ``kg.stop_on_nonempty``, after ``kg.max_steps`` executed queries, or when a
    model call failed for good.
+5. **finalize** – append the answer to the conversation: the chosen query's rows in
+   words (at most ``kg.answer_rows``) with ``response_metadata`` holding the query,
+   columns, rows, score, steps and exit reason, or an honest failure
+   (:mod:`rags_expert.kg.answer`).
+
+Before the draft, ``prepare`` takes the last human message as the question and, on a
+thread with earlier conversation, makes it standalone with the shared
+``condense_question`` (see :mod:`rags_expert.kg.reflexion`).
 
 Structured replies go through :func:`rags_expert.grading.structured_call`; a
 reply that does not parse is searched for a Cypher code block or statement, and
@@ -32,14 +40,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from rags_expert.grading import GradingContext, StructuredReply, score, structured_call
+from rags_expert.grading import GradingContext, StructuredReply, condense_question, score, structured_call
 from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, redact
+from rags_expert.nodes import _history_text as history_text
 from rags_expert.parsing import extract_code_block
 from rags_expert.settings import RagsExpertSettings, coerce_settings
+from rags_expert.kg.answer import answer_message
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
 from rags_expert.kg.reflexion import ReflexionAgent, ReflexionState, question_of
 from rags_expert.kg.safety import write_clause_reason
@@ -262,17 +273,12 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         messages = [self._system(state), HumanMessage(self._render("kg_draft", question=question, lessons=block))]
         reply = await structured_call(self.model, DraftQuery, messages, self._query_ctx)
         query, reflection = read_query_reply(reply)
-        return {
-            "question": question,
-            "schema_prompt": schema_prompt,
-            "attempts": [],
-            "messages": [self._action(query, reflection, 1)],
-        }
+        return {"schema_prompt": schema_prompt, "attempts": [], "memory": [self._action(query, reflection, 1)]}
 
     async def run_tool(self, state: KGState) -> dict[str, Any]:
         """Pre-check the latest query for writes, run it read-only, record the outcome as a tool message."""
         step = state.get("steps", 1)
-        last = next((m for m in reversed(state.get("messages", [])) if isinstance(m, AIMessage)), None)
+        last = next((m for m in reversed(state.get("memory", [])) if isinstance(m, AIMessage)), None)
         call = (last.tool_calls or [None])[0] if last is not None else None
         query = clean_query(str((call or {}).get("args", {}).get("query", "") or ""))
         attempt: dict[str, Any] = {
@@ -298,7 +304,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
             name=TOOL_NAME,
             status="error" if attempt["error"] else "success",
         )
-        return {"messages": [message], "attempts": [*state.get("attempts", []), attempt]}
+        return {"memory": [message], "attempts": [*state.get("attempts", []), attempt]}
 
     async def revise(self, state: KGState) -> dict[str, Any]:
         """Score the latest outcome; unless an exit rule now holds, ask for a revised query."""
@@ -321,7 +327,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         scored = {**state, "attempts": attempts}
         if reason := self.exit_reason(scored):
             note = f"Score {last['score']:g}/10. {last['score_reason']} Stopping: {reason}.".strip()
-            return {"attempts": attempts, "messages": [AIMessage(note)]}
+            return {"attempts": attempts, "memory": [AIMessage(note)]}
         prompt = self._render(
             "kg_revise",
             question=question_of(state),
@@ -334,9 +340,20 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         reply = await structured_call(self.model, RevisedQuery, [self._system(state), HumanMessage(prompt)], self._query_ctx)
         query, reflection = read_query_reply(reply)
         last["reflection"] = reflection
-        return {"attempts": attempts, "messages": [self._action(query, reflection, state.get("steps", 0) + 1)]}
+        return {"attempts": attempts, "memory": [self._action(query, reflection, state.get("steps", 0) + 1)]}
 
-    # --- exit rule, logs, result ---
+    # --- per-question start, exit rule, logs, result ---
+
+    def reset_state(self) -> dict[str, Any]:
+        """The base's per-question fields plus this question's schema prompt and attempts."""
+        return super().reset_state() | {"schema_prompt": "", "attempts": []}
+
+    async def standalone_question(self, question: str, history: list[AnyMessage], config: RunnableConfig) -> str:
+        """A follow-up rewritten with the shared ``condense_question`` (``condense_followups``, ``history_messages``)."""
+        text = history_text(history, self.settings.history_messages)
+        if not text or not self.settings.condense_followups:
+            return question
+        return await condense_question(self.model, question, text, self.ctx, config=config)
 
     def done_reason(self, state: KGState) -> str | None:
         attempts = state.get("attempts") or []
@@ -353,7 +370,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         record: dict[str, Any] = {}
         attempts = update.get("attempts") or []
         if node in ("draft", "revise"):
-            message = (update.get("messages") or [None])[-1]
+            message = (update.get("memory") or [None])[-1]
             calls = getattr(message, "tool_calls", None) or []
             if calls:
                 record["next_query"] = calls[0]["args"].get("query", "")
@@ -377,7 +394,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         elif ran:  # the best executed query: rows first, then score, then the latest
             chosen = max(ran, key=lambda a: (bool(a["rows"]), a["score"] or 0.0, a["step"]))
         reflections = [
-            str(m.content) for m in state.get("messages", [])
+            str(m.content) for m in state.get("memory", [])
             if isinstance(m, AIMessage) and m.tool_calls and m.content
         ]
         return KGQueryResult(
@@ -390,10 +407,14 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
             reflections=reflections,
             log=state.get("log", []),
             exit_reason=reason,
-            error=state.get("error"),
+            error=state.get("error") or None,
             truncated=bool(chosen and chosen["truncated"]),
             attempts=attempts,
         )
+
+    def final_message(self, result: KGQueryResult) -> AIMessage:
+        """The user-facing answer with the query, columns, rows, score, steps and exit reason as metadata."""
+        return answer_message(result, self.ctx.prompts, answer_rows=self.kg.answer_rows)
 
     def log_final_result(self, result: KGQueryResult) -> None:
         log.info(

@@ -2,17 +2,27 @@
 
 ::
 
-    START → draft → execute_tool → revise → should_continue ─┬→ END
-                       ↑                                      │
-                       └──────────── (not done) ──────────────┘
+    START → prepare ─┬→ draft → execute_tool → revise → should_continue ─┬→ finalize → END
+                     │             ↑                                      │
+                     │             └──────────── (not done) ──────────────┘
+                     └→ finalize (no question, or the follow-up could not be condensed)
 
-The memory is the message list: ``draft`` and ``revise`` add AI messages (the
-action, as a tool call, and the reflection), ``execute_tool`` adds the tool
-message with the outcome. A subclass supplies the responders, the tool, the exit
-rule, step logging and the final result; this class owns the graph, the step
-count, the step limit and failure handling: a model fault that survives its
-retries (:class:`~rags_expert.llm.LLMCallError`) ends the loop with
-``error`` set instead of raising out of :meth:`ReflexionAgent.execute`.
+One run answers one question: the **last** human message of ``messages``. ``prepare``
+resets the per-question state (``question``, ``steps``, ``log``, ``error``,
+``exit_reason``, ``memory`` and whatever :meth:`ReflexionAgent.reset_state` of a
+subclass adds) and, when the thread has earlier conversation, makes a follow-up
+standalone (:meth:`ReflexionAgent.standalone_question`). ``messages`` is the
+conversation a host shows (user questions and final answers) and persists on a
+thread; the loop's own memory is the per-question message list ``memory``:
+``draft`` and ``revise`` add AI messages (the action, as a tool call, and the
+reflection), ``execute_tool`` adds the tool message with the outcome.
+``finalize`` appends one user-facing AIMessage to ``messages``.
+
+A subclass supplies the responders, the tool, the exit rule, step logging, the
+final result and its message; this class owns the graph, the step count, the
+step limit and failure handling: a model fault that survives its retries
+(:class:`~rags_expert.llm.LLMCallError`) ends the loop with ``error`` set instead
+of raising out of :meth:`ReflexionAgent.execute`.
 """
 
 from __future__ import annotations
@@ -21,11 +31,13 @@ import abc
 import logging
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from rags_expert.llm import LLMCallError
+from rags_expert.nodes import _question_from as last_question
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +45,20 @@ R = TypeVar("R")
 
 
 class ReflexionState(TypedDict, total=False):
-    """Graph state: the message memory plus bookkeeping the exit rules need."""
+    """Graph state: the conversation, the loop's per-question memory, and bookkeeping the exit rules need."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
-    question: str
+    messages: Annotated[list[AnyMessage], add_messages]  # the conversation: questions and final answers
+    memory: Annotated[list[AnyMessage], add_messages]  # this question's loop: actions, tool results, notes
+    question: str  # the standalone question being answered
     steps: int  # tool executions so far
     log: list[dict[str, Any]]  # one record per node run, oldest first
     error: str  # set when a model call failed for good; ends the loop
+    exit_reason: str  # set by prepare (empty_question) and by finalize
 
 
 def question_of(state: ReflexionState) -> str:
-    """The question: the ``question`` field, else the first human message (for hosts sending only messages)."""
-    if state.get("question"):
-        return state["question"]
-    for message in state.get("messages", []):
-        if isinstance(message, HumanMessage):
-            return message.text if hasattr(message, "text") and isinstance(message.text, str) else str(message.content)
-    return ""
+    """The question being answered (set by ``prepare`` from the last human message)."""
+    return state.get("question") or ""
 
 
 class ReflexionAgent(abc.ABC, Generic[R]):
@@ -67,7 +76,7 @@ class ReflexionAgent(abc.ABC, Generic[R]):
 
     @abc.abstractmethod
     async def draft(self, state: ReflexionState) -> dict[str, Any]:
-        """Draft responder: the first action. Returns a state update whose messages end with an AIMessage."""
+        """Draft responder: the first action. Returns a state update whose ``memory`` ends with an AIMessage."""
 
     @abc.abstractmethod
     async def run_tool(self, state: ReflexionState) -> dict[str, Any]:
@@ -89,18 +98,38 @@ class ReflexionAgent(abc.ABC, Generic[R]):
     def parse_final_result(self, state: ReflexionState) -> R:
         """The agent's result from the final state."""
 
+    def final_message(self, result: R) -> AIMessage:
+        """The user-facing answer appended to the conversation (default: the result as text)."""
+        return AIMessage(str(result))
+
+    async def standalone_question(self, question: str, history: list[AnyMessage], config: RunnableConfig) -> str:
+        """``question`` made standalone from the earlier conversation ``history`` (default: unchanged).
+
+        May raise :class:`~rags_expert.llm.LLMCallError`; the run then ends with ``llm_error``.
+        """
+        return question
+
+    def reset_state(self) -> dict[str, Any]:
+        """The per-question fields at the start of every run; subclasses add theirs."""
+        return {
+            "question": "", "steps": 0, "log": [], "error": "", "exit_reason": "",
+            "memory": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
+        }
+
     def log_final_result(self, result: R) -> None:
         """Report the final result (default: one INFO line)."""
         log.info("%s finished: %s", type(self).__name__, result)
 
     def initial_state(self, question: str, **inputs: Any) -> dict[str, Any]:
         """The graph input for ``question``; subclasses may add fields from ``inputs``."""
-        return {"messages": [HumanMessage(question)], "question": question, "steps": 0, "log": []}
+        return {"messages": [HumanMessage(question)]}
 
     # --- exit rule ---
 
     def exit_reason(self, state: ReflexionState) -> str | None:
-        """``llm_error``, the subclass's reason, ``max_steps``, or None to continue."""
+        """A reason already decided, ``llm_error``, the subclass's reason, ``max_steps``, or None to continue."""
+        if state.get("exit_reason"):
+            return state["exit_reason"]
         if state.get("error"):
             return "llm_error"
         if reason := self.done_reason(state):
@@ -117,13 +146,27 @@ class ReflexionAgent(abc.ABC, Generic[R]):
         try:
             update = await fn(state)
         except LLMCallError as exc:
-            update = {"error": f"{node}: {exc}", "messages": [AIMessage(f"[{node} failed: {exc}]")]}
+            update = {"error": f"{node}: {exc}", "memory": [AIMessage(f"[{node} failed: {exc}]")]}
             log.error("reflexion %s failed: %s", node, exc)
         step = update.get("steps", state.get("steps", 0))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
         if update.get("error"):
             record["error"] = update["error"]
         return {**update, "log": [*state.get("log", []), record]}
+
+    async def _prepare_node(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        """Start a question: reset the per-question state, take the last human message, condense a follow-up."""
+        update = self.reset_state()
+        question, history = last_question(state.get("messages", []))
+        if not question:
+            return update | {"exit_reason": "empty_question"}
+        if history:
+            try:
+                question = (await self.standalone_question(question, history, config)).strip() or question
+            except LLMCallError as exc:
+                log.error("reflexion prepare failed: %s", exc)
+                return update | {"question": question, "error": f"prepare: {exc}"}
+        return update | {"question": question, "memory": [*update["memory"], HumanMessage(question)]}
 
     async def _draft_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Draft the first action."""
@@ -139,44 +182,57 @@ class ReflexionAgent(abc.ABC, Generic[R]):
         """Score the outcome and, unless done, propose a revised action."""
         return await self._run("revise", self.revise, state)
 
+    async def _finalize_node(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Fix the exit reason and append the user-facing answer to the conversation."""
+        reason = self.exit_reason(state) or "max_steps"
+        result = self.parse_final_result({**state, "exit_reason": reason})
+        self.log_final_result(result)
+        return {"exit_reason": reason, "messages": [self.final_message(result)]}
+
+    def _after_prepare(self, state: dict[str, Any]) -> str:
+        """No question (or a failed condense step) goes straight to the answer; otherwise draft."""
+        return "finalize" if state.get("exit_reason") or state.get("error") else "draft"
+
     def _after_draft(self, state: dict[str, Any]) -> str:
         """A failed draft ends the run; otherwise its action is executed."""
-        return END if state.get("error") else "execute_tool"
+        return "finalize" if state.get("error") else "execute_tool"
 
     def should_continue(self, state: dict[str, Any]) -> str:
-        """END when an exit rule holds, else back to execute_tool with the revised action."""
-        return END if self.exit_reason(state) else "execute_tool"
+        """finalize when an exit rule holds, else back to execute_tool with the revised action."""
+        return "finalize" if self.exit_reason(state) else "execute_tool"
 
     # --- graph ---
 
     def build_graph(self) -> StateGraph:
         """The uncompiled graph (for hosts that add a checkpointer or serve it)."""
         builder = StateGraph(self.state_schema)
+        builder.add_node("prepare", self._prepare_node)
         builder.add_node("draft", self._draft_node)
         builder.add_node("execute_tool", self._execute_tool_node)
         builder.add_node("revise", self._revise_node)
-        builder.add_edge(START, "draft")
-        builder.add_conditional_edges("draft", self._after_draft, ["execute_tool", END])
+        builder.add_node("finalize", self._finalize_node)
+        builder.add_edge(START, "prepare")
+        builder.add_conditional_edges("prepare", self._after_prepare, ["draft", "finalize"])
+        builder.add_conditional_edges("draft", self._after_draft, ["execute_tool", "finalize"])
         builder.add_edge("execute_tool", "revise")
-        builder.add_conditional_edges("revise", self.should_continue, ["execute_tool", END])
+        builder.add_conditional_edges("revise", self.should_continue, ["execute_tool", "finalize"])
+        builder.add_edge("finalize", END)
         return builder
 
     @property
     def graph(self) -> Any:
-        """The compiled graph (built once)."""
+        """The compiled graph (built once, no checkpointer: every run is a fresh conversation)."""
         if self._compiled is None:
             self._compiled = self.build_graph().compile()
         return self._compiled
 
     def recursion_limit(self) -> int:
-        """LangGraph super-steps one run may take: draft + 2 per step, with slack."""
+        """LangGraph super-steps one run may take: prepare, draft, 2 per step and finalize, with slack."""
         return 2 * self.max_steps + 6
 
     async def execute(self, question: str, **inputs: Any) -> R:
-        """Run the loop for ``question`` and return the parsed final result."""
+        """Run the loop for ``question`` and return the parsed final result (``finalize`` has logged it)."""
         state = await self.graph.ainvoke(
             self.initial_state(question, **inputs), config={"recursion_limit": self.recursion_limit()}
         )
-        result = self.parse_final_result(state)
-        self.log_final_result(result)
-        return result
+        return self.parse_final_result(state)

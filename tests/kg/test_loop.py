@@ -154,17 +154,22 @@ async def test_max_rows_caps_the_result(falkordb):
     assert len(result.rows) == 4 and result.truncated
 
 
-async def test_memory_is_the_message_list(falkordb):
+async def test_memory_is_the_loops_message_list_and_the_conversation_stays_clean(falkordb):
     agent = make_agent(falkordb, scripted(["MATCH (x:Nope) RETURN x", GOOD], scores=[0, 9]))
     state = await agent.graph.ainvoke(agent.initial_state("Fibroblast genes?"), {"recursion_limit": 20})
-    kinds = [type(m).__name__ for m in state["messages"]]
+    kinds = [type(m).__name__ for m in state["memory"]]
     assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "ToolMessage", "AIMessage"]
-    tool_calls = [m.tool_calls[0]["id"] for m in state["messages"] if isinstance(m, AIMessage) and m.tool_calls]
-    assert tool_calls == [m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)]
+    tool_calls = [m.tool_calls[0]["id"] for m in state["memory"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert tool_calls == [m.tool_call_id for m in state["memory"] if isinstance(m, ToolMessage)]
+    # the conversation a host shows: the question and one answer, no tool calls
+    assert [type(m).__name__ for m in state["messages"]] == ["HumanMessage", "AIMessage"]
+    answer = state["messages"][-1]
+    assert not answer.tool_calls and answer.response_metadata["query"] == GOOD
+    assert "COL1A1" in answer.content and GOOD in answer.content
 
 
 async def test_graph_accepts_a_messages_only_input(falkordb):
-    """A LangGraph host sends only messages; the question comes from the first human message."""
+    """A LangGraph host sends only messages; the question is the last human message."""
     agent = make_agent(falkordb, scripted([GOOD], scores=[9]))
     state = await agent.graph.ainvoke({"messages": [("user", "Fibroblast genes?")]}, {"recursion_limit": 20})
     assert state["question"] == "Fibroblast genes?" and len(state["attempts"][0]["rows"]) == 5
