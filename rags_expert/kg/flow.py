@@ -9,7 +9,9 @@
 
 ``async_init()`` loads the schema, starts (or connects to) the graph database, optionally loads the
 sample graph, and builds the reflexion agent; ``get_compiled_graph()`` serves its graph (input:
-``{"messages": [("user", question)]}``; the final state holds ``attempts`` and ``log``).
+``{"messages": [("user", question)]}``; every run answers the last user message of the thread and appends
+one answer message whose ``response_metadata`` holds the query and rows; the final state also holds this
+question's ``attempts`` and ``log``).
 """
 
 from __future__ import annotations
