@@ -21,7 +21,7 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 CORPUS = [
     {"uid": "48b7sec", "file_name": "security_policy.md", "tags": ["tag-sec"],
@@ -85,11 +85,11 @@ class KnowledgeFlowService:
         self.url = f"http://127.0.0.1:{self.server.server_port}/knowledge-flow/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> KnowledgeFlowService:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
 
@@ -123,7 +123,7 @@ class KnowledgeFlowService:
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 with owner._lock:
                     owner.requests.append((self.path, body, dict(self.headers)))
