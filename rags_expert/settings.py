@@ -234,6 +234,15 @@ class RetrievalSettings(BaseModel):
     kf_search_policy: SearchPolicy = Field(
         "hybrid", description="knowledge-flow v2 search_policy when the request names none."
     )
+    kf_uid_overfetch_factor: int = Field(
+        5, ge=1, le=100,
+        description="knowledge-flow v1 (no server-side document filter): with document_uids, ask for "
+        "top_k * this many hits, keep those of the named documents, return top_k.",
+    )
+    kf_uid_overfetch_max: int = Field(
+        100, ge=1, le=1000,
+        description="knowledge-flow v1 with document_uids: at most this many hits asked for (never fewer than top_k).",
+    )
     library_tags: list[str] = Field(
         default_factory=list,
         description="Default tag filter (Qdrant payload tags / knowledge-flow library tags) when a request names none.",

@@ -53,14 +53,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """Search the knowledge base and print the hits."""
-    from rags_expert.retrieval.qdrant import KnowledgeBaseError, QdrantRetriever
+    """Search the configured retriever (``retrieval.backend``, as ``ask`` does) and print the hits."""
+    from rags_expert.retrieval.factory import retriever_from_settings
+    from rags_expert.retrieval.knowledge_flow import KnowledgeFlowError
+    from rags_expert.retrieval.qdrant import KnowledgeBaseError
 
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()] or None
     try:
-        docs = QdrantRetriever.from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
-    except KnowledgeBaseError as exc:
+        docs = retriever_from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
+    except (KnowledgeBaseError, KnowledgeFlowError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
@@ -98,11 +100,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_ingest)
 
-    s = subparsers.add_parser("search", help="search the knowledge base (for debugging it)")
+    s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
     _common(s)
-    s.add_argument("--tags", default="", help="only chunks with any of these comma-separated tags")
+    s.add_argument("--tags", default="", help="only chunks with any of these comma-separated tags "
+                   "(knowledge-flow: tag ids, not names)")
     s.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="override retrieval.mode")
     s.add_argument("--json", action="store_true", help="print a JSON list of {content, title, source, page, score}")
     s.set_defaults(func=cmd_search)

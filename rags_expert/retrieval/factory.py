@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from langchain_core.retrievers import BaseRetriever
 
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import RagsExpertSettings, RetrievalSettings
 
 
 def build_retriever(settings: RagsExpertSettings) -> BaseRetriever:
     """The retriever named by ``settings.retrieval.backend``: the Qdrant knowledge base or knowledge-flow."""
-    r = settings.retrieval
+    return retriever_from_settings(settings.retrieval)
+
+
+def retriever_from_settings(r: RetrievalSettings) -> BaseRetriever:
+    """The retriever named by ``r.backend`` (used by ``ask`` through :func:`build_retriever` and by ``search``)."""
     if r.backend == "knowledge_flow":
         from rags_expert.retrieval.knowledge_flow import KnowledgeFlowRetriever
 

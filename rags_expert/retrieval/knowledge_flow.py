@@ -8,6 +8,10 @@ Two request generations exist:
 Both answer a JSON list of hits (``content, file_path, file_name, page, uid, title, score, ...``). With
 ``kf_api="auto"`` the client sends v2 and switches to v1 when the service answers 422 naming the
 missing ``query`` field (and the other way round), remembering the generation it found.
+
+The service fills metadata it lacks with placeholder strings (``"Unknown"``, ``"unknown_model"``); they are
+treated as missing, so titles and sources fall back to ``file_name``. Tags are the service's tag **ids**; an
+unknown id makes it answer a plain ``500 Internal Server Error``, which is not retried once it repeats.
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
+from rags_expert.llm import redact
 from rags_expert.settings import RetrievalSettings
 
 log = logging.getLogger(__name__)
 CORE_FIELDS = ("content", "title", "file_path", "file_name", "page", "uid", "score")
+PLACEHOLDERS = frozenset({"", "unknown", "unknown_model", "unknown_index"})
+TAG_ERRORS = (403, 404, 500)  # what the service answers for a tag id it cannot resolve
+BODY_CHARS = 300
 
 
 class KnowledgeFlowError(RuntimeError):
@@ -70,27 +78,36 @@ def v2_body(question: str, top_k: int, tags: list[str] | None, uids: list[str] |
     return body
 
 
+def is_placeholder(value: Any) -> bool:
+    """True for the strings the service puts where it has no value (``"Unknown"``, ``""``, ...)."""
+    return isinstance(value, str) and value.strip().lower() in PLACEHOLDERS
+
+
 def hit_to_document(hit: Any, index: int) -> Document:
-    """Map one hit to a Document with the metadata contract (title, source, page, score, chunk_id, tags)."""
+    """Map one hit to a Document with the metadata contract (title, source, page, score, chunk_id, tags).
+
+    Placeholder values become ``None``; title and source fall back to ``file_name``.
+    """
     if not isinstance(hit, dict) or not isinstance(hit.get("content"), str):
         raise KnowledgeFlowError(f"malformed hit #{index}: expected an object with a string 'content'")
-    meta = {k: v for k, v in hit.items() if k != "content"}
-    source = hit.get("file_path") or hit.get("file_name") or hit.get("citation_url") or ""
-    page = hit.get("page")
+    meta = {k: (None if is_placeholder(v) else v) for k, v in hit.items() if k != "content"}
+    name = meta.get("file_name")
+    source = meta.get("file_path") or name or meta.get("citation_url") or ""
+    page = meta.get("page")
     try:
         score = float(hit.get("score") or 0.0)
     except (TypeError, ValueError) as exc:
         raise KnowledgeFlowError(f"malformed hit #{index}: score {hit.get('score')!r} is not a number") from exc
-    uid = hit.get("uid")
-    digest = hashlib.sha1(f"{uid}\x00{page}\x00{hit['content']}".encode()).hexdigest()[:16]
+    uid = meta.get("uid")
+    digest = hashlib.sha1(f"{hit.get('uid')}\x00{page}\x00{hit['content']}".encode()).hexdigest()[:16]
     meta.update(
-        title=hit.get("title") or hit.get("file_name") or "",
+        title=meta.get("title") or name or "",
         source=str(source),
         page=page if isinstance(page, int) else None,
         score=score,
         uid=uid,
-        chunk_id=f"kf:{uid}:{digest}",
-        tags=list(hit.get("tag_names") or hit.get("tag_ids") or hit.get("tags") or []),
+        chunk_id=f"kf:{uid or name or ''}:{digest}",
+        tags=list(meta.get("tag_names") or meta.get("tag_ids") or meta.get("tags") or []),
     )
     return Document(page_content=hit["content"], metadata=meta)
 
@@ -118,35 +135,76 @@ class KnowledgeFlowClient:
             headers["Authorization"] = f"Bearer {self.settings.kf_token.get_secret_value()}"
         return headers
 
-    def _post(self, body: dict[str, Any]) -> requests.Response:
-        """POST with retries on connection errors, timeouts, 429 and 5xx (exponential backoff)."""
+    def _secrets(self) -> list[str]:
+        """Values that must never appear in an error: the bearer token."""
+        return [self.settings.kf_token.get_secret_value()] if self.settings.kf_token is not None else []
+
+    def _where(self) -> str:
+        """The endpoint for messages, with any URL credentials redacted."""
+        return redact(self.url, self._secrets())
+
+    def _post(self, body: dict[str, Any]) -> tuple[requests.Response, int]:
+        """POST with retries on connection errors, timeouts, 429 and 5xx (exponential backoff).
+
+        Returns the last response and the number of attempts. A 500 whose body repeats the previous
+        attempt's is deterministic (a bad tag id, say) and is not retried again.
+        """
         s = self.settings
-        for attempt in range(s.kf_max_retries + 1):
+        previous_500: str | None = None
+        for attempt in range(1, s.kf_max_retries + 2):
             try:
                 resp = requests.post(self.url, json=body, headers=self._headers(), timeout=s.kf_timeout)
             except (requests.ConnectionError, requests.Timeout) as exc:
-                problem = f"{type(exc).__name__}"
+                problem, previous_500 = type(exc).__name__, None
+                if attempt > s.kf_max_retries:
+                    raise KnowledgeFlowError(
+                        f"knowledge-flow {self._where()} failed after {attempt} attempts: {problem}"
+                    ) from None
             else:
                 if resp.status_code < 500 and resp.status_code != 429:
-                    return resp
+                    return resp, attempt
+                if attempt > s.kf_max_retries or (resp.status_code == 500 and resp.text == previous_500):
+                    return resp, attempt
                 problem = f"HTTP {resp.status_code}"
-            if attempt == s.kf_max_retries:
-                raise KnowledgeFlowError(
-                    f"knowledge-flow {self.url} failed after {attempt + 1} attempts: {problem}"
-                )
-            delay = s.kf_retry_base_delay * (2**attempt)
-            log.warning("knowledge-flow %s (attempt %d), retrying in %.2fs", problem, attempt + 1, delay)
+                previous_500 = resp.text if resp.status_code == 500 else None
+            delay = s.kf_retry_base_delay * (2 ** (attempt - 1))
+            log.warning("knowledge-flow %s (attempt %d), retrying in %.2fs", problem, attempt, delay)
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def search(self, question: str, top_k: int, tags: list[str] | None = None,
-               document_uids: list[str] | None = None, search_policy: str | None = None) -> list[Document]:
-        """Search the service; returns Documents in the service's order."""
-        policy = search_policy or self.settings.kf_search_policy
+    def _http_error(self, resp: requests.Response, attempts: int, tags: list[str] | None) -> KnowledgeFlowError:
+        """The error for a refused request: status, the (truncated, redacted) body, and a hint on tag ids."""
+        text = " ".join(resp.text.split())
+        if len(text) > BODY_CHARS:
+            text = text[:BODY_CHARS] + "…"
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        message = (f"knowledge-flow {self._where()} answered HTTP {resp.status_code}{tries}: "
+                   f"{redact(text, self._secrets())!r}")
+        if tags and resp.status_code in TAG_ERRORS:
+            message += (f" (the request filtered on tags {redact(str(list(tags)), self._secrets())}: tags are "
+                        "knowledge-flow tag ids, not tag names; an unknown id makes the service fail)")
+        return KnowledgeFlowError(message)
+
+    def _fetch_k(self, top_k: int, document_uids: list[str] | None) -> int:
+        """v1 hits to ask for: over-fetch when document_uids must be filtered here (capped, at least top_k)."""
+        if not document_uids:
+            return top_k
+        s = self.settings
+        return max(top_k, min(top_k * s.kf_uid_overfetch_factor, s.kf_uid_overfetch_max))
+
+    def _body(self, api: str, question: str, top_k: int, tags: list[str] | None,
+              document_uids: list[str] | None, policy: str | None) -> dict[str, Any]:
+        """The request body of one generation."""
+        if api == "v1":
+            return v1_body(question, self._fetch_k(top_k, document_uids), tags)
+        return v2_body(question, top_k, tags, document_uids, policy)
+
+    def _exchange(self, question: str, top_k: int, tags: list[str] | None,
+                  document_uids: list[str] | None, policy: str | None) -> tuple[requests.Response, str]:
+        """Send the request, switching generation once when ``auto`` and a 422 names the other's field."""
         api = self._api or "v2"
         for _ in range(2):  # at most one generation switch
-            body = v1_body(question, top_k, tags) if api == "v1" else v2_body(question, top_k, tags, document_uids, policy)
-            resp = self._post(body)
+            resp, attempts = self._post(self._body(api, question, top_k, tags, document_uids, policy))
             if resp.status_code == 422 and self.settings.kf_api == "auto":
                 missing = _missing_field(resp)
                 other = {"query": "v1", "question": "v2"}.get(missing or "")
@@ -156,21 +214,33 @@ class KnowledgeFlowClient:
                     continue
             break
         if resp.status_code >= 400:
-            raise KnowledgeFlowError(
-                f"knowledge-flow {self.url} answered HTTP {resp.status_code}: {resp.text[:300]!r}"
-            )
+            raise self._http_error(resp, attempts, tags)
         with self._api_lock:
             self._api = api
+        return resp, api
+
+    def search(self, question: str, top_k: int, tags: list[str] | None = None,
+               document_uids: list[str] | None = None, search_policy: str | None = None) -> list[Document]:
+        """Search the service; returns Documents in the service's order.
+
+        ``None`` means no filter; an empty ``tags`` or ``document_uids`` list puts nothing in scope, so no
+        request is sent and nothing is returned (the service itself would read ``[]`` as no filter).
+        """
+        if (tags is not None and not tags) or (document_uids is not None and not document_uids):
+            log.debug("knowledge-flow: an empty tag or document list puts nothing in scope")
+            return []
+        resp, api = self._exchange(question, top_k, tags, document_uids,
+                                   search_policy or self.settings.kf_search_policy)
         try:
             hits = resp.json()
-        except (ValueError, json.JSONDecodeError) as exc:
-            raise KnowledgeFlowError(f"knowledge-flow {self.url} answered a body that is not JSON") from exc
+        except (ValueError, json.JSONDecodeError):
+            raise KnowledgeFlowError(f"knowledge-flow {self._where()} answered a body that is not JSON") from None
         if not isinstance(hits, list):
             raise KnowledgeFlowError(
-                f"knowledge-flow {self.url} answered a JSON {type(hits).__name__}, expected a list of hits"
+                f"knowledge-flow {self._where()} answered a JSON {type(hits).__name__}, expected a list of hits"
             )
         docs = [hit_to_document(h, i) for i, h in enumerate(hits)]
-        if api == "v1" and document_uids:  # v1 cannot filter by document: do it here
+        if api == "v1" and document_uids:  # v1 cannot filter by document: do it here, on the over-fetched hits
             wanted = set(document_uids)
             docs = [d for d in docs if d.metadata.get("uid") in wanted]
         return docs[:top_k]
@@ -191,7 +261,11 @@ class KnowledgeFlowRetriever(BaseRetriever):
 
     def _search(self, query: str, top_k: int | None, library_tags: list[str] | None,
                 document_uids: list[str] | None, search_policy: str | None) -> list[Document]:
-        """Resolve per-request options against the settings and search."""
+        """Resolve per-request options against the settings and search.
+
+        ``library_tags=None`` falls back to the ``library_tags`` setting (``[]`` there: no filter); a request's
+        own empty list (tags or document uids) means nothing is in scope: no hits.
+        """
         tags = library_tags if library_tags is not None else (self.settings.library_tags or None)
         return self.client.search(query, int(top_k or self.settings.top_k), tags, document_uids, search_policy)
 

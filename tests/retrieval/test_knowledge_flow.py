@@ -48,8 +48,8 @@ class FakeKnowledgeFlow:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                if fault == "500":
-                    return self._send(500, {"detail": "boom"})
+                if fault in ("500", "503"):
+                    return self._send(int(fault), {"detail": "boom"})
                 if fault == "429":
                     return self._send(429, {"detail": "slow down"})
                 if fault == "403":
@@ -159,9 +159,9 @@ def test_rate_limits_are_retried(server):
 
 
 def test_gives_up_after_the_retry_budget(server):
-    server.faults = ["500"] * 5
+    server.faults = ["503"] * 5
     r = _retriever(server.url, kf_api=server.generation, kf_max_retries=2)
-    with pytest.raises(KnowledgeFlowError, match="after 3 attempts: HTTP 500"):
+    with pytest.raises(KnowledgeFlowError, match="HTTP 503 after 3 attempts"):
         r.invoke("q")
     assert len(server.requests) == 3
 
