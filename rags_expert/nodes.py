@@ -38,7 +38,9 @@ class RequestOptions(BaseModel):
     """Per-request retrieval options read from ``config["configurable"]`` (unknown keys are ignored).
 
     ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
-    counts with the configured value. A single tag or id may be given as a string.
+    counts with the configured value. A single tag or id may be given as a string. An absent
+    (``None``) ``library_tags`` / ``document_uids`` means no filter; an empty list means nothing
+    is in scope: no retriever is called and the run ends with the honest not-found answer.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -52,6 +54,11 @@ class RequestOptions(BaseModel):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @property
+    def scopes_nothing(self) -> bool:
+        """Whether the request scopes retrieval to nothing (an empty list of tags or documents)."""
+        return self.library_tags == [] or self.document_uids == []
 
     def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
         kwargs = self.model_dump(exclude_none=True)
@@ -184,6 +191,9 @@ class RagNodes:
             return {"documents": [], "error": f"InvalidRequest: {detail}", "failure_reason": "invalid_request"}
         options = request.retriever_kwargs(self.deps.settings.retrieval.top_k)
         query = state["query"]
+        if request.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
+            return {"documents": [], "queries": [*state.get("queries", []), query],
+                    "max_rephrases": state.get("rephrases", 0)}
         try:
             docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
