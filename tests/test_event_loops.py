@@ -55,4 +55,5 @@ def test_the_built_model_also_works_after_its_loop_closed():
         model = build_chat_model(make_settings(server).llm)
         for _ in range(3):  # a fresh loop each time, the previous one closed
             assert asyncio.run(model.ainvoke("ping")).content == "pong"
+        assert len(model.http_async_client._per_loop) == 1  # the pools of closed loops were dropped
         assert model.invoke("ping").content == "pong"  # the sync path is unaffected
