@@ -10,7 +10,10 @@ A host does::
 ``async_init`` validates prompt overrides and builds whatever the host did not
 pass (the chat model from settings, the default retriever). The agent holds only
 immutable dependencies; all per-request state lives in the graph state and the
-run's config, so one agent serves concurrent threads.
+run's config, so one agent serves concurrent threads, and many event loops (a
+host may ``asyncio.run`` each request in its own worker thread): the chat model
+built here keeps one HTTP connection pool per loop (``llm.build_chat_model``). A
+``chat_model`` the host passes must be loop-safe in the same way.
 """
 
 from __future__ import annotations

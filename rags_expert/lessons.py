@@ -6,14 +6,22 @@ collection (the same embedded or server Qdrant as the knowledge base) with the
 failing question and score as payload, merging near-duplicates; before each
 attempt it recalls the top-k lessons most similar to the current question above a
 similarity floor (selective recall), and nothing when nothing is relevant.
-Lessons persist across sessions. Each graph keeps its own ``scope`` ("rag",
-"kg") so their lessons never mix.
+Lessons persist across sessions.
+
+Scope: every lesson carries a scope key (:func:`scope_key`): the agent ("rag",
+"kg") plus, per ``lessons.scope_by``, the request's library tags and/or user, so
+advice learnt from one library's or user's questions is never recalled for
+another's. Caps: at most ``lessons.max_per_scope`` lessons per scope (the least
+recently updated are evicted) and none older than ``lessons.max_age_days``.
+Recalled lessons are neutralised (:func:`rags_expert.prompts.neutralise`) so they
+stay data inside the ``<lessons>`` frame of the prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import threading
 import uuid
@@ -29,6 +37,7 @@ from qdrant_client import QdrantClient, models
 from rags_expert.events import emit
 from rags_expert.grading import GradingContext, reflect
 from rags_expert.llm import LLMCallError, redact
+from rags_expert.prompts import neutralise
 from rags_expert.settings import LessonSettings, RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -37,6 +46,34 @@ QUESTION = "question"  # named vector: the failing question (recall searches it)
 LESSON = "lesson"  # named vector: the advice itself (near-duplicate detection)
 _NAMESPACE = uuid.UUID("6f1c1b0e-4a47-4d7e-9a51-2f0c3b8e5d10")
 EventSink = Callable[[dict[str, Any]], None]
+Clock = Callable[[], dt.datetime]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def scope_key(
+    kind: str,
+    settings: LessonSettings,
+    *,
+    library_tags: list[str] | None = None,
+    user_id: str | None = None,
+) -> str:
+    """The scope a request's lessons are stored and recalled under.
+
+    ``kind`` alone ("rag", "kg") when ``settings.scope_by`` is empty; otherwise a JSON key of the
+    kind and the parts named there: the sorted, de-duplicated library tags (``[]`` = the whole
+    library) and the user id ("" = anonymous requests).
+    """
+    if not settings.scope_by:
+        return kind
+    key: dict[str, Any] = {"kind": kind}
+    if "library_tags" in settings.scope_by:
+        key["library_tags"] = sorted(set(library_tags or []))
+    if "user" in settings.scope_by:
+        key["user"] = user_id or ""
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -64,11 +101,13 @@ class LessonMemory:
         *,
         lock: threading.RLock | None = None,
         model_name: str = "",
+        clock: Clock = _utcnow,
     ) -> None:
         self.client = client
         self.embeddings = embeddings
         self.settings = settings
         self.lock = lock or threading.RLock()
+        self.clock = clock
         self.model_name = model_name or getattr(embeddings, "model_name", type(embeddings).__name__)
         self._ready = False
 
@@ -121,7 +160,7 @@ class LessonMemory:
                 using=QUESTION,
                 limit=self.settings.top_k,
                 score_threshold=self.settings.min_similarity,
-                query_filter=_scope_filter(scope),
+                query_filter=self._recall_filter(scope),
                 with_payload=True,
             ).points
         return [
@@ -136,7 +175,8 @@ class LessonMemory:
         # symmetric matching (question to question, advice to advice): both sides embedded as queries
         text_vec, question_vec = self.embeddings.embed_query(lesson), self.embeddings.embed_query(question)
         self._ensure_collection(len(question_vec))
-        now = dt.datetime.now(dt.UTC).isoformat()
+        at = self.clock()
+        now, stamp = at.isoformat(), at.timestamp()
         with self.lock:
             duplicate = self._near_duplicate(lesson, text_vec, scope)
             if duplicate is not None:
@@ -144,6 +184,7 @@ class LessonMemory:
                 payload["times"] = int(payload.get("times", 1)) + 1
                 payload["last_score"] = score
                 payload["updated_at"] = now
+                payload["updated_ts"] = stamp
                 payload["questions"] = (payload.get("questions", []) + [question])[-5:]
                 self.client.set_payload(self.settings.collection, payload=payload, points=[duplicate.id])
                 return str(duplicate.id), True
@@ -158,13 +199,52 @@ class LessonMemory:
                 "times": 1,
                 "created_at": now,
                 "updated_at": now,
+                "updated_ts": stamp,
             }
             self.client.upsert(
                 self.settings.collection, points=[
                     models.PointStruct(id=point_id, vector={QUESTION: question_vec, LESSON: text_vec}, payload=payload)
                 ]
             )
+            self._evict(scope)
         return point_id, False
+
+    # --- caps -------------------------------------------------------------------------------
+
+    def _cutoff(self) -> float | None:
+        """The oldest ``updated_ts`` still alive (None: no age limit)."""
+        days = self.settings.max_age_days
+        return (self.clock() - dt.timedelta(days=days)).timestamp() if days else None
+
+    def _recall_filter(self, scope: str) -> models.Filter:
+        """Lessons of this scope, updated within ``max_age_days``."""
+        flt = _scope_filter(scope)
+        if (cutoff := self._cutoff()) is not None:
+            flt.must.append(models.FieldCondition(key="updated_ts", range=models.Range(gte=cutoff)))  # type: ignore[union-attr]
+        return flt
+
+    def _evict(self, scope: str) -> None:
+        """Delete expired lessons (any scope) and the least recently updated beyond ``max_per_scope``."""
+        name = self.settings.collection
+        if (cutoff := self._cutoff()) is not None:
+            expired = models.Filter(should=[
+                models.FieldCondition(key="updated_ts", range=models.Range(lt=cutoff)),
+                models.IsEmptyCondition(is_empty=models.PayloadField(key="updated_ts")),
+            ])
+            self.client.delete(name, points_selector=models.FilterSelector(filter=expired), wait=True)
+        excess = self.client.count(name, count_filter=_scope_filter(scope), exact=True).count - self.settings.max_per_scope
+        if excess <= 0:
+            return
+        points, offset = [], None
+        while True:
+            page, offset = self.client.scroll(name, scroll_filter=_scope_filter(scope), limit=1024, offset=offset,
+                                              with_payload=["updated_ts"], with_vectors=False)
+            points.extend(page)
+            if offset is None:
+                break
+        points.sort(key=lambda p: float((p.payload or {}).get("updated_ts") or 0.0))
+        oldest = [p.id for p in points[:excess]]
+        self.client.delete(name, points_selector=models.PointIdsList(points=oldest), wait=True)
 
     def _near_duplicate(self, lesson: str, text_vec: list[float], scope: str) -> models.ScoredPoint | None:
         """The most similar existing lesson of this scope, if its advice is (nearly) the same."""
@@ -201,16 +281,18 @@ def _scope_filter(scope: str) -> models.Filter:
     return models.Filter(must=[models.FieldCondition(key="scope", match=models.MatchValue(value=scope))])
 
 
-def format_lessons(lessons: list[Lesson]) -> str:
-    """Lessons as a bullet list for a prompt ("" when there are none)."""
-    return "\n".join(f"- {lesson.text}" for lesson in lessons)
+def format_lessons(lessons: list[str]) -> str:
+    """Recalled lessons as a neutralised bullet list for the ``lessons_block`` prompt ("" when none)."""
+    return "\n".join(f"- {neutralise(text)}" for text in lessons)
 
 
 # --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------
 
 
 async def recall_lessons(memory: LessonMemory | None, question: str, scope: str) -> list[str]:
-    """Lessons for ``question`` (emits ``lesson_recalled``); [] when memory is off or fails."""
+    """Lessons for ``question`` in ``scope`` (emits ``lesson_recalled``); [] when memory is off or fails.
+
+    The texts are neutralised: they cannot open or close a prompt's data frames."""
     if memory is None:
         return []
     try:
@@ -218,9 +300,10 @@ async def recall_lessons(memory: LessonMemory | None, question: str, scope: str)
     except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the attempt
         log.warning("lesson recall failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
         return []
-    emit("lesson_recalled", scope=scope, question=question, lessons=[l.text for l in lessons],
+    texts = [neutralise(lesson.text) for lesson in lessons]
+    emit("lesson_recalled", scope=scope, question=question, lessons=texts,
          similarities=[round(l.similarity, 3) for l in lessons])
-    return [lesson.text for lesson in lessons]
+    return texts
 
 
 async def learn_from_failure(

@@ -1,6 +1,7 @@
 """Chat-model construction and fault handling shared by every LLM call.
 
-* :func:`build_chat_model` makes a ``ChatOpenAI`` for any OpenAI-compatible endpoint.
+* :func:`build_chat_model` makes a ``ChatOpenAI`` for any OpenAI-compatible endpoint,
+  safe to use from any number of event loops (:class:`LoopLocalAsyncClient`).
 * :func:`call_model` runs one request with a timeout and retries transient faults
   (rate limits, 5xx, timeouts, connection errors) with capped exponential backoff
   and jitter. When retries run out it raises :class:`LLMCallError`, whose text
@@ -15,6 +16,7 @@ import logging
 import os
 import random
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,21 +190,71 @@ def message_text(message: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _loop_local_client_class() -> type:
+    """:class:`LoopLocalAsyncClient`, built on the openai SDK's own async HTTP client class
+    (httpx2 for openai>=3, httpx before), so the SDK accepts it as ``http_client``."""
+    import openai
+
+    class LoopLocalAsyncClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
+        """An async HTTP client with one connection pool per event loop.
+
+        An ``httpx`` async connection pool belongs to the event loop that opened its
+        connections; reusing it from another loop fails ("bound to a different event loop",
+        "Event loop is closed"). The SDK builds requests with this client and sends them
+        through the inner client of the running loop, made on first use there; the clients of
+        loops that have since closed are dropped. So one chat model (and one agent) can serve a
+        host that runs each request under its own ``asyncio.run`` in worker threads.
+        """
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._inner_kwargs = kwargs
+            self._per_loop: dict[asyncio.AbstractEventLoop, Any] = {}
+            self._per_loop_lock = threading.Lock()
+
+        def for_running_loop(self) -> Any:
+            """The inner client of the running event loop (created on first use)."""
+            loop = asyncio.get_running_loop()
+            with self._per_loop_lock:
+                client = self._per_loop.get(loop)
+                if client is None:
+                    for closed in [lp for lp in self._per_loop if lp.is_closed()]:
+                        del self._per_loop[closed]  # its connections cannot be used (or awaited) any more
+                    client = self._per_loop[loop] = openai.DefaultAsyncHttpxClient(**self._inner_kwargs)
+            return client
+
+        async def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            return await self.for_running_loop().send(request, **kwargs)
+
+        async def aclose(self) -> None:
+            """Close the running loop's pool (the only one that can be awaited here)."""
+            with self._per_loop_lock:
+                client = self._per_loop.pop(asyncio.get_running_loop(), None)
+            if client is not None:
+                await client.aclose()
+            await super().aclose()
+
+    return LoopLocalAsyncClient
+
+
 def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -> BaseChatModel:
-    """A ``ChatOpenAI`` for the configured OpenAI-compatible endpoint.
+    """A ``ChatOpenAI`` for the configured OpenAI-compatible endpoint, usable from any event loop.
 
     Transport retries are left to :func:`call_model` (one visible retry policy), so the
     client's own ``max_retries`` is 0. Each call's own timeout is enforced by
     :func:`call_model`; ``client_timeout`` (default ``llm.timeout``) is the HTTP client's
-    ceiling and should be the largest of the per-call timeouts.
+    ceiling and should be the largest of the per-call timeouts. The async HTTP client keeps
+    one connection pool per event loop (see :func:`_loop_local_client_class`).
     """
     from langchain_openai import ChatOpenAI
 
+    timeout = max(llm.timeout, client_timeout or 0.0)
     kwargs: dict[str, Any] = {
         "model": llm.model,
         "temperature": llm.temperature,
-        "timeout": max(llm.timeout, client_timeout or 0.0),
+        "timeout": timeout,
         "max_retries": 0,
+        "http_async_client": _loop_local_client_class()(timeout=timeout),
     }
     if llm.base_url:
         kwargs["base_url"] = llm.base_url

@@ -21,12 +21,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rags_expert import grading
 from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.events import emit
-from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
+from rags_expert.lessons import LessonMemory, format_lessons, learn_from_failure, recall_lessons, scope_key
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptStore
 from rags_expert.settings import RagsExpertSettings
@@ -38,7 +38,9 @@ class RequestOptions(BaseModel):
     """Per-request retrieval options read from ``config["configurable"]`` (unknown keys are ignored).
 
     ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
-    counts with the configured value. A single tag or id may be given as a string.
+    counts with the configured value. A single tag or id may be given as a string. An absent
+    (``None``) ``library_tags`` / ``document_uids`` means no filter; an empty list means nothing
+    is in scope: no retriever is called and the run ends with the honest not-found answer.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -47,14 +49,21 @@ class RequestOptions(BaseModel):
     library_tags: list[str] | None = None
     document_uids: list[str] | None = None
     search_policy: Literal["hybrid", "semantic", "strict"] | None = None
+    user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
+    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
 
     @field_validator("library_tags", "document_uids", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @property
+    def scopes_nothing(self) -> bool:
+        """Whether the request scopes retrieval to nothing (an empty list of tags or documents)."""
+        return self.library_tags == [] or self.document_uids == []
+
     def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
-        kwargs = self.model_dump(exclude_none=True)
+        kwargs = self.model_dump(exclude_none=True, exclude={"user_id"})
         kwargs["top_k"] = min(self.top_k or configured_top_k, configured_top_k)
         return kwargs
 
@@ -151,6 +160,16 @@ class RagNodes:
     def __init__(self, deps: RagDeps) -> None:
         self.deps = deps
 
+    def _lesson_scope(self, config: RunnableConfig) -> str | None:
+        """The lesson scope of this request (None when its options are invalid: retrieve reports that)."""
+        try:
+            request = RequestOptions.model_validate(config.get("configurable") or {})
+        except ValidationError:
+            return None
+        settings = self.deps.settings
+        tags = request.library_tags if request.library_tags is not None else settings.retrieval.library_tags
+        return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
+
     def _error(self, exc: BaseException) -> str:
         if isinstance(exc, LLMCallError):
             return str(exc)
@@ -171,7 +190,8 @@ class RagNodes:
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
-        lessons = await recall_lessons(self.deps.lessons, question, LESSON_SCOPE)
+        scope = self._lesson_scope(config) if self.deps.lessons is not None else None
+        lessons = await recall_lessons(self.deps.lessons, question, scope) if scope is not None else []
         return update | {"question": question, "query": question, "lessons": lessons}
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
@@ -184,6 +204,9 @@ class RagNodes:
             return {"documents": [], "error": f"InvalidRequest: {detail}", "failure_reason": "invalid_request"}
         options = request.retriever_kwargs(self.deps.settings.retrieval.top_k)
         query = state["query"]
+        if request.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
+            return {"documents": [], "queries": [*state.get("queries", []), query],
+                    "max_rephrases": state.get("rephrases", 0)}
         try:
             docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
@@ -249,7 +272,7 @@ class RagNodes:
                     context=format_context(state["relevant"]),
                     question=state["question"],
                     feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
-                    lessons=prompts.render("lessons_block", lessons="\n".join(f"- {t}" for t in lessons))
+                    lessons=prompts.render("lessons_block", lessons=format_lessons(lessons))
                     if (lessons := state.get("lessons"))
                     else "",
                 )
@@ -314,13 +337,14 @@ class RagNodes:
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory."""
-        if self.deps.lessons is None:
+        scope = self._lesson_scope(config)
+        if self.deps.lessons is None or scope is None:
             return {}
         await learn_from_failure(
             self.deps.lessons,
             self.deps.model,
             self.deps.grading,
-            scope=LESSON_SCOPE,
+            scope=scope,
             question=state["question"],
             attempt=state.get("answer", ""),
             feedback=state.get("feedback", ""),

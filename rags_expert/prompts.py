@@ -33,7 +33,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
 
 
 _TAGLIKE = re.compile(
-    r"<\s*/?\s*(chunk|chunks|question|answer|system|document|documents|task|result|failed_attempt|conversation)\b",
+    r"<\s*/?\s*(chunk|chunks|question|answer|system|document|documents|task|result|failed_attempt|conversation|lesson|lessons)\b",
     re.I,
 )
 

@@ -264,6 +264,19 @@ class LessonSettings(BaseModel):
         0.95, ge=-1.0, le=1.0, description="Lessons whose advice is at least this similar are merged (counted, not duplicated)."
     )
     max_chars: int = Field(400, ge=40, le=4000, description="A lesson is cut to this many characters.")
+    scope_by: list[Literal["library_tags", "user"]] = Field(
+        ["library_tags"],
+        description="What a lesson's scope is made of, besides the agent (rag/kg): the request's library tags "
+        "(sorted; absent = the configured default tags) and/or its user (configurable user_id). A lesson is "
+        "recalled only for requests of the same scope; [] shares lessons across all requests of an agent.",
+    )
+    max_per_scope: int = Field(
+        200, ge=1, le=100_000, description="Lessons kept per scope; storing one more evicts the least recently updated."
+    )
+    max_age_days: float = Field(
+        180.0, ge=0.0,
+        description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
+    )
 
 
 class KGSettings(BaseModel):

@@ -93,7 +93,7 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
         kinds = [e["event"] for e in events]
         assert kinds == ["lesson_recalled", "answer_rejected", "lesson_produced", "lesson_stored"]
         assert events[0]["lessons"] == [] and events[2]["lesson"] == YEAR_LESSON
-        assert "Lessons from earlier" not in generate_prompts[0]
+        assert "<lessons>" not in generate_prompts[0]
 
         # a later, similar question (another thread) gets the lesson in its answer prompt
         out = await graph.ainvoke({"messages": [HumanMessage("When was the Eiffel Tower built?")]},

@@ -32,7 +32,8 @@ from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import RetrievalMode, RetrievalSettings
 
-__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store"]
+__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store",
+           "nothing_in_scope"]
 
 SPARSE_SCHEME = "bm25-crc32-v1"
 POLICY_TO_MODE: dict[str, RetrievalMode] = {"semantic": "dense", "hybrid": "hybrid", "strict": "sparse"}
@@ -131,8 +132,19 @@ def _close_all() -> None:
 # --- the knowledge base -----------------------------------------------------------------------
 
 
+def nothing_in_scope(library_tags: list[str] | None, document_uids: list[str] | None) -> bool:
+    """Whether a request scopes the search to nothing: an empty list (not None) of tags or of documents.
+
+    ``None`` means "no filter"; ``[]`` means "none of them", so the search has no hits at all.
+    """
+    return (library_tags is not None and not library_tags) or (document_uids is not None and not document_uids)
+
+
 def build_filter(library_tags: list[str] | None, document_uids: list[str] | None) -> models.Filter | None:
-    """Payload filter: any of the tags, and any of the document ids (``doc_id`` or ``source``)."""
+    """Payload filter: any of the tags, and any of the document ids (``doc_id`` or ``source``).
+
+    ``None`` (or an empty list) adds no condition; callers check :func:`nothing_in_scope` first.
+    """
     must: list[Any] = []
     if library_tags:
         must.append(models.FieldCondition(key="tags", match=models.MatchAny(any=list(library_tags))))
@@ -328,7 +340,8 @@ class QdrantRetriever(BaseRetriever):
 
     Per-request options (``top_k``, ``library_tags``, ``document_uids``,
     ``search_policy``) arrive as keyword arguments of ``invoke``/``ainvoke``;
-    nothing request-specific is stored on the instance.
+    nothing request-specific is stored on the instance. ``library_tags=None`` uses the configured
+    default tags (none: no filter); an empty list of tags or documents finds nothing.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -353,6 +366,8 @@ class QdrantRetriever(BaseRetriever):
         k = int(top_k or self.settings.top_k)
         mode = POLICY_TO_MODE.get(search_policy or "", self.settings.mode)
         tags = library_tags if library_tags is not None else (self.settings.library_tags or None)
+        if nothing_in_scope(tags, document_uids):
+            return []
         hits = self.kb.search(query, k, mode, build_filter(tags, document_uids))
         return [hit_to_document(h) for h in hits]
 
