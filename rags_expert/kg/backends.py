@@ -200,7 +200,7 @@ class FalkorDBBackend:
         self._tmpdir: str | None = None
         self._socket: str | None = None
         self._finalizer: weakref.finalize | None = None
-        self._lock = asyncio.Lock()
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._parent: FalkorDBBackend | None = None
 
     @classmethod
@@ -236,12 +236,20 @@ class FalkorDBBackend:
 
     # --- lifecycle ---
 
+    def _loop_lock(self) -> asyncio.Lock:
+        """A start/close lock for the running event loop (an asyncio.Lock is bound to one loop)."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
     async def start(self) -> None:
         if self._parent is not None:
             await self._parent.start()
             self._db = self._parent._db
             return
-        async with self._lock:
+        async with self._loop_lock():
             if self._db is not None:
                 return
             try:
@@ -350,7 +358,7 @@ class FalkorDBBackend:
         if self._parent is not None:
             self._db = None  # the parent owns the connection and the server
             return
-        async with self._lock:
+        async with self._loop_lock():
             db, self._db = self._db, None
             if db is not None and self.embedded and self._proc is not None and self._proc.poll() is None:
                 # SHUTDOWN saves when a data directory was given, then the server exits by itself.
