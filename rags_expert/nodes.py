@@ -121,7 +121,7 @@ def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
 
 
 def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
-    return any(1 <= n <= len(relevant) for n in cited_numbers(answer))
+    return bool(cited_numbers(answer, len(relevant)))
 
 
 def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
