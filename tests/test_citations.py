@@ -1,4 +1,4 @@
-"""Citations are ``[n]`` markers naming a chunk of the context, in prose only; code and other brackets stay as written."""
+"""Citations are ``[n]`` markers naming a chunk of the context, in prose only; other brackets stay as written."""
 
 from __future__ import annotations
 
