@@ -2,22 +2,107 @@
 
 Chunks are framed as data (``<chunk n=...>`` ... ``</chunk>``) and any tag-like text
 inside a chunk is neutralised, so a chunk cannot close its frame and speak as
-the prompt. Citations are read back from the answer; markers that point at no
-chunk are removed, and the sources are exactly the cited chunks.
+the prompt. Citations are read back from the answer (:func:`iter_citations`): only a
+``[n]`` naming a chunk of the context, outside code, counts; every other bracket is
+left exactly as written, and the sources are exactly the cited chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
 
 from rags_expert.prompts import neutralise
 
-_CITATION = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
+_CANDIDATE = re.compile(r"\[[ \t]*([1-9][0-9]*(?:[ \t]*[,;][ \t]*[1-9][0-9]*)*)[ \t]*\]")
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_TICKS = re.compile(r"`+")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One citation marker in an answer: ``text[start:end]`` cites chunks ``numbers`` (1-based)."""
+
+    start: int
+    end: int
+    numbers: tuple[int, ...]
+
+
+def _fenced_blocks(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every fenced code block (```` ``` ```` or ``~~~``); an unclosed fence runs to the end."""
+    blocks: list[tuple[int, int]] = []
+    offset, opened, fence = 0, -1, ""
+    for line in text.splitlines(keepends=True):
+        match = _FENCE_LINE.match(line.rstrip("\r\n"))
+        if opened < 0 and match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+            opened, fence = offset, match.group(1)
+        elif opened >= 0 and match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                and not match.group(2).strip():
+            blocks.append((opened, offset + len(line)))
+            opened = -1
+        offset += len(line)
+    if opened >= 0:
+        blocks.append((opened, len(text)))
+    return blocks
+
+
+def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Inline code spans in ``text[start:end]``: a run of n backticks up to the next run of exactly n."""
+    spans: list[tuple[int, int]] = []
+    pos = start
+    while (opening := _TICKS.search(text, pos, end)) is not None:
+        width = len(opening.group(0))
+        closing = next((m for m in _TICKS.finditer(text, opening.end(), end) if len(m.group(0)) == width), None)
+        if closing is None:
+            pos = opening.end()  # an unmatched run is literal backticks
+            continue
+        spans.append((opening.start(), closing.end()))
+        pos = closing.end()
+    return spans
+
+
+def _prose_segments(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the text outside fenced code blocks and inline code spans."""
+    code: list[tuple[int, int]] = []
+    pos = 0
+    for block_start, block_end in [*_fenced_blocks(text), (len(text), len(text))]:
+        code += _code_spans(text, pos, block_start) + [(block_start, block_end)]
+        pos = block_end
+    pos = 0
+    for code_start, code_end in code:
+        if code_start > pos:
+            yield pos, code_start
+        pos = max(pos, code_end)
+    if pos < len(text):
+        yield pos, len(text)
+
+
+def iter_citations(text: str, n_chunks: int) -> Iterator[Citation]:
+    """Every citation of ``text``, in order: ``[n]``, ``[n, m]`` / ``[n; m]`` and chains ``[n][m]``.
+
+    A bracket is a citation only when every number in it is a chunk number (1..``n_chunks``),
+    it is outside code (fenced blocks and inline code spans), it is not a subscript (no letter,
+    digit, ``_``, ``)`` or ``]`` right before it, except the end of the previous citation) and
+    not a Markdown link (no ``(`` right after it). Anything else — ``arr[1]``, ``[2023]``, ``[7]``
+    with three chunks, ``[1](https://...)`` — is not a citation and is left exactly as written.
+    """
+    previous_end = -1
+    for seg_start, seg_end in _prose_segments(text):
+        for match in _CANDIDATE.finditer(text, seg_start, seg_end):
+            start, end = match.span()
+            before = text[start - 1] if start > 0 else " "
+            subscript = (before.isalnum() or before in "_)]") and start != previous_end
+            link = text[end : end + 1] == "("
+            numbers = tuple(int(p) for p in re.split(r"[,;]", match.group(1)))
+            if subscript or link or not all(n <= n_chunks for n in numbers):
+                continue
+            previous_end = end
+            yield Citation(start, end, tuple(dict.fromkeys(numbers)))
 
 
 def chunk_id(doc: Document) -> str:
@@ -49,27 +134,27 @@ def format_context(docs: Sequence[Document]) -> str:
     return "\n".join(parts)
 
 
-def cited_numbers(text: str) -> list[int]:
-    """Every chunk number cited as ``[n]`` / ``[n, m]`` in ``text``, in order of first appearance."""
-    seen: list[int] = []
-    for match in _CITATION.finditer(text):
-        for part in re.split(r"[,;]", match.group(1)):
-            n = int(part)
-            if n not in seen:
-                seen.append(n)
-    return seen
+def cited_numbers(text: str, n_chunks: int) -> list[int]:
+    """Every chunk number ``text`` cites (see :func:`iter_citations`), in order of first appearance."""
+    return list(dict.fromkeys(n for citation in iter_citations(text, n_chunks) for n in citation.numbers))
+
+
+def rewrite_citations(text: str, n_chunks: int, rewrite: Callable[[Citation], str]) -> str:
+    """``text`` with each citation replaced by ``rewrite(citation)``; everything else exactly as written."""
+    parts, pos = [], 0
+    for citation in iter_citations(text, n_chunks):
+        parts += [text[pos : citation.start], rewrite(citation)]
+        pos = citation.end
+    return "".join(parts) + text[pos:]
 
 
 def clean_citations(text: str, n_chunks: int) -> str:
-    """Drop citation numbers that point at no chunk (and markers left empty)."""
+    """The answer with its citations written uniformly (``[1;2 ]`` → ``[1, 2]``).
 
-    def fix(match: re.Match[str]) -> str:
-        nums = [p.strip() for p in re.split(r"[,;]", match.group(1))]
-        keep = [p for p in nums if 1 <= int(p) <= n_chunks]
-        return f"[{', '.join(keep)}]" if keep else ""
-
-    cleaned = _CITATION.sub(fix, text)
-    return re.sub(r"[ \t]+([.,;:])", r"\1", cleaned).strip()
+    Nothing else changes: a bracket that is not a citation (code, a year, a number beyond the
+    context, a link) is left exactly as the model wrote it — it is simply not counted as a source.
+    """
+    return rewrite_citations(text, n_chunks, lambda c: "[" + ", ".join(map(str, c.numbers)) + "]")
 
 
 def source_dict(doc: Document, n: int) -> dict[str, Any]:
@@ -87,7 +172,7 @@ def source_dict(doc: Document, n: int) -> dict[str, Any]:
 
 
 def cited_sources(text: str, docs: Sequence[Document]) -> tuple[str, list[dict[str, Any]]]:
-    """The answer with invalid markers removed, and the sources it cites (sorted by n)."""
+    """The answer (see :func:`clean_citations`) and the sources it cites (sorted by n)."""
     cleaned = clean_citations(text, len(docs))
-    numbers = sorted(cited_numbers(cleaned))
+    numbers = sorted(cited_numbers(cleaned, len(docs)))
     return cleaned, [source_dict(docs[n - 1], n) for n in numbers]

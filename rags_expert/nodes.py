@@ -28,7 +28,7 @@ from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format
 from rags_expert.events import emit
 from rags_expert.lessons import LessonMemory, format_lessons, learn_from_failure, recall_lessons, scope_key
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
-from rags_expert.prompts import PromptStore
+from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.state import RagState
 
@@ -130,7 +130,7 @@ def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
 
 
 def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
-    return any(1 <= n <= len(relevant) for n in cited_numbers(answer))
+    return bool(cited_numbers(answer, len(relevant)))
 
 
 def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -261,7 +261,17 @@ class RagNodes:
         return update | {"query": query}
 
     async def generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Answer from the relevant chunks only, citing them as [n]; the tokens stream to the host."""
+        """Answer from the relevant chunks only, citing them as [n]; the tokens stream to the host.
+
+        A prompt that cannot be rendered ends the run in ``finalize_failure`` (``prompt_error``).
+        """
+        try:
+            return await self._generate(state, config)
+        except PromptError as exc:
+            log.error("the answer prompt cannot be rendered: %s", exc)
+            return {"error": self._error(exc), "failure_reason": "prompt_error"}
+
+    async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         prompts = self.deps.prompts
         feedback = state.get("feedback", "")
         messages = [
@@ -368,29 +378,22 @@ class RagNodes:
         return _per_question_reset(self.deps.settings) | {"messages": [message]}
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
-        """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
-        prompts = self.deps.prompts
+        """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise.
+
+        A PromptError from any node is a fault of the prompt templates (``prompt_error``), not of the
+        model; when a failure template itself cannot be rendered, the packaged one says so.
+        """
         question = state.get("question", "")
         reason = state.get("failure_reason") or "no_relevant_documents"
         error = state.get("error", "")
-        error_class = error.split(" ", 1)[0].rstrip(":")
-        sources: list[dict[str, Any]] = []
-        if reason == "empty_question":
-            content = prompts.render("empty_question")
-        elif reason == "invalid_request":
-            content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
-        elif reason == "retrieval_error":
-            detail = error.split(":", 1)[1].strip() if ":" in error else error
-            content = prompts.render("failure_retrieval", question=question, error=error_class, detail=detail)
-        elif error:
-            content = prompts.render("failure_error", question=question, component="the language model",
-                                     error=error_class)
-        else:
-            partial = ""
-            if state.get("partial_answer"):
-                sources = list(state.get("partial_sources", []))
-                partial = prompts.render("failure_partial", answer=state["partial_answer"])
-            content = prompts.render("failure_not_found", question=question, partial=partial)
+        if error.startswith("PromptError:"):
+            reason = "prompt_error"
+        try:
+            content, sources = self._failure_content(state, reason, error)
+        except PromptError as exc:  # a broken failure template must not hide the failure
+            reason, error, sources = "prompt_error", self._error(exc), []
+            content = PromptStore().render(  # the packaged template
+                "failure_error", question=question, component="the prompt templates", error="PromptError")
         metadata: dict[str, Any] = {
             "outcome": "failure",
             "reason": reason,
@@ -400,5 +403,34 @@ class RagNodes:
         }
         if error:
             metadata["error"] = error
-            metadata["error_class"] = error_class
+            metadata["error_class"] = _error_class(error)
         return _per_question_reset(self.deps.settings) | {"messages": [AIMessage(content, response_metadata=metadata)]}
+
+    def _failure_content(self, state: RagState, reason: str, error: str) -> tuple[str, list[dict[str, Any]]]:
+        """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
+        prompts = self.deps.prompts
+        question = state.get("question", "")
+        error_class = _error_class(error)
+        sources: list[dict[str, Any]] = []
+        if reason == "empty_question":
+            content = prompts.render("empty_question")
+        elif reason == "invalid_request":
+            content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
+        elif reason == "retrieval_error":
+            detail = error.split(":", 1)[1].strip() if ":" in error else error
+            content = prompts.render("failure_retrieval", question=question, error=error_class, detail=detail)
+        elif error:
+            component = "the prompt templates" if reason == "prompt_error" else "the language model"
+            content = prompts.render("failure_error", question=question, component=component, error=error_class)
+        else:
+            partial = ""
+            if state.get("partial_answer"):
+                sources = list(state.get("partial_sources", []))
+                partial = prompts.render("failure_partial", answer=state["partial_answer"])
+            content = prompts.render("failure_not_found", question=question, partial=partial)
+        return content, sources
+
+
+def _error_class(error: str) -> str:
+    """``"RateLimitError"`` from ``"RateLimitError: ..."``."""
+    return error.split(" ", 1)[0].rstrip(":")

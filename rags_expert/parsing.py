@@ -18,14 +18,6 @@ from pydantic import BaseModel, ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_YES = {"yes", "y", "yep", "yeah", "true", "relevant", "grounded", "useful", "supported", "correct", "pass", "1"}
-_NO = {"no", "n", "nope", "nah", "false", "irrelevant", "not", "ungrounded", "unsupported", "useless", "incorrect",
-       "fail", "0"}
-_VERDICT_NO = re.compile(r"\b(irrelevant|ungrounded|unsupported|useless|unhelpful)\b", re.I)
-_VERDICT_YES = re.compile(r"\b(relevant|grounded|useful|supported)\b", re.I)
-_NEGATED = re.compile(
-    r"\b(not|isn't|is not|doesn't|does not|no)\s+(?:\w+ly\s+)?(relevant|grounded|useful|supported)\b", re.I
-)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _FIELD_LABEL = re.compile(
     r"^[\s*_`#>\"'{]*(?:relevant|grounded|useful|supported|binary_score|verdict|answer)[\"'*]*\s*[:=]\s*", re.I
@@ -135,50 +127,118 @@ def coerce_bool(value: Any) -> bool | None:
     return None
 
 
-def parse_yes_no(text: Any) -> bool | None:
-    """A binary verdict from free text: JSON fields first, then the leading word, then negations."""
-    if not isinstance(text, str) or not text.strip():
+_VERDICT_KEYS = ("binary_score", "score", "relevant", "grounded", "useful", "verdict", "answer", "value")
+_YES = {"yes", "y", "yep", "yeah", "true", "relevant", "grounded", "useful", "supported", "correct", "pass"}
+_NO = {"no", "n", "nope", "nah", "false", "irrelevant", "ungrounded", "unsupported", "useless", "incorrect", "fail"}
+_ADJ = r"(?:relevant|grounded|useful|supported|helpful|pertinent)"
+_NEG_ADJ = r"(?:irrelevant|ungrounded|unsupported|useless|unhelpful|unrelated)"
+# a negation up to four words before the adjective, in the same clause: "not really useful",
+# "doesn't seem to be relevant", "nothing in the chunk is relevant"
+_NEGATED = re.compile(
+    r"(?:\bnot|n't|\bcannot|\bnever|\bno(?!\s+doubt)|\bnothing|\bnone|\bneither|\bnor|\bwithout)"
+    rf"\s+(?:[\w'-]+\s+){{0,4}}{_ADJ}\b",
+    re.I,
+)
+_VERDICT_NO = re.compile(rf"\b{_NEG_ADJ}\b", re.I)
+_VERDICT_YES = re.compile(rf"\b{_ADJ}\b", re.I)
+# a yes/no word standing alone (followed by punctuation or the end), not "no moat" or "true that"
+_ALONE_YES = re.compile(r"\b(?:yes|yep|yeah|true)\b(?=\s*(?:[^\w\s]|$))", re.I)
+_ALONE_NO = re.compile(r"\b(?:no|nope|nah|false|not(?:\s+at\s+all)?)\b(?=\s*(?:[^\w\s]|$))", re.I)
+# Uncertain, hedged, partial or conditional replies: no verdict can be read from them.
+_HEDGE = re.compile(
+    r"\b(?:"
+    r"(?:can\s*not|can't|cannot|could\s*not|couldn't|unable\s+to|not\s+able\s+to)\s+"
+    r"(?:determine|tell|say|decide|judge|assess|verify|confirm|know|be\s+(?:sure|certain))"
+    r"|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|determine|judge|decide)"
+    r"|not\s+(?:sure|certain|clear|fully|entirely|completely|totally|wholly|quite|necessarily|always)"
+    r"|unsure|uncertain|unclear|ambiguous|inconclusive|undetermined|indeterminate|undecided|debatable|questionable"
+    r"|maybe|perhaps|possibly|probably|likely|unlikely|arguably|presumably"
+    r"|partial|partially|partly|in\s+part|to\s+(?:some|a\s+certain)\s+(?:extent|degree)|somewhat|more\s+or\s+less"
+    r"|hardly|barely|scarcely|marginally|tangentially|borderline"
+    r"|it\s+depends|depends\s+on|unless"
+    r"|(?:don't|do\s+not)\s+know|no\s+idea|yes\s+and\s+no|yes\s+or\s+no|n/a"
+    rf"|(?:mostly|largely|mainly|fairly|semi|half|sort\s+of|kind\s+of)[\s-]+(?:yes|no|{_ADJ}|{_NEG_ADJ})"
+    r"|(?:may|might|could)\s+(?:be|or\s+may\s+not|not)"
+    rf"|not\s+(?:\w+ly\s+)?{_NEG_ADJ}"
+    r")\b",
+    re.I,
+)
+_JSON_KEY = re.compile(r"[\"']\w+[\"']\s*:")
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+def _json_verdict(obj: dict[str, Any]) -> bool | None | str:
+    """The verdict of a JSON reply: the first readable verdict field; None when verdict fields are
+    there but none is readable (``{"relevant": "maybe"}``); ``"absent"`` when the object holds no
+    verdict at all (the text around it may still say one)."""
+    present = [key for key in _VERDICT_KEYS if key in obj]
+    for key in present:
+        if (v := coerce_bool(obj[key])) is not None:
+            return v
+    if present:
         return None
-    obj = extract_json_object(text)
-    if obj:
-        for key in ("binary_score", "score", "relevant", "grounded", "useful", "verdict", "answer", "value"):
-            if key in obj and (v := coerce_bool(obj[key])) is not None:
-                return v
-        for v in obj.values():
-            if (b := coerce_bool(v)) is not None and not isinstance(v, (int, float)):
-                return b
+    for v in obj.values():
+        if (b := coerce_bool(v)) is not None and not isinstance(v, (int, float)):
+            return b
+    return "absent"
+
+
+def _leading_verdict(text: str) -> bool | None:
+    """The verdict a reply opens with (``"Yes, ..."``, ``"relevant: no"``, ``"**No**"``), if any."""
     # A leading field name with a separator ("relevant: no", '{"relevant": false' cut short) is a
     # label, not the verdict: drop it so the value after it decides.
     stripped = _FIELD_LABEL.sub("", text.strip(), count=1)
     stripped = re.sub(r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "",
                       stripped, flags=re.I)
-    # the leading word of JSON is a key ("relevant"), not a verdict
-    words = [] if stripped.startswith("{") else _WORD.findall(stripped.lower())
-    if words:
-        if words[0] == "not" and len(words) > 1 and words[1] in _YES:
-            return False
-        if words[0] in _YES - {"1"}:
-            return True
-        if words[0] in _NO - {"0", "not"}:
-            return False
-    if _NEGATED.search(text):
-        return False
-    lowered = text.lower()
-    yes = re.search(r"\b(yes|true)\b", lowered)
-    no = re.search(r"\b(no|false)\b", lowered)
-    if yes and not no:
+    if stripped.startswith("{"):  # the leading word of JSON is a key ("relevant"), not a verdict
+        return None
+    words = _WORD.findall(stripped.lower())
+    if words and words[0] in _YES:
         return True
-    if no and not yes:
+    if words and words[0] in _NO:
         return False
-    if yes and no:
-        return yes.start() < no.start()
-    # prose verdicts: "The chunk is relevant.", "I think the answer is grounded." (negations handled above);
-    # a JSON key ('{"relevant":' cut short) names the field, it is no verdict
-    prose = re.sub(r"[\"']\w+[\"']\s*:", " ", text)
-    if _VERDICT_NO.search(prose):
-        return False
-    if _VERDICT_YES.search(prose):
-        return True
+    return None
+
+
+def _signals(prose: str) -> tuple[bool, bool]:
+    """Whether ``prose`` says yes somewhere, and whether it says no somewhere."""
+    negated = _NEGATED.search(prose) is not None
+    rest = _NEGATED.sub(" ", prose)
+    says_no = negated or bool(_VERDICT_NO.search(rest) or _ALONE_NO.search(rest))
+    says_yes = bool(_VERDICT_YES.search(rest) or _ALONE_YES.search(rest))
+    return says_yes, says_no
+
+
+def parse_yes_no(text: Any) -> bool | None:
+    """A binary verdict from free text, or None when none can be read.
+
+    A JSON verdict field decides; otherwise the prose must say one thing: the leading word
+    (``"Yes, ..."``, ``"No."``, ``"Relevant."``), a standalone yes/no, a verdict adjective
+    (``"The chunk is relevant."``) or its negation (``"It is not really useful."``). A reply
+    that hedges (``"maybe"``, ``"I cannot determine whether ..."``, ``"partially"``, ``"hardly
+    grounded"``, ``"it depends"``) or says both yes and no reads as None, and the caller
+    applies its documented default. A reply opening with "yes" that also says no anywhere is
+    unreadable; one opening with "no" is only contradicted by a standalone "yes" (its
+    explanation may name what would have been relevant).
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    obj = extract_json_object(text)
+    if obj and (verdict := _json_verdict(obj)) != "absent":
+        return verdict  # type: ignore[return-value]
+    # a JSON key ('{"relevant":' cut short) names the field, and a question ("Is it relevant?") asks:
+    # neither is a verdict
+    prose = _QUESTION.sub(" ", _JSON_KEY.sub(" ", text))
+    if _HEDGE.search(prose):
+        return None
+    lead = _leading_verdict(text)
+    says_yes, says_no = _signals(prose)
+    if lead is True:
+        return None if says_no else True
+    if lead is False:
+        return None if _ALONE_YES.search(prose) else False
+    if says_yes != says_no:
+        return says_yes
     return None
 
 

@@ -5,8 +5,9 @@ Every prompt is a ``<key>.txt`` file using ``str.format`` placeholders
 key's variables. A host overrides any key through ``settings.prompts`` (a dict)
 or ``settings.prompt_dir`` (a directory of ``<key>.txt`` files); an override must
 use the variables of the template it replaces (it may leave out the optional ones
-listed in :data:`OPTIONAL_VARIABLES`), which :meth:`PromptStore.validate` checks
-when the agent starts.
+listed in :data:`OPTIONAL_VARIABLES`) as plain ``{name}`` fields only — no
+attribute access, indexing, format spec or conversion — which
+:meth:`PromptStore.validate` checks when the agent starts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import string
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-
 
 #: Variables an override may leave out (the prompt then simply goes without that context).
 OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
@@ -48,7 +48,8 @@ def neutralise(text: str) -> str:
 
 
 class PromptError(ValueError):
-    """An override names an unknown key, or misses / adds a template variable."""
+    """An override names an unknown key, misses / adds a template variable, or uses a field that is
+    not a plain ``{name}``; or a template cannot be rendered."""
 
 
 def packaged_prompt_dir() -> Path:
@@ -65,17 +66,37 @@ def _load_dir(directory: Path) -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.txt"))}
 
 
+def _field_problem(name: str, conversion: str | None, spec: str) -> str | None:
+    """Why a ``str.format`` field is not a plain ``{name}`` placeholder, or None when it is."""
+    if name == "" or name[0].isdigit():
+        return "is positional (name the variable)"
+    if "." in name:
+        return "uses attribute access"
+    if "[" in name:
+        return "uses indexing"
+    if not name.isidentifier():
+        return "is not a variable name"
+    if conversion is not None:
+        return f"uses a conversion (!{conversion})"
+    if spec:
+        return f"uses a format spec (:{spec})"
+    return None
+
+
 def template_variables(template: str) -> set[str]:
-    """The named ``{variables}`` of a template; raises PromptError on malformed braces."""
+    """The ``{variables}`` of a template; raises PromptError on malformed braces or a field that is
+    not a plain ``{name}`` (attribute access, indexing, a format spec, a conversion, ``{}``/``{0}``)."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = [(f, c, s) for _, f, s, c in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
         raise PromptError(f"malformed template: {exc}") from exc
     names = set()
-    for field in fields:
-        if field == "" or field[0].isdigit():
-            raise PromptError("positional placeholders ('{}' or '{0}') are not allowed; name the variable")
-        names.add(field.split(".")[0].split("[")[0])
+    for name, conversion, spec in fields:
+        if problem := _field_problem(name, conversion, spec):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise PromptError(f"field {shown} {problem}; only plain {{name}} placeholders are allowed "
+                              "(write literal braces as {{ }})")
+        names.add(name)
     return names
 
 
@@ -136,9 +157,18 @@ class PromptStore:
         return template_variables(self.get(key))
 
     def render(self, key: str, **variables: object) -> str:
-        """Fill a template. Values are inserted verbatim (braces in values are safe)."""
+        """Fill a template. Values are inserted verbatim (braces in values are safe).
+
+        Raises PromptError naming the key for any template fault, whatever the template holds.
+        """
         template = self.get(key)
-        needed = template_variables(template)
+        try:
+            needed = template_variables(template)
+        except PromptError as exc:
+            raise PromptError(f"prompt {key!r}: {exc}") from None
         if missing := needed - variables.keys():
             raise PromptError(f"prompt {key!r}: no value for {', '.join(sorted(missing))}")
-        return template.format(**{k: variables[k] for k in needed})
+        try:
+            return template.format(**{k: variables[k] for k in needed})
+        except (LookupError, AttributeError, TypeError, ValueError) as exc:
+            raise PromptError(f"prompt {key!r}: cannot be rendered ({type(exc).__name__}: {exc})") from None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
 from conftest import KeywordRetriever, make_docs
@@ -55,10 +54,9 @@ async def test_sources_are_exactly_the_cited_chunks(castle_docs):
     script = Script(generate=lambda t: "Built in 1412 [2] by the duke [4][2]; see also [9] and [0].")
     agent, _, _ = await make_agent(script, castle_docs)
     _, msg = await run(agent, "When was Castle Varen built by Duke Albrecht?")
-    cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", msg.content)})
-    assert cited == [2, 4]
-    assert [s["n"] for s in msg.response_metadata["sources"]] == cited
-    assert "[9]" not in msg.content and "[0]" not in msg.content
+    assert [s["n"] for s in msg.response_metadata["sources"]] == [2, 4]
+    # [9] and [0] name no chunk: not citations, and left as the model wrote them
+    assert msg.content == "Built in 1412 [2] by the duke [4][2]; see also [9] and [0]."
 
 
 async def test_no_relevant_chunk_rephrases_and_retrieves_with_new_query(castle_docs):
