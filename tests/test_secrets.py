@@ -12,20 +12,16 @@ import base64
 import io
 import json
 import logging
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from cli_run import cli_env, run_cli
 
 from rags_expert.llm import redact as llm_redact
 from rags_expert.redaction import RedactingFilter, install_log_redaction, redact, url_secrets
 from rags_expert.settings import RagsExpertSettings
 
-ROOT = Path(__file__).resolve().parents[1]
 USER, PASSWORD, API_KEY, KF_TOKEN = "user", "s3cr3t-pw", "sk-echo-test-key-0123456789", "kf-token-abcdef123"
 B64 = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 FORBIDDEN = [PASSWORD, B64, B64.rstrip("="), f"{USER}:{PASSWORD}", API_KEY, f"Basic {B64}", KF_TOKEN]
@@ -151,19 +147,6 @@ def echo_server():
     yield server.server_address[1]
     server.shutdown()
     server.server_close()
-
-
-def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a ``rags-expert`` subprocess: this checkout, a private data dir, fast embeddings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
-    env.update(PYTHONPATH=str(ROOT), RAGS_EXPERT_DATA_DIR=str(data_dir), RAGS_EXPERT_LESSONS__ENABLED="false",
-               RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER="wordllama", RAGS_EXPERT_LLM__MAX_RETRIES="0", **extra)
-    return env
-
-
-def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rags_expert.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
