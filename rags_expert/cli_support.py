@@ -184,11 +184,11 @@ def configure_logging(verbosity: int, book: SecretBook) -> None:
     """Log to stderr (WARNING; INFO with ``-v``; DEBUG with ``-vv``), every record redacted."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     root = logging.getLogger()
-    if not root.handlers:
+    if not root.handlers:  # like logging.basicConfig: a host's (or pytest's) logging set-up is left as it is
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbosity > 1
                                                else "%(levelname)s %(message)s"))
         root.addHandler(handler)
-    root.setLevel(level)
+        root.setLevel(level)
     logging.captureWarnings(True)  # warnings.warn texts go through the handlers (and the filter) too
     install_log_redaction(book)

@@ -83,7 +83,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
         agent = KGQueryReflexionAgent(model, backend, schema, settings=settings, lesson_memory=memory)
         result = await agent.execute(args.question)
     except SchemaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), secrets)}", file=sys.stderr)
         return 2
     except GraphQueryError as exc:
         print(f"error: graph database: {redact(str(exc), secrets)}", file=sys.stderr)

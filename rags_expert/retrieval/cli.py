@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rags_expert.cli_support import args_settings, setting_type
+from rags_expert.redaction import redact
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
 from rags_expert.settings import RetrievalSettings
 
@@ -43,7 +44,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = Ingestor(kb, tags, progress=bar.update).run([Path(p) for p in args.paths], prune=args.prune)
     except (FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         bar.close()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
     bar.close()
     if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
@@ -82,7 +83,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         docs = QdrantRetriever.from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
     except KnowledgeBaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
     if args.json:
         out = [
