@@ -27,7 +27,6 @@ from rags_expert.redaction import install_log_redaction, redact, url_secrets
 from rags_expert.settings import RagsExpertSettings
 
 SETTINGS_ERRORS = (ValidationError, SettingsError)
-_SECRET_NAME_PARTS = ("KEY", "TOKEN", "PASSWORD", "SECRET")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -148,15 +147,17 @@ def _unparsable_env() -> list[tuple[str, str, str]]:
 
 
 def env_secrets() -> list[str]:
-    """Secret-looking values of the environment: ``*KEY*``/``*TOKEN*``/``*PASSWORD*`` settings and URL credentials.
+    """The environment's secrets: values of secret settings (``RAGS_EXPERT_*`` variables of ``SecretStr``
+    fields, ``OPENAI_API_KEY``) and the credentials inside any URL-valued variable.
 
-    Covers what settings validation cannot report (an environment that does not validate).
+    Known before the settings validate, so that an error about an invalid environment stays redacted.
     """
     out: list[str] = []
     for name, value in os.environ.items():
         if not (name.startswith(("RAGS_EXPERT_", "OPENAI_")) and value):
             continue
-        if any(part in name.upper() for part in _SECRET_NAME_PARTS):
+        path = name[len("RAGS_EXPERT_"):].lower().split("__")
+        if name == "OPENAI_API_KEY" or (name.startswith("RAGS_EXPERT_") and "SecretStr" in str(_field_annotation(path))):
             out.append(value)
         out.extend(url_secrets(value))
     return out

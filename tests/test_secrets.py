@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from cli_run import cli_env, run_cli
 
+from rags_expert.cli_support import env_secrets
 from rags_expert.llm import redact as llm_redact
 from rags_expert.redaction import RedactingFilter, install_log_redaction, redact, url_secrets
 from rags_expert.settings import RagsExpertSettings
@@ -81,6 +82,16 @@ def test_settings_secrets_cover_every_configured_credential(monkeypatch):
     secrets = set(settings.secrets())
     assert {PASSWORD, B64, API_KEY, KF_TOKEN, "kf-url-pass", "qdrant-key-1", "qdrant-url-pass", "emb-pass-1",
             "neo-pass-1", "falkor-pass-1", "neo-uri-pass", "env-pass-123"} <= secrets
+
+
+def test_env_secrets_are_known_before_the_settings_validate(monkeypatch):
+    monkeypatch.setenv("RAGS_EXPERT_LLM__API_KEY", API_KEY)
+    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__KF_TOKEN", KF_TOKEN)
+    monkeypatch.setenv("RAGS_EXPERT_LLM__BASE_URL", f"http://{USER}:{PASSWORD}@127.0.0.1/v1")
+    monkeypatch.setenv("RAGS_EXPERT_LLM__MAX_TOKENS", "1024")  # a number, not a secret, though named *TOKENS
+    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__TOP_K", "banana")  # the settings do not validate
+    found = env_secrets()
+    assert {API_KEY, KF_TOKEN, PASSWORD, B64} <= set(found) and "1024" not in found
 
 
 # --- the log filter ------------------------------------------------------------------------------
