@@ -82,21 +82,41 @@ def _prose_segments(text: str) -> Iterator[tuple[int, int]]:
         yield pos, len(text)
 
 
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9_]*(?:_|\.[A-Za-z_]|::|->)[A-Za-z0-9_.:>-]*$")
+
+
+def _is_subscript(text: str, start: int) -> bool:
+    """True when the bracket at ``start`` indexes code: right after ``)`` or ``]``, or after a token that
+    looks like an identifier of code (``snake_case``, ``obj.attr``, ``ns::x``, ``p->x``) or a short
+    lower-case name (``x``, ``arr``: one to three letters) on a line with code punctuation (``= ; ( ) { }``)."""
+    before = text[start - 1] if start > 0 else " "
+    if before in ")]":
+        return True
+    if not (before.isalnum() or before == "_"):
+        return False
+    token = re.split(r"[^\w.:>-]", text[max(0, start - 80):start])[-1]
+    if _CODE_TOKEN.search(token):
+        return True
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    return bool(re.fullmatch(r"[a-z]{1,3}", token)) and any(c in line for c in "=;(){}")
+
+
 def iter_citations(text: str, n_chunks: int) -> Iterator[Citation]:
     """Every citation of ``text``, in order: ``[n]``, ``[n, m]`` / ``[n; m]`` and chains ``[n][m]``.
 
     A bracket is a citation only when every number in it is a chunk number (1..``n_chunks``),
-    it is outside code (fenced blocks and inline code spans), it is not a subscript (no letter,
-    digit, ``_``, ``)`` or ``]`` right before it, except the end of the previous citation) and
-    not a Markdown link (no ``(`` right after it). Anything else — ``arr[1]``, ``[2023]``, ``[7]``
-    with three chunks, ``[1](https://...)`` — is not a citation and is left exactly as written.
+    it is outside code (fenced blocks and inline code spans), it is not a subscript of a code-like
+    token (see :func:`_is_subscript`; the end of the previous citation is fine, so ``[1][2]`` is two
+    citations) and not a Markdown link (no ``(`` right after it). Anything else — ``items_list[1]``,
+    ``f(x)[1]``, ``[2023]``, ``[7]`` with three chunks, ``[1](https://...)`` — is not a citation and is
+    left exactly as written. A longer plain word right before the bracket (``Quill[1]``, ``1871[1]``) is
+    prose that forgot its space: models write that constantly, so it stays a citation.
     """
     previous_end = -1
     for seg_start, seg_end in _prose_segments(text):
         for match in _CANDIDATE.finditer(text, seg_start, seg_end):
             start, end = match.span()
-            before = text[start - 1] if start > 0 else " "
-            subscript = (before.isalnum() or before in "_)]") and start != previous_end
+            subscript = start != previous_end and _is_subscript(text, start)
             link = text[end : end + 1] == "("
             numbers = tuple(int(p) for p in re.split(r"[,;]", match.group(1)))
             if subscript or link or not all(n <= n_chunks for n in numbers):

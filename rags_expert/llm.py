@@ -6,7 +6,7 @@
   (rate limits, 5xx, timeouts, connection errors) with capped exponential backoff
   and jitter. When retries run out it raises :class:`LLMCallError`, whose text
   names the error class and never contains a secret.
-* :func:`redact` scrubs secrets from any text before it reaches logs or events.
+* :func:`redact` (re-exported from :mod:`rags_expert.redaction`) scrubs secrets from any text.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import random
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,26 +25,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from rags_expert.redaction import redact
 from rags_expert.settings import LLMSettings
 
 log = logging.getLogger(__name__)
-
-_KEY_PATTERNS = [
-    re.compile(r"sk-[A-Za-z0-9_\-*]{6,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/=]{6,}"),
-    re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}"),
-    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # user:password@ in URLs
-]
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Replace known secret values and key-shaped tokens with ``***``."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    for pattern in _KEY_PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", text)
-    return text
-
 
 class LLMCallError(RuntimeError):
     """An LLM request failed for good (retries exhausted or a non-retryable error).

@@ -17,6 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rags_expert.redaction import url_secrets
+
 StructuredOutputMethod = Literal["function_calling", "json_schema", "json_mode", "text"]
 
 
@@ -400,7 +402,8 @@ class RagsExpertSettings(BaseSettings):
         return c + k * (r + 1) + r + per_answer * g
 
     def secrets(self) -> list[str]:
-        """Secret values that must never appear in logs, events or exceptions."""
+        """Secret values that must never appear in logs, events or exceptions: the configured keys,
+        tokens and passwords, plus every form of the credentials inside configured URLs."""
         out = []
         if self.llm.api_key is not None:
             out.append(self.llm.api_key.get_secret_value())
@@ -413,7 +416,16 @@ class RagsExpertSettings(BaseSettings):
         env_key = os.environ.get("OPENAI_API_KEY")
         if env_key:
             out.append(env_key)
-        return [s for s in out if s]
+        for url in self.credential_urls():
+            out.extend(url_secrets(url))
+        return list(dict.fromkeys(s for s in out if s))
+
+    def credential_urls(self) -> list[str]:
+        """Every configured URL that may carry ``user:password@`` credentials."""
+        r = self.retrieval
+        urls = [self.llm.base_url, r.url, r.embedding_base_url, r.kf_base_url, self.kg.neo4j_uri,
+                os.environ.get("OPENAI_BASE_URL")]
+        return [u for u in urls if u]
 
 
 def coerce_settings(settings: RagsExpertSettings | dict[str, Any] | None) -> RagsExpertSettings:

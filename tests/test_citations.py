@@ -31,7 +31,10 @@ from rags_expert.testing import ScriptedChatModel
         ("  ```\n  x[1]\n  ```\n- [2]", [2]),  # an indented fence (inside a list)
         ("```\n[1] never closed", []),  # an unclosed fence runs to the end
         ("One ``` tick run is literal [1].", [1]),
-        ("arr[1] and x[2] and f(x)[3] and m[1][2]", []),  # subscripts
+        ("row_list[1] and obj.x[2] and f(x)[3] and ns::v[1] and p->a[2] and grid_2d[1][2]", []),  # code subscripts
+        ("Built by Mara Quill[1] in 1871[2].", [1, 2]),  # prose that forgot the space still cites
+        ("Lighthouses[1][3] are tall.", [1, 3]),
+        ("It stands by the sea[2].", [2]),  # a short word in prose, no code on the line
         ("In [2023] the castle fell.", []),  # a year: beyond the context
         ("See [7].", []),  # three chunks: [7] names none
         ("See [1, 9].", []),  # a group is a citation only when every number names a chunk

@@ -1,8 +1,9 @@
 """``rags-expert kg "question" --schema PATH``: ask the KG agent from the command line.
 
 Prints the executed query, the rows and the steps (or ``--json``). Exit codes:
-0 rows found, 1 no rows or a failure (the reason is printed), 2 bad input
-(unreadable schema, unknown sample, no chat model configured).
+0 rows found; 1 no rows (the queries ran, none answered); 2 an error: bad input
+(invalid flags or settings, unreadable schema, unknown sample, no chat model
+configured), a model failure, or a graph database that could not be used.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from rags_expert.cli_support import setting_type, settings_from_args
 from rags_expert.llm import build_chat_model, redact
 from rags_expert.settings import RagsExpertSettings
+
+FLAGS = {"backend": "kg.backend", "max_steps": "kg.max_steps"}
+"""Flags of ``kg`` that override settings (argparse dest -> settings path)."""
+DATABASE_FAULTS = frozenset({"connection", "auth", "unavailable"})
+"""Query error kinds that are the database's fault, not the query's."""
 
 
 def register(subparsers: Any) -> None:
@@ -28,13 +35,14 @@ def register(subparsers: Any) -> None:
                    help="BioCypher schema_config.yaml / schema_info.yaml, or a file of several kg_schemas")
     p.add_argument("--schema-name", help="which schema of a kg_schemas file (e.g. gene_kg)")
     p.add_argument("--backend", choices=["falkordb", "neo4j"], help="graph database (default: settings kg.backend)")
-    p.add_argument("--graph", help="FalkorDB graph name (default: the schema name, else settings kg.graph)")
+    p.add_argument("--graph", type=setting_type("kg.graph"),
+                   help="FalkorDB graph name (default: the schema name, else settings kg.graph)")
     p.add_argument("--load-sample", action="store_true",
                    help="load the packaged sample graph for the schema first (replaces the graph)")
-    p.add_argument("--max-steps", type=int, help="queries the agent may execute")
+    p.add_argument("--max-steps", type=setting_type("kg.max_steps"), help="queries the agent may execute")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, settings_flags=FLAGS)
 
 
 def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
@@ -42,8 +50,11 @@ def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
     """Run the ``kg`` subcommand (on a local model started for the call with ``--local``); returns the exit code."""
     from rags_expert.local_llm import maybe_local
 
+    base = settings or getattr(args, "settings", None)
+    settings = settings_from_args(args, base)  # validated; flags win over the given settings
+
     async def go() -> int:
-        async with maybe_local(settings or RagsExpertSettings(), getattr(args, "local", False)) as s:
+        async with maybe_local(settings, getattr(args, "local", False)) as s:
             return await _run(args, chat_model, s)
 
     return asyncio.run(go())
@@ -56,13 +67,6 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
     from rags_expert.lessons import LessonMemory
 
     settings = settings or RagsExpertSettings()
-    updates: dict[str, Any] = {}
-    if args.backend:
-        updates["backend"] = args.backend
-    if args.max_steps:
-        updates["max_steps"] = args.max_steps
-    if updates:
-        settings = settings.model_copy(update={"kg": settings.kg.model_copy(update=updates)})
     secrets = settings.secrets()
     try:
         schema = load_schema(args.schema, args.schema_name)
@@ -79,16 +83,16 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
         agent = KGQueryReflexionAgent(model, backend, schema, settings=settings, lesson_memory=memory)
         result = await agent.execute(args.question)
     except SchemaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), secrets)}", file=sys.stderr)
         return 2
     except GraphQueryError as exc:
         print(f"error: graph database: {redact(str(exc), secrets)}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         await backend.close()
     if args.json:
         print(redact(json.dumps(result.to_dict(), default=str, ensure_ascii=False, indent=2), secrets))
-        return 0 if result.ok else 1
+        return exit_code(result)
     print(f"query: {result.query or '(none executed successfully)'}")
     print(f"score: {'-' if result.score is None else f'{result.score:g}'}/10   "
           f"steps: {result.steps}   stopped: {result.exit_reason}")
@@ -104,4 +108,16 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
         print(f"  {a['step']}. {a['query'] or '(no query)'}\n     -> {redact(outcome, secrets)[:300]}; score {score}")
         if a.get("reflection"):
             print(f"     critique: {a['reflection']}")
-    return 0 if result.ok else 1
+    if (code := exit_code(result)) == 2 and not result.error:
+        print("error: graph database: every query failed to reach it (see the steps above)", file=sys.stderr)
+    return code
+
+
+def exit_code(result: Any) -> int:
+    """0 rows found; 2 a model failure or a database that could not be used by any query; else 1 (no rows)."""
+    if result.ok:
+        return 0
+    attempts = result.attempts
+    if result.error or (attempts and all(a.get("error_kind") in DATABASE_FAULTS for a in attempts)):
+        return 2
+    return 1

@@ -1,28 +1,32 @@
-"""The ``ingest`` and ``search`` subcommands of ``rags-expert``."""
+"""The ``ingest`` and ``search`` subcommands of ``rags-expert``.
+
+Exit codes: 0 done; 1 ``ingest`` found nothing to ingest (every file skipped, or none
+supported); 2 an error (missing path, invalid settings or flags, knowledge-base fault).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rags_expert.settings import RagsExpertSettings, RetrievalSettings
+from rags_expert.cli_support import args_settings, setting_type
+from rags_expert.redaction import redact
+from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
+from rags_expert.settings import RetrievalSettings
+
+if TYPE_CHECKING:
+    from rags_expert.retrieval.ingest import IngestReport
+
+FLAGS = {"collection": "retrieval.collection", "data_dir": "retrieval.data_dir", "mode": "retrieval.mode"}
+"""Flags of ingest and search that override settings (argparse dest -> settings path)."""
 
 
 def _settings(args: argparse.Namespace) -> RetrievalSettings:
-    """Retrieval settings from the environment, with command-line overrides."""
-    r = RagsExpertSettings().retrieval
-    updates: dict[str, Any] = {}
-    if getattr(args, "collection", None):
-        updates["collection"] = args.collection
-    if getattr(args, "data_dir", None):
-        updates["data_dir"] = Path(args.data_dir)
-    if getattr(args, "mode", None):
-        updates["mode"] = args.mode
-    return RetrievalSettings(**{**r.model_dump(), **updates}) if updates else r
+    """Retrieval settings from the environment, with command-line overrides (validated once, in ``main``)."""
+    return args_settings(args).retrieval
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -32,7 +36,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from rags_expert.retrieval.ingest import Ingestor
     from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
     bar = tqdm(unit="chunk", desc="ingest", disable=args.quiet or None, file=sys.stderr)
@@ -41,15 +44,34 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = Ingestor(kb, tags, progress=bar.update).run([Path(p) for p in args.paths], prune=args.prune)
     except (FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         bar.close()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
     bar.close()
+    if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
+        print(f"nothing was ingested from {', '.join(args.paths)}: {_nothing_reason(report)}", file=sys.stderr)
+        return 1
     print(
         f"{report.files} files, {report.chunks_total} chunks ({report.chunks_embedded} new, "
         f"{report.chunks_deleted} removed, {report.unchanged} files unchanged, {report.files_pruned} pruned, "
-        f"{len(report.skipped)} skipped) into {settings.collection!r} in {report.seconds:.1f}s"
+        f"{len(report.skipped)} skipped{_ignored_note(report)}) into {settings.collection!r} in {report.seconds:.1f}s"
     )
     return 0
+
+
+def _nothing_reason(report: IngestReport) -> str:
+    """Why an ingestion stored nothing: the skipped files, the unsupported ones, or no files at all."""
+    parts = []
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} file(s) skipped (reasons above)")
+    if report.ignored:
+        parts.append(f"{len(report.ignored)} file(s) of unsupported types "
+                     f"(supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})")
+    return "; ".join(parts) or "no files found"
+
+
+def _ignored_note(report: IngestReport) -> str:
+    """``, N unsupported ignored`` when files of unsupported types were passed over."""
+    return f", {len(report.ignored)} unsupported ignored" if report.ignored else ""
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -63,7 +85,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         docs = retriever_from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
     except (KnowledgeBaseError, KnowledgeFlowError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
     if args.json:
         out = [
@@ -86,8 +108,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     """Options shared by ingest and search."""
-    p.add_argument("--collection", help="Qdrant collection (default: retrieval.collection setting)")
-    p.add_argument("--data-dir", help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)")
+    p.add_argument("--collection", type=setting_type("retrieval.collection"),
+                   help="Qdrant collection (default: retrieval.collection setting)")
+    p.add_argument("--data-dir", type=setting_type("retrieval.data_dir"),
+                   help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)")
 
 
 def register(subparsers: Any) -> None:
@@ -98,14 +122,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tags", default="", help="comma-separated tags stored with every chunk (for filtering)")
     p.add_argument("--prune", action="store_true", help="remove files that no longer exist under the given folders")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_ingest)
+    p.set_defaults(func=cmd_ingest, settings_flags=FLAGS)
 
     s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
     s.add_argument("query")
-    s.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
+    s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
     _common(s)
     s.add_argument("--tags", default="", help="only chunks with any of these comma-separated tags "
                    "(knowledge-flow: tag ids, not names)")
     s.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="override retrieval.mode")
     s.add_argument("--json", action="store_true", help="print a JSON list of {content, title, source, page, score}")
-    s.set_defaults(func=cmd_search)
+    s.set_defaults(func=cmd_search, settings_flags=FLAGS)

@@ -23,7 +23,7 @@ from qdrant_client import models
 
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.chunking import chunk_text
-from rags_expert.retrieval.loaders import UnreadableFileError, iter_files, load_file
+from rags_expert.retrieval.loaders import EmptyFileError, UnreadableFileError, iter_files, load_file, read_source
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,9 @@ class IngestReport:
     files: int = 0
     unchanged: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) of each file that could not be ingested (one warning logged for each)."""
+    ignored: list[str] = field(default_factory=list)
+    """Files under the given folders whose type is not supported (summarised, not warned about one by one)."""
     chunks_total: int = 0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
@@ -133,13 +136,21 @@ class Ingestor:
         return len(todo)
 
     def ingest_file(self, path: Path, report: IngestReport) -> None:
-        """Ingest one file; an unreadable one is recorded as skipped with a warning."""
+        """Ingest one file; one that cannot be read is recorded as skipped with a warning.
+
+        A file without text (empty, or nothing extractable) is skipped too, and the chunks of
+        its earlier versions are removed: the knowledge base follows the file.
+        """
         try:
-            data = path.read_bytes()
+            data = read_source(path)
             records = file_records(path, data, self.tags, self.size, self.overlap)
-        except (UnreadableFileError, OSError) as exc:
-            log.warning("skipping file: %s", exc)
+            if not records:
+                raise EmptyFileError(f"{path}: no text to index")
+        except UnreadableFileError as exc:
+            log.warning("skipping %s", exc)
             report.skipped.append((str(path), str(exc)))
+            if isinstance(exc, EmptyFileError):
+                self._drop_versions(path, None, report)
             return
         report.files += 1
         report.chunks_total += len(records)
@@ -148,11 +159,14 @@ class Ingestor:
         if embedded == 0:
             report.unchanged += 1
         # Only now that the new version is complete do older versions go.
+        self._drop_versions(path, hashlib.sha256(data).hexdigest(), report)
+
+    def _drop_versions(self, path: Path, keep_hash: str | None, report: IngestReport) -> None:
+        """Delete the stored chunks of ``path`` except those of version ``keep_hash`` (all when None)."""
         source = str(path.resolve())
-        file_hash = hashlib.sha256(data).hexdigest()
-        stale = self.kb.scroll_payloads(["source"], _source_filter(source, file_hash))
+        stale = self.kb.scroll_payloads(["source"], _source_filter(source, keep_hash))
         if stale:
-            self.kb.delete(_source_filter(source, file_hash))
+            self.kb.delete(_source_filter(source, keep_hash))
             report.chunks_deleted += len(stale)
 
     def prune(self, roots: list[Path], report: IngestReport) -> None:
@@ -172,12 +186,16 @@ class Ingestor:
         """Ingest every supported file under ``paths``; optionally prune deleted files."""
         start = time.perf_counter()
         report = IngestReport()
-        missing = [p for p in paths if not p.exists()]
+        missing = [p for p in paths if not (p.exists() or p.is_symlink())]  # a broken link is reported as skipped
         if missing:
             raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, missing))}")
         self.kb.ensure_collection()
-        for path in iter_files(paths):
+        ignored: list[Path] = []
+        for path in iter_files(paths, ignored):
             self.ingest_file(path, report)
+        report.ignored = [str(p) for p in ignored]
+        if ignored:
+            log.info("ignored %d file(s) of unsupported types under the given folders", len(ignored))
         if prune:
             self.prune([p for p in paths if p.is_dir()], report)
         report.seconds = time.perf_counter() - start

@@ -1,11 +1,13 @@
 """Read files into text units: Markdown, plain text, HTML, PDF (one unit per page) and JSONL (one per line).
 
-Unreadable or binary files raise :class:`UnreadableFileError`; ingestion skips
-them with a warning and goes on with the rest.
+Files that cannot be ingested raise :class:`UnreadableFileError` naming the reason
+(binary, not UTF-8, empty, symlink loop, dangling symlink, unreadable, malformed);
+ingestion skips them with one warning each and goes on with the rest.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from dataclasses import dataclass, field
@@ -19,6 +21,10 @@ TEXT_KEYS = ("content", "text", "page_content", "body")
 
 class UnreadableFileError(ValueError):
     """The file cannot be read as the kind of document its name says."""
+
+
+class EmptyFileError(UnreadableFileError):
+    """The file has no text to index (empty, whitespace only, or no text in any unit)."""
 
 
 @dataclass
@@ -164,26 +170,48 @@ LOADERS = {
 }
 
 
+def read_source(path: Path) -> bytes:
+    """The bytes of a file to ingest; an :class:`UnreadableFileError` saying why it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            reason = "symlink loop"
+        elif exc.errno == errno.ENOENT and path.is_symlink():
+            reason = "dangling symlink (its target does not exist)"
+        elif exc.errno == errno.EISDIR:
+            reason = "a directory, not a file"
+        else:
+            reason = f"unreadable ({exc.strerror or type(exc).__name__})"
+        raise UnreadableFileError(f"{path}: {reason}") from exc
+    if not data.strip():
+        raise EmptyFileError(f"{path}: empty file" + (" (whitespace only)" if data else ""))
+    return data
+
+
 def load_file(path: Path, data: bytes | None = None) -> list[TextUnit]:
     """The text units of one supported file."""
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise UnreadableFileError(f"{path}: unsupported file type {path.suffix!r}")
-    if data is None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UnreadableFileError(f"{path}: cannot read ({exc.strerror})") from exc
-    return loader(path, data)
+    return loader(path, read_source(path) if data is None else data)
 
 
-def iter_files(paths: list[Path]) -> Iterator[Path]:
-    """Supported files under the given files and folders (sorted, hidden entries skipped)."""
+def iter_files(paths: list[Path], ignored: list[Path] | None = None) -> Iterator[Path]:
+    """Files to ingest under the given files and folders (sorted; hidden entries skipped).
+
+    A path named explicitly is always yielded (so that why it cannot be read is reported). Under a
+    folder, files of a supported type are yielded, symlinks among them even when broken or looping;
+    files of other types are appended to ``ignored``.
+    """
     for root in paths:
-        if root.is_file():
+        if not root.is_dir():
             yield root
-        elif root.is_dir():
-            for p in sorted(root.rglob("*")):
-                rel = p.relative_to(root).parts
-                if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES and not any(x.startswith(".") for x in rel):
-                    yield p
+            continue
+        for p in sorted(root.rglob("*")):
+            if any(x.startswith(".") for x in p.relative_to(root).parts) or p.is_dir():
+                continue
+            if p.suffix.lower() in SUPPORTED_SUFFIXES:
+                yield p
+            elif ignored is not None and (p.is_file() or p.is_symlink()):
+                ignored.append(p)
