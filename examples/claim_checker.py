@@ -1,0 +1,102 @@
+"""ClaimChecker: a third AgentFlow assembled from rags-expert's shared parts.
+
+The user states a claim; the agent retrieves chunks from the knowledge base, keeps the ones the shared
+relevance grader accepts, and asks the shared groundedness grader whether those chunks support the claim.
+Nothing here is new machinery: prompts, grading, model, retriever and host contract all come from the package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal, Self, TypedDict
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from rags_expert.agent import AgentFlow
+from rags_expert.citations import format_context, source_dict
+from rags_expert.grading import GradingContext, grade_grounded, grade_relevance
+from rags_expert.llm import build_chat_model, message_text
+from rags_expert.prompts import PromptStore
+from rags_expert.retrieval.factory import build_retriever
+from rags_expert.settings import coerce_settings
+
+
+class ClaimState(TypedDict, total=False):
+    """The conversation plus this claim's working state."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    claim: str
+    documents: list[Document]
+    evidence: list[Document]
+
+
+class ClaimChecker(AgentFlow):
+    """Checks a claim against the knowledge base: supported (with sources), not supported, or no evidence."""
+
+    name = "claim-checker"
+    role = "Fact checker"
+    description = "Says whether the knowledge base supports a claim, citing the chunks that do."
+    tag = "rag"
+
+    def __init__(self, settings: Any = None, *, chat_model: Any = None, retriever: Any = None) -> None:
+        super().__init__(coerce_settings(settings))
+        self.chat_model, self.retriever = chat_model, retriever
+
+    async def async_init(self) -> Self:
+        """Validate prompts, build what the host did not pass (off the event loop), build the graph."""
+        await asyncio.to_thread(self._init_sync)
+        return self
+
+    def _init_sync(self) -> None:
+        s = self.settings
+        self.ctx = GradingContext.from_settings(s, PromptStore(s.prompts, s.prompt_dir).validate())
+        self.chat_model = self.chat_model or build_chat_model(s.llm, client_timeout=s.grading.timeout)
+        self.retriever = self.retriever or build_retriever(s)
+        self._graph = self.build_graph()
+
+    async def retrieve(self, state: ClaimState, config: RunnableConfig) -> dict[str, Any]:
+        """The claim is the last user message; fetch chunks for it."""
+        claim = next(message_text(m) for m in reversed(state["messages"]) if isinstance(m, HumanMessage))
+        docs = await self.retriever.ainvoke(claim, config)
+        return {"claim": claim, "documents": docs[: self.settings.retrieval.top_k]}
+
+    async def grade_evidence(self, state: ClaimState, config: RunnableConfig) -> dict[str, Any]:
+        """Keep the chunks the shared relevance grader accepts (graded concurrently)."""
+        docs = state["documents"]
+        verdicts = await asyncio.gather(
+            *(grade_relevance(self.chat_model, state["claim"], d.page_content, self.ctx, config=config) for d in docs)
+        )
+        return {"evidence": [d for d, v in zip(docs, verdicts) if v]}
+
+    def route(self, state: ClaimState) -> Literal["verdict", "no_evidence"]:
+        """Only a claim with relevant chunks is worth a groundedness check."""
+        return "verdict" if state["evidence"] else "no_evidence"
+
+    async def verdict(self, state: ClaimState, config: RunnableConfig) -> dict[str, Any]:
+        """Ask the shared groundedness grader whether the evidence supports the claim."""
+        evidence = state["evidence"]
+        grade = await grade_grounded(self.chat_model, format_context(evidence), state["claim"], self.ctx, config=config)
+        text = "Supported by the knowledge base." if grade else f"Not supported: {grade.reason or 'no chunk says so'}."
+        sources = [source_dict(d, n) for n, d in enumerate(evidence, start=1)]
+        return {"messages": [AIMessage(text, response_metadata={"supported": grade.value, "sources": sources})]}
+
+    async def no_evidence(self, state: ClaimState) -> dict[str, Any]:
+        """Say so honestly when nothing relevant was found."""
+        text = "The knowledge base holds nothing about this claim."
+        return {"messages": [AIMessage(text, response_metadata={"supported": None, "sources": []})]}
+
+    def build_graph(self) -> StateGraph:
+        """retrieve → grade_evidence → verdict | no_evidence."""
+        builder = StateGraph(ClaimState)
+        for node in (self.retrieve, self.grade_evidence, self.verdict, self.no_evidence):
+            builder.add_node(node.__name__, node)
+        builder.add_edge(START, "retrieve")
+        builder.add_edge("retrieve", "grade_evidence")
+        builder.add_conditional_edges("grade_evidence", self.route)
+        builder.add_edge("verdict", END)
+        builder.add_edge("no_evidence", END)
+        return builder
