@@ -18,15 +18,29 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from rags_expert import grading
 from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
-from rags_expert.lessons import LessonMemory, format_lessons, learn_from_failure, recall_lessons, scope_key
+from rags_expert.lessons import (
+    LessonMemory,
+    format_lessons,
+    learn_from_failure,
+    recall_lessons,
+    scope_key,
+)
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.settings import RagsExpertSettings
@@ -82,26 +96,6 @@ class RagDeps:
 
 
 LESSON_SCOPE = "rag"
-
-
-def _question_from(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
-    """The new question (the last message, when it is the user's) and the history before it.
-
-    A run whose last message is not a new user message has no question: it must not answer the
-    previous question again.
-    """
-    if messages and isinstance(messages[-1], HumanMessage):
-        return message_text(messages[-1]).strip(), list(messages[:-1])
-    return "", list(messages)
-
-
-def _history_text(history: list[AnyMessage], limit: int) -> str:
-    lines = []
-    for msg in history[-limit:] if limit else []:
-        if isinstance(msg, (HumanMessage, AIMessage)) and message_text(msg).strip():
-            who = "User" if isinstance(msg, HumanMessage) else "Assistant"
-            lines.append(f"{who}: {message_text(msg).strip()}")
-    return "\n".join(lines)
 
 
 def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
@@ -178,15 +172,15 @@ class RagNodes:
     async def prepare(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Start a question: reset the working state, take the last user message, make a follow-up standalone."""
         update = _per_question_reset(self.deps.settings) | {"llm_calls": 0}
-        question, history = _question_from(state.get("messages", []))
+        question, history = last_question(state.get("messages", []))
         if not question:
             return update | {"failure_reason": "empty_question"}
-        history_text = _history_text(history, self.deps.settings.history_messages)
-        if history_text and self.deps.settings.condense_followups:
+        history = history_text(history, self.deps.settings.history_messages)
+        if history and self.deps.settings.condense_followups:
             update["llm_calls"] = 1
             try:
                 question = await grading.condense_question(
-                    self.deps.model, question, history_text, self.deps.grading, config=config
+                    self.deps.model, question, history, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}

@@ -6,7 +6,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
 
 from rags_expert.agent import AgentFlow
 from rags_expert.testing import ScriptedChatModel

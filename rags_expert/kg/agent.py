@@ -47,7 +47,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from rags_expert.grading import GradingContext, StructuredReply, condense_question, score, structured_call
 from rags_expert.lessons import LessonMemory, learn_from_failure, recall_lessons
 from rags_expert.llm import LLMCallError, redact
-from rags_expert.nodes import _history_text as history_text
+from rags_expert.conversation import history_text
 from rags_expert.parsing import extract_code_block
 from rags_expert.settings import RagsExpertSettings, coerce_settings
 from rags_expert.kg.answer import answer_message

@@ -37,7 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from rags_expert.llm import LLMCallError
-from rags_expert.nodes import _question_from as last_question
+from rags_expert.conversation import last_question
 
 log = logging.getLogger(__name__)
 
