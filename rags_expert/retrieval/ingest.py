@@ -147,7 +147,7 @@ class Ingestor:
         """Give stored points of another file version or chunking label their record's payload (in place)."""
         for r in records:
             old = existing.get(r.id)
-            version = (r.payload["file_hash"], r.payload["chunking"])
+            version = (r.payload.get("file_hash"), r.payload.get("chunking"))
             if old is not None and (old.get("file_hash"), old.get("chunking")) != version:
                 self.kb.set_payload([r.id], {**r.payload, "tags": self.tags})
                 old["tags"] = self.tags
