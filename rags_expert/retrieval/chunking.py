@@ -1,13 +1,49 @@
-"""Split text into overlapping chunks that respect Markdown headings and sentence boundaries."""
+"""Split documents into chunks: structure from a CommonMark parser, sizes from LangChain's recursive splitter.
+
+* **Markdown** (``markdown=True``): markdown-it-py parses the text. Top-level headings (ATX ``#`` and setext
+  underlines) open sections; the heading path (``Guide > Install``) becomes the chunk's ``section``. Lines inside
+  fenced (````` ``` `````, ``~~~``) or indented code, and a leading YAML front matter, are never headings.
+* **Code blocks are atomic**: a code block that fits in a chunk is never split across chunks. A larger one is cut
+  between lines into parts that each fit, and every part of a fenced block is re-opened and closed with the
+  block's own fence lines, so each part is still a valid fence (a single line longer than a chunk is cut too).
+* **Sizes**: LangChain's ``RecursiveCharacterTextSplitter`` splits the rest at horizontal rules, blank lines, line
+  ends, sentence ends, spaces, then characters, and merges the pieces into chunks of at most ``size`` characters,
+  each starting with trailing pieces of the previous chunk up to ``overlap`` characters. Pieces keep their
+  separators: newlines and indentation (nested lists, code) are preserved, never collapsed.
+* **Plain text** (``markdown=False``: .txt files, PDF pages) goes to the recursive splitter as it is.
+
+MarkdownHeaderTextSplitter was not used: it strips every line (code and nested lists lose their indentation)
+and joins lines with ``"  \\n"``; the experimental Markdown splitter drops an unterminated fence's text.
+Changing anything here that changes chunk texts must bump :data:`CHUNKER_VERSION` (ingest re-chunks on it).
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
-# A sentence ends at . ! ? (optionally followed by a closing quote/bracket) before whitespace, or at a blank line.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n\s*\n")
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from markdown_it import MarkdownIt
+
+CHUNKER_VERSION = "v2"
+"""Version of the chunking rules, recorded with every point (see :func:`chunking_label`)."""
+LEGACY_CHUNKING = "v1"
+"""What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
+PLAIN_TEXT_SUFFIXES = frozenset({".txt", ".pdf"})
+"""File types chunked as plain text; every other type is chunked as Markdown (HTML is converted to it)."""
+
+# Tried in order; each is a regex, kept at the end of the piece it closes.
+_SEPARATORS = [
+    r"\n[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})\n",  # horizontal rule
+    r"\n\n",
+    r"\n",
+    r"(?<=[.!?])[ \t]+",  # sentence end
+    r" ",
+    "",
+]
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
+_MD = MarkdownIt("commonmark")
 
 
 @dataclass
@@ -18,88 +54,139 @@ class Chunk:
     section: str
 
 
-def split_sections(text: str) -> list[tuple[str, str]]:
-    """(heading path, body) pairs; the heading path joins nested headings with ' > '."""
+def chunking_label(size: int, overlap: int) -> str:
+    """The label stored with every point: chunker version and settings (a change means re-chunking)."""
+    return f"{CHUNKER_VERSION} size={size} overlap={overlap}"
+
+
+def is_markdown(path: Path) -> bool:
+    """Whether a file's text units are chunked as Markdown (else as plain text)."""
+    return path.suffix.lower() not in PLAIN_TEXT_SUFFIXES
+
+
+def _splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:
+    """The recursive splitter: regex separators kept at the end of each piece, whitespace untouched."""
+    return RecursiveCharacterTextSplitter(
+        separators=_SEPARATORS, is_separator_regex=True, keep_separator="end",
+        chunk_size=size, chunk_overlap=overlap, strip_whitespace=False,
+    )
+
+
+@dataclass
+class _Atoms:
+    """Code blocks stood in for by placeholders of the same length that no separator can split."""
+
+    text: str
+    parts: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        free = (chr(c) for c in range(0xE000, 0xF8FF) if chr(c) not in self.text)  # private-use characters
+        self.mark, self.pad = next(free), next(free)
+        self.pattern = re.compile(re.escape(self.mark) + r"(\d+)" + re.escape(self.pad) + "*")
+
+    def add(self, part: str) -> str:
+        """A placeholder for ``part`` (one line, as long as ``part``)."""
+        tag = f"{self.mark}{len(self.parts)}"
+        self.parts.append(part)
+        return tag + self.pad * (len(part) - len(tag))
+
+    def restore(self, text: str) -> str:
+        """``text`` with its placeholders replaced by the code they stand for."""
+        return self.pattern.sub(lambda m: self.parts[int(m.group(1))], text)
+
+
+def _cut_lines(lines: list[str], room: int) -> list[list[str]]:
+    """Lines grouped greedily into groups of at most ``room`` characters (joined by newlines)."""
+    groups: list[list[str]] = [[]]
+    used = 0
+    for line in lines:
+        for piece in [line[i : i + room] for i in range(0, len(line), room)] or [""]:
+            if groups[-1] and used + 1 + len(piece) > room:
+                groups.append([])
+                used = 0
+            used += len(piece) + (1 if len(groups[-1]) else 0)
+            groups[-1].append(piece)
+    return groups
+
+
+def _code_parts(lines: list[str], markup: str, limit: int) -> list[str]:
+    """A code block whole if it fits in ``limit`` characters, else cut between lines; fence parts re-fenced."""
+    text = "\n".join(lines)
+    if len(text) <= limit:
+        return [text]
+    opener = lines[0]
+    prefix = opener[: opener.find(markup)] if markup else ""
+    last = lines[-1].strip(" \t>")
+    closed = bool(markup) and len(lines) > 1 and len(last) >= len(markup) and set(last) == {markup[0]}
+    closer = lines[-1] if closed else prefix + markup
+    room = limit - len(opener) - len(closer) - 2
+    if not markup or room < limit // 2:  # indented code, or fence lines too long to repeat: plain line groups
+        return ["\n".join(g) for g in _cut_lines(lines, limit)]
+    body = lines[1:-1] if closed else lines[1:]
+    return [f"{opener}\n" + "\n".join(g) + f"\n{closer}" for g in _cut_lines(body, room)]
+
+
+def _structure(lines: list[str]) -> tuple[dict[int, tuple[int, int, str]], dict[int, tuple[int, str]]]:
+    """Top-level headings {start: (end, level, title)} and code blocks {start: (end, fence markup or '')}."""
+    front = _FRONT_MATTER.match("\n".join(lines) + "\n")
+    skip = front.group(0).count("\n") if front else 0
+    tokens = _MD.parse("\n".join([""] * skip + lines[skip:]))
+    headings: dict[int, tuple[int, int, str]] = {}
+    code: dict[int, tuple[int, str]] = {0: (skip, "")} if skip else {}
+    for i, tok in enumerate(tokens):
+        if tok.map and tok.type == "heading_open" and tok.level == 0:
+            headings[tok.map[0]] = (tok.map[1], int(tok.tag[1]), tokens[i + 1].content.strip())
+        elif tok.map and tok.type in ("fence", "code_block"):
+            code[tok.map[0]] = (tok.map[1], tok.markup)
+    return headings, code
+
+
+def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms]:
+    """(heading path, body) pairs of a Markdown text, its code blocks replaced by placeholders.
+
+    The heading path joins nested headings with ' > '; code blocks longer than ``limit`` characters
+    are cut into parts of at most ``limit`` characters, each with its own placeholder line.
+    """
+    lines = text.split("\n")
+    headings, code = _structure(lines)
+    atoms = _Atoms(text)
     out: list[tuple[str, str]] = []
     stack: list[tuple[int, str]] = []
-    pos = 0
-    current = ""
-    for m in _HEADING.finditer(text):
-        body = text[pos : m.start()].strip()
-        if body:
-            out.append((current, body))
-        level = len(m.group(1))
-        stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, m.group(2).strip())]
-        current = " > ".join(h for _, h in stack)
-        pos = m.end()
-    body = text[pos:].strip()
-    if body:
-        out.append((current, body))
-    return out
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences (and paragraphs) of a text, whitespace-normalised."""
-    parts = _SENTENCE_END.split(text)
-    return [re.sub(r"\s+", " ", p).strip() for p in parts if p and p.strip()]
-
-
-def _hard_split(sentence: str, size: int) -> list[str]:
-    """A sentence longer than ``size`` split at word boundaries (at character boundaries if it must)."""
-    pieces, cur = [], ""
-    for word in sentence.split(" "):
-        while len(word) > size:
-            if cur:
-                pieces.append(cur)
-                cur = ""
-            pieces.append(word[:size])
-            word = word[size:]
-        if cur and len(cur) + 1 + len(word) > size:
-            pieces.append(cur)
-            cur = word
+    body: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in headings:
+            out.append((" > ".join(h for _, h in stack if h), "\n".join(body)))
+            end, level, title = headings[i]
+            stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, title)]
+            body, i = [], end
+        elif i in code:
+            end, markup = code[i]
+            body.extend(atoms.add(part) for part in _code_parts(lines[i:end], markup, limit))
+            i = end
         else:
-            cur = f"{cur} {word}" if cur else word
-    if cur:
-        pieces.append(cur)
-    return pieces
+            body.append(lines[i])
+            i += 1
+    out.append((" > ".join(h for _, h in stack if h), "\n".join(body)))
+    return [(path, b) for path, b in out if b.strip()], atoms
 
 
-def pack(sentences: list[str], size: int, overlap: int) -> list[str]:
-    """Greedy packing of sentences into chunks of at most ``size`` characters.
-
-    Each new chunk starts with the trailing sentences of the previous one that
-    fit in ``overlap`` characters, so context crossing a boundary is kept.
-    """
-    units: list[str] = []
-    for s in sentences:
-        units.extend(_hard_split(s, size) if len(s) > size else [s])
-    chunks: list[str] = []
-    cur: list[str] = []
-    cur_len = 0
-    for s in units:
-        if cur and cur_len + 1 + len(s) > size:
-            chunks.append(" ".join(cur))
-            carry: list[str] = []
-            carry_len = 0
-            for prev in reversed(cur):
-                if carry_len + len(prev) + 1 > overlap or carry_len + len(prev) + 1 + len(s) > size:
-                    break
-                carry.insert(0, prev)
-                carry_len += len(prev) + 1
-            cur, cur_len = carry, max(carry_len - 1, 0)
-        cur.append(s)
-        cur_len += len(s) + (1 if cur_len else 0)
-    if cur:
-        chunks.append(" ".join(cur))
-    return chunks
+def _tidy(text: str) -> str:
+    """A chunk without leading blank lines and trailing whitespace (the first line keeps its indentation)."""
+    return re.sub(r"\A(?:[ \t]*\n)+", "", text).rstrip()
 
 
-def chunk_text(text: str, size: int = 1200, overlap: int = 200) -> list[Chunk]:
-    """Chunks of a document: sections first, then sentences packed with overlap within each section."""
+def chunk_text(text: str, size: int = 1200, overlap: int = 200, markdown: bool = True) -> list[Chunk]:
+    """Chunks of a document: Markdown sections (code blocks atomic) or plain text, split to ``size`` characters."""
     if overlap >= size:
         raise ValueError(f"chunk overlap ({overlap}) must be smaller than chunk size ({size})")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    splitter = _splitter(size, overlap)
+    if not markdown:
+        return [Chunk(t, "") for t in map(_tidy, splitter.split_text(text)) if t]
+    # Atoms stay 2 characters under the limit: a placeholder with its line end still fits in a piece.
+    sections, atoms = split_sections(text, size - 2)
     out: list[Chunk] = []
-    for section, body in split_sections(text):
-        for piece in pack(split_sentences(body), size, overlap):
-            out.append(Chunk(text=piece, section=section))
+    for section, body in sections:
+        out.extend(Chunk(t, section) for t in (_tidy(atoms.restore(p)) for p in splitter.split_text(body)) if t)
     return out

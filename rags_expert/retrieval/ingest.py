@@ -3,9 +3,11 @@
 Point ids are UUIDv5 of (source, unit key, chunk index, chunk text), so
 re-ingesting the same file writes the same points (nothing is re-embedded:
 existing ids are looked up first). Every point of a file carries the file's
-content hash; once all chunks of a new version are stored, points of older
-versions are deleted. Killed at any moment, a rerun converges to exactly one
-copy of every chunk. ``prune`` removes files that disappeared under the
+content hash and its chunking label (chunker version and chunk settings); once
+all chunks of a new version are stored, points with another hash or label are
+deleted, so a chunker upgrade or a chunk-size change re-chunks unchanged files
+without leaving duplicates (``ingest`` says so once per run). Killed at any
+moment, a rerun converges to exactly one copy of every chunk. ``prune`` removes files that disappeared under the
 ingested folders.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Callable
 from qdrant_client import models
 
 from rags_expert.retrieval import sparse
-from rags_expert.retrieval.chunking import chunk_text
+from rags_expert.retrieval.chunking import LEGACY_CHUNKING, chunk_text, chunking_label, is_markdown
 from rags_expert.retrieval.loaders import EmptyFileError, UnreadableFileError, iter_files, load_file, read_source
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase
 
@@ -53,6 +55,8 @@ class IngestReport:
     chunks_embedded: int = 0
     chunks_deleted: int = 0
     files_pruned: int = 0
+    rechunked: int = 0
+    previous_chunkings: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
     @property
@@ -75,9 +79,10 @@ def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: i
     """The chunk records of one file (raises UnreadableFileError)."""
     source = str(path.resolve())
     file_hash = hashlib.sha256(data).hexdigest()
+    chunking = chunking_label(size, overlap)
     records: list[ChunkRecord] = []
     for unit in load_file(path, data):
-        for index, chunk in enumerate(chunk_text(unit.text, size, overlap)):
+        for index, chunk in enumerate(chunk_text(unit.text, size, overlap, markdown=is_markdown(path))):
             # The section heading is part of the embedded text: it often names the subject.
             text = f"{chunk.section}\n{chunk.text}" if chunk.section else chunk.text
             cid = chunk_id(source, unit.key, index, text)
@@ -85,17 +90,18 @@ def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: i
             payload.update(
                 content=text, title=unit.title, source=source, page=unit.page, chunk_index=index,
                 section=chunk.section, tags=list(tags), doc_id=doc_id(source), file_hash=file_hash,
-                chunk_id=cid, unit=unit.key,
+                chunk_id=cid, unit=unit.key, chunking=chunking,
             )
             records.append(ChunkRecord(cid, text, payload))
     return records
 
 
-def _source_filter(source: str, keep_hash: str | None = None) -> models.Filter:
-    """Points of ``source``, optionally excluding those of version ``keep_hash``."""
+def _source_filter(source: str, keep_hash: str | None = None, keep_chunking: str | None = None) -> models.Filter:
+    """Points of ``source``, except those of file version ``keep_hash`` and chunking ``keep_chunking`` (if given)."""
     must = [models.FieldCondition(key="source", match=models.MatchValue(value=source))]
-    must_not = [models.FieldCondition(key="file_hash", match=models.MatchValue(value=keep_hash))] if keep_hash else []
-    return models.Filter(must=must, must_not=must_not)
+    keep = [models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            for key, value in (("file_hash", keep_hash), ("chunking", keep_chunking)) if value]
+    return models.Filter(must=must, must_not=[models.Filter(must=keep)] if keep else [])
 
 
 class Ingestor:
@@ -109,19 +115,24 @@ class Ingestor:
         s = kb.settings
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
 
-    def _existing(self, records: list[ChunkRecord]) -> dict[str, list[str]]:
-        """Existing point ids among the records, with their stored tags."""
-        found: dict[str, list[str]] = {}
+    def _existing(self, records: list[ChunkRecord]) -> dict[str, dict[str, Any]]:
+        """Existing point ids among the records, with their stored tags, file hash and chunking label."""
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(records), 1024):
             ids = [r.id for r in records[start : start + 1024]]
-            found.update({pid: list(p.get("tags") or []) for pid, p in self.kb.retrieve_payloads(ids, ["tags"])})
+            found.update(self.kb.retrieve_payloads(ids, ["tags", "file_hash", "chunking"]))
         return found
 
     def store(self, records: list[ChunkRecord]) -> int:
-        """Embed and upsert the records that are not stored yet (in batches); fix tags of the others."""
+        """Embed and upsert the records that are not stored yet (in batches); fix tags of the others.
+
+        A stored chunk of another file version or chunking label (same text, same id) gets the record's
+        payload, so that deleting the file's older points afterwards keeps it.
+        """
         existing = self._existing(records)
         todo = [r for r in records if r.id not in existing]
-        retag = [r.id for r in records if r.id in existing and sorted(existing[r.id]) != self.tags]
+        self._adopt(records, existing)
+        retag = [r.id for r in records if r.id in existing and sorted(existing[r.id].get("tags") or []) != self.tags]
         self.kb.set_payload(retag, {"tags": self.tags})
         self.progress(len(records) - len(todo))
         for start in range(0, len(todo), self.batch):
@@ -134,6 +145,15 @@ class Ingestor:
             self.kb.upsert(points)
             self.progress(len(batch))
         return len(todo)
+
+    def _adopt(self, records: list[ChunkRecord], existing: dict[str, dict[str, Any]]) -> None:
+        """Give stored points of another file version or chunking label their record's payload (in place)."""
+        for r in records:
+            old = existing.get(r.id)
+            version = (r.payload.get("file_hash"), r.payload.get("chunking"))
+            if old is not None and (old.get("file_hash"), old.get("chunking")) != version:
+                self.kb.set_payload([r.id], {**r.payload, "tags": self.tags})
+                old["tags"] = self.tags
 
     def ingest_file(self, path: Path, report: IngestReport) -> None:
         """Ingest one file; one that cannot be read is recorded as skipped with a warning.
@@ -154,20 +174,32 @@ class Ingestor:
             return
         report.files += 1
         report.chunks_total += len(records)
+        source, chunking = str(path.resolve()), chunking_label(self.size, self.overlap)
+        previous = self._older_chunkings(source, chunking)
+        if previous:
+            report.rechunked += 1
+            report.previous_chunkings |= previous
         embedded = self.store(records)
         report.chunks_embedded += embedded
         if embedded == 0:
             report.unchanged += 1
-        # Only now that the new version is complete do older versions go.
-        self._drop_versions(path, hashlib.sha256(data).hexdigest(), report)
+        # Only now that the new version is complete do older versions (and older chunkings) go.
+        self._drop_versions(path, hashlib.sha256(data).hexdigest(), report, chunking)
 
-    def _drop_versions(self, path: Path, keep_hash: str | None, report: IngestReport) -> None:
-        """Delete the stored chunks of ``path`` except those of version ``keep_hash`` (all when None)."""
-        source = str(path.resolve())
-        stale = self.kb.scroll_payloads(["source"], _source_filter(source, keep_hash))
+    def _drop_versions(self, path: Path, keep_hash: str | None, report: IngestReport,
+                       keep_chunking: str | None = None) -> None:
+        """Delete the stored chunks of ``path`` except those of version ``keep_hash`` chunked as
+        ``keep_chunking`` (all of them when ``keep_hash`` is None)."""
+        older = _source_filter(str(path.resolve()), keep_hash, keep_chunking)
+        stale = self.kb.scroll_payloads(["source"], older)
         if stale:
-            self.kb.delete(_source_filter(source, keep_hash))
+            self.kb.delete(older)
             report.chunks_deleted += len(stale)
+
+    def _older_chunkings(self, source: str, chunking: str) -> set[str]:
+        """Chunking labels other than ``chunking`` among the points stored for ``source`` (none: v1)."""
+        points = self.kb.scroll_payloads(["chunking"], _source_filter(source, keep_chunking=chunking))
+        return {p.get("chunking") or LEGACY_CHUNKING for _, p in points}
 
     def prune(self, roots: list[Path], report: IngestReport) -> None:
         """Delete the points of files under ``roots`` that no longer exist."""
@@ -198,5 +230,9 @@ class Ingestor:
             log.info("ignored %d file(s) of unsupported types under the given folders", len(ignored))
         if prune:
             self.prune([p for p in paths if p.is_dir()], report)
+        if report.rechunked:
+            n, old = report.rechunked, ", ".join(sorted(report.previous_chunkings))
+            log.warning("chunking changed (%s → %s): %d file%s re-chunked, their old chunks replaced",
+                        old, chunking_label(self.size, self.overlap), n, "" if n == 1 else "s")
         report.seconds = time.perf_counter() - start
         return report
