@@ -43,8 +43,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
@@ -53,7 +54,13 @@ from langchain_core.runnables import RunnableConfig
 from rags_expert.grading import GradingContext, condense_question, structured_call
 from rags_expert.kg.answer import answer_message
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
-from rags_expert.kg.execution import TOOL_NAME, action_message, latest_call, run_attempt, tool_message
+from rags_expert.kg.execution import (
+    TOOL_NAME,
+    action_message,
+    latest_call,
+    run_attempt,
+    tool_message,
+)
 from rags_expert.kg.policy import exit_rule
 from rags_expert.kg.prompting import QUERY_LANGUAGE, KGPrompter
 from rags_expert.kg.reflexion import ReflexionAgent, question_of

@@ -13,7 +13,8 @@ database error, an unexpected client fault, redacted) is recorded, never raised.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
@@ -71,7 +72,7 @@ async def run_attempt(
             attempt.update(columns=result.columns, rows=result.rows, truncated=result.truncated)
         except GraphQueryError as exc:
             attempt.update(error=exc.message, error_kind=exc.kind)
-        except Exception as exc:  # an unexpected client fault still becomes a reflection
+        except Exception as exc:  # noqa: BLE001 - an unexpected client fault still becomes a reflection
             attempt.update(error=redact(f"{type(exc).__name__}: {exc}", secrets)[:1000], error_kind="error")
     return attempt
 

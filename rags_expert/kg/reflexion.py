@@ -55,8 +55,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from rags_expert.llm import LLMCallError
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
+from rags_expert.llm import LLMCallError
 from rags_expert.nodes import _question_from as last_question
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import END
