@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from rags_expert.prompts import PromptStore
 
 if TYPE_CHECKING:
-    from rags_expert.kg.agent import KGQueryResult
+    from rags_expert.kg.result import KGQueryResult
 
 
 def _value(value: Any) -> str:

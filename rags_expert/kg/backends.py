@@ -97,7 +97,8 @@ def _secret(value: SecretStr | str | None) -> str | None:
 
 def _jsonable_falkor(value: Any) -> Any:
     """FalkorDB result values as plain data (nodes and edges become dicts)."""
-    from falkordb import Edge, Node, Path as FPath
+    from falkordb import Edge, Node
+    from falkordb import Path as FPath
 
     if isinstance(value, Node):
         return {"labels": list(value.labels or []), "properties": dict(value.properties)}
@@ -432,7 +433,8 @@ class FalkorDBBackend:
 
 
 def _jsonable_neo4j(value: Any) -> Any:
-    from neo4j.graph import Node, Path as NPath, Relationship
+    from neo4j.graph import Node, Relationship
+    from neo4j.graph import Path as NPath
 
     if isinstance(value, Node):
         return {"labels": sorted(value.labels), "properties": dict(value)}

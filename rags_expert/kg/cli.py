@@ -62,7 +62,13 @@ def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
 
 async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
                settings: RagsExpertSettings | None) -> int:
-    from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, SchemaError, backend_from_settings, load_schema
+    from rags_expert.kg import (
+        GraphQueryError,
+        KGQueryReflexionAgent,
+        SchemaError,
+        backend_from_settings,
+        load_schema,
+    )
     from rags_expert.kg.loader import load_sample_graph
     from rags_expert.lessons import LessonMemory
 

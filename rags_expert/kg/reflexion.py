@@ -23,11 +23,30 @@ final result and its message; this class owns the graph, the step count, the
 step limit and failure handling: a model fault that survives its retries
 (:class:`~rags_expert.llm.LLMCallError`) ends the loop with ``error`` set instead
 of raising out of :meth:`ReflexionAgent.execute`.
+
+The hooks, each also reachable under the name BioChatter's ``ReflexionAgent`` gives
+it (the default of our hook calls the seed-named method when a subclass defines it;
+see :mod:`rags_expert.kg.seed_hooks`):
+
+==========================================  ==============================================
+our hook                                    seed name
+==========================================  ==============================================
+``draft(state)`` (required)                 ``_create_initial_responder(prompt)``
+``run_tool(state)`` (required)              ``_tool_function(messages)``
+``revise(state)`` (required)                ``_create_revise_responder(prompt)``
+``parse_final_result(state)`` (required)    ``_parse_final_result(output)``
+``done_reason(state)``                      ``_should_continue(messages)``
+``log_step(step, node, update)``            ``_log_step_message(step, node, output)``
+``log_final_result(result)``                ``_log_final_result(result)``
+``execute(question, prompt=None)``          ``execute(question, prompt)``
+==========================================  ==============================================
+
+Our hooks see the whole state (``memory``, ``steps``, ``prompt`` and a subclass's own
+fields) and return state updates; the seed's see the memory list and return messages.
 """
 
 from __future__ import annotations
 
-import abc
 import logging
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
@@ -36,8 +55,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from rags_expert.llm import LLMCallError
 from rags_expert.conversation import last_question
+from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
+from rags_expert.llm import LLMCallError
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +74,7 @@ class ReflexionState(TypedDict, total=False):
     log: list[dict[str, Any]]  # one record per node run, oldest first
     error: str  # set when a model call failed for good; ends the loop
     exit_reason: str  # set by prepare (empty_question) and by finalize
+    prompt: str  # the caller's prompt for the responders (the seed's ``execute(question, prompt)``), an input
 
 
 def question_of(state: ReflexionState) -> str:
@@ -61,42 +82,28 @@ def question_of(state: ReflexionState) -> str:
     return state.get("question") or ""
 
 
-class ReflexionAgent(abc.ABC, Generic[R]):
+class ReflexionAgent(SeedHooks, Generic[R]):
     """Base class of reflexion loops; see the module docstring."""
 
     state_schema: type = ReflexionState
 
     def __init__(self, max_steps: int) -> None:
+        if missing := missing_hooks(type(self)):
+            raise TypeError(f"{type(self).__name__} must implement {', '.join(missing)}")
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.max_steps = max_steps
         self._compiled: Any = None
 
-    # --- what a subclass implements ---
-
-    @abc.abstractmethod
-    async def draft(self, state: ReflexionState) -> dict[str, Any]:
-        """Draft responder: the first action. Returns a state update whose ``memory`` ends with an AIMessage."""
-
-    @abc.abstractmethod
-    async def run_tool(self, state: ReflexionState) -> dict[str, Any]:
-        """Tool function: carry out the last AI message's action. Returns an update with a ToolMessage."""
-
-    @abc.abstractmethod
-    async def revise(self, state: ReflexionState) -> dict[str, Any]:
-        """Revise responder: score the outcome, reflect, propose the next action (an AIMessage)."""
-
-    @abc.abstractmethod
-    def done_reason(self, state: ReflexionState) -> str | None:
-        """Why the loop may stop now (e.g. a good score), or None to go on. The step limit is the base's."""
-
-    @abc.abstractmethod
-    def log_step(self, step: int, node: str, update: dict[str, Any]) -> dict[str, Any]:
-        """A log record for one node run (kept in ``state['log']`` and returned with the result)."""
-
-    @abc.abstractmethod
-    def parse_final_result(self, state: ReflexionState) -> R:
-        """The agent's result from the final state."""
+    # --- what a subclass implements: draft, run_tool, revise, parse_final_result (or their seed names);
+    # done_reason, log_step and log_final_result are optional. Their defaults (SeedHooks) call the seed's hooks.
+    #
+    # draft(state) -> update whose ``memory`` ends with an AIMessage (the first action)
+    # run_tool(state) -> update with a ToolMessage (carry out the last AI message's action)
+    # revise(state) -> update with an AIMessage (score the outcome, reflect, propose the next action)
+    # done_reason(state) -> why the loop may stop now, or None (the step limit is the base's)
+    # log_step(step, node, update) -> a log record for one node run (kept in ``state['log']``)
+    # parse_final_result(state) -> the agent's result from the final state
 
     def final_message(self, result: R) -> AIMessage:
         """The user-facing answer appended to the conversation (default: the result as text)."""
@@ -116,13 +123,9 @@ class ReflexionAgent(abc.ABC, Generic[R]):
             "memory": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
         }
 
-    def log_final_result(self, result: R) -> None:
-        """Report the final result (default: one INFO line)."""
-        log.info("%s finished: %s", type(self).__name__, result)
-
-    def initial_state(self, question: str, **inputs: Any) -> dict[str, Any]:
-        """The graph input for ``question``; subclasses may add fields from ``inputs``."""
-        return {"messages": [HumanMessage(question)]}
+    def initial_state(self, question: str, prompt: str | None = None, **inputs: Any) -> dict[str, Any]:
+        """The graph input for ``question`` and the caller's ``prompt``; subclasses may add fields from ``inputs``."""
+        return {"messages": [HumanMessage(question)], "prompt": prompt or ""}
 
     # --- exit rule ---
 
@@ -230,9 +233,13 @@ class ReflexionAgent(abc.ABC, Generic[R]):
         """LangGraph super-steps one run may take: prepare, draft, 2 per step and finalize, with slack."""
         return 2 * self.max_steps + 6
 
-    async def execute(self, question: str, **inputs: Any) -> R:
-        """Run the loop for ``question`` and return the parsed final result (``finalize`` has logged it)."""
+    async def execute(self, question: str, prompt: str | None = None, **inputs: Any) -> R:
+        """Run the loop for ``question`` and return the parsed final result (``finalize`` has logged it).
+
+        ``prompt`` is the seed's ``execute(question, prompt)`` argument: it reaches the hooks as
+        ``state['prompt']`` (and the seed's responder factories as their ``prompt``).
+        """
         state = await self.graph.ainvoke(
-            self.initial_state(question, **inputs), config={"recursion_limit": self.recursion_limit()}
+            self.initial_state(question, prompt, **inputs), config={"recursion_limit": self.recursion_limit()}
         )
         return self.parse_final_result(state)

@@ -8,7 +8,6 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from rags_expert.kg import KGQueryReflexionAgent
-from rags_expert.llm import LLMCallError
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, write_clause_reason
-from rags_expert.kg import agent as agent_module
+from rags_expert.kg import execution as execution_module
 from rags_expert.settings import RagsExpertSettings
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
@@ -85,7 +85,7 @@ async def test_agent_write_attempt_becomes_a_reflection(falkordb):
 @needs_shared
 @session_loop
 async def test_agent_write_attempt_refused_by_database_when_precheck_bypassed(falkordb, monkeypatch):
-    monkeypatch.setattr(agent_module, "write_clause_reason", lambda query: None)
+    monkeypatch.setattr(execution_module, "write_clause_reason", lambda query: None)
     backend = falkordb.for_graph("gene_kg")
     before = await gene_fingerprint(backend)
     model = scripted(["MATCH (g:Gene) SET g.name = 'EVIL' RETURN g.name", GOOD], scores=[9])
