@@ -154,7 +154,11 @@ class PromptStore:
             raise PromptError(f"unknown prompt key {key!r}") from None
 
     def variables(self, key: str) -> set[str]:
-        return template_variables(self.get(key))
+        """The plain ``{name}`` fields of template ``key``; PromptError naming the key for any other field."""
+        try:
+            return template_variables(self.get(key))
+        except PromptError as exc:
+            raise PromptError(f"prompt {key!r}: {exc}") from None
 
     def render(self, key: str, **variables: object) -> str:
         """Fill a template. Values are inserted verbatim (braces in values are safe).
@@ -162,10 +166,7 @@ class PromptStore:
         Raises PromptError naming the key for any template fault, whatever the template holds.
         """
         template = self.get(key)
-        try:
-            needed = template_variables(template)
-        except PromptError as exc:
-            raise PromptError(f"prompt {key!r}: {exc}") from None
+        needed = self.variables(key)
         if missing := needed - variables.keys():
             raise PromptError(f"prompt {key!r}: no value for {', '.join(sorted(missing))}")
         try:

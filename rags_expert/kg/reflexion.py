@@ -58,6 +58,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from rags_expert.conversation import last_question
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
 from rags_expert.llm import LLMCallError
+from rags_expert.prompts import PromptError
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,9 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         except LLMCallError as exc:
             update = {"error": f"{node}: {exc}", "memory": [AIMessage(f"[{node} failed: {exc}]")]}
             log.error("reflexion %s failed: %s", node, exc)
+        except PromptError as exc:  # a host's template that cannot render: an honest failure, never an exception
+            update = {"error": f"{node}: PromptError: {exc}", "exit_reason": "prompt_error"}
+            log.error("reflexion %s: %s", node, exc)
         step = update.get("steps", state.get("steps", 0))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
         if update.get("error"):

@@ -198,3 +198,23 @@ async def test_model_failures_end_in_an_honest_answer(falkordb):
     out = await ask(graph, "m", Q1)
     assert out["messages"][-1].response_metadata["outcome"] == "success"
     assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage] * 3
+
+
+async def test_a_prompt_that_cannot_render_ends_in_an_honest_answer(falkordb):
+    """A template that slipped past validation (a subclass's own store) fails inside draft: the run ends with a
+    failure message naming the prompt problem, never an exception out of ainvoke, and the thread goes on."""
+    script = Script(queries={Q1: [GENES]}, scores={Q1: [9]})
+    flow = await expert(falkordb, script)
+    store = flow.agent.ctx.prompts
+    good = store._templates["kg_draft"]
+    store._templates["kg_draft"] = good + " {question.upper}"  # attribute access: str.format raises
+    graph = flow.get_compiled_graph()
+    out = await ask(graph, "p", Q1)
+    meta = out["messages"][-1].response_metadata
+    assert (meta["outcome"], meta["exit_reason"], meta["query"]) == ("failure", "prompt_error", None)
+    assert meta["error_class"] == "PromptError" and "kg_draft" in meta["error"]
+    assert script.prompts("DraftQuery") == []  # the broken prompt never reached the model
+
+    store._templates["kg_draft"] = good
+    out = await ask(graph, "p", Q1)
+    assert out["messages"][-1].response_metadata["outcome"] == "success"
