@@ -72,7 +72,7 @@ async def ask(args: argparse.Namespace) -> int:
 
 async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
     """Answer one question, streaming tokens to stdout and progress to stderr."""
-    from rags_expert.agent import RagsExpert
+    from rags_expert.rag import RagsExpert
 
     agent = await RagsExpert(settings).async_init()
     graph = agent.get_compiled_graph()

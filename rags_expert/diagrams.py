@@ -22,7 +22,8 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from rags_expert.agent import AgentFlow, RagsExpert
+from rags_expert.host import AgentFlow
+from rags_expert.rag import RagsExpert
 from rags_expert.testing import ScriptedChatModel
 
 REGENERATE = "python -m rags_expert.diagrams > docs/graphs.md"
@@ -93,9 +94,9 @@ class GraphDoc:
 
 GRAPHS: tuple[GraphDoc, ...] = (
     GraphDoc(
-        "RagsExpert (`rags_expert.agent:RagsExpert`)",
+        "RagsExpert (`rags_expert.rag:RagsExpert`)",
         "Corrective RAG: retrieve, grade the chunks, rephrase or answer, grade the answer, reflect, finalize. "
-        "Dotted edges are conditional (chosen by the routers in `rags_expert.graph`).",
+        "Dotted edges are conditional (chosen by the routers in `rags_expert.rag.graph`).",
         build_rags_expert,
     ),
     GraphDoc(

@@ -182,7 +182,7 @@ async def run_hotpotqa(
     progress: Callable[[QuestionResult], None] | None = None,
 ) -> EvalReport:
     """Ingest the split's corpus (idempotent), ask every question, score the answers."""
-    from rags_expert.agent import RagsExpert
+    from rags_expert.rag import RagsExpert
     from rags_expert.retrieval.ingest import Ingestor
     from rags_expert.retrieval.qdrant import KnowledgeBase
 

@@ -1,6 +1,6 @@
 """Shared grading, rephrasing and scoring over any LangChain chat model.
 
-Used by the RAG graph (:mod:`rags_expert.graph`) and by the KG-query reflexion
+Used by the RAG graph (:mod:`rags_expert.rag.graph`) and by the KG-query reflexion
 graph (:mod:`rags_expert.kg`): both import these functions, neither copies them.
 
 Every call is one model request (plus transport retries, see
@@ -287,7 +287,7 @@ async def grade_grounded(
 ) -> Verdict:
     """Is every claim of ``answer`` supported by ``documents``? (prompt ``grade_grounded``)
 
-    ``documents`` is the context as :func:`rags_expert.citations.format_context` frames it (already
+    ``documents`` is the context as :func:`rags_expert.rag.citations.format_context` frames it (already
     neutralised); ``answer`` is neutralised here.
     """
     messages = ctx.messages("grade_grounded", trusted=("documents",), documents=documents, answer=answer)

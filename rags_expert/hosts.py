@@ -3,7 +3,7 @@
 ```yaml
 agents:                      # or a bare list
   - name: docs-expert
-    class_path: rags_expert.agent:RagsExpert     # "module:Class" or "module.Class"
+    class_path: rags_expert.rag:RagsExpert       # "module:Class" or "module.Class"
     enabled: true
     settings:                # passed to the class as its settings
       retrieval: {top_k: 6}
@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from rags_expert.agent import AgentFlow
+from rags_expert.host import AgentFlow
 
 ENTRY_POINT_GROUP = "agentflow.agents"
 

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from rags_expert.agent import RagsExpert
+from rags_expert.rag import RagsExpert
 
 _BUILT: dict[str, Any] = {}
 _LOCKS: dict[str, asyncio.Lock] = {}

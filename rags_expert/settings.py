@@ -381,7 +381,7 @@ class RagsExpertSettings(BaseSettings):
         8, ge=0, le=100, description="Earlier messages of the thread shown to the condense step."
     )
     prompts: dict[str, str] = Field(
-        default_factory=dict, description="Prompt overrides by key (the file name under prompts/ without .txt)."
+        default_factory=dict, description="Prompt overrides by key (the file name under rags_expert/prompts/ without .txt)."
     )
     prompt_dir: Path | None = Field(
         None, description="A directory of <key>.txt files overriding the packaged prompts."

@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 from scripts import Script
 
 from rags_expert import RagsExpert
-from rags_expert.citations import (
+from rags_expert.rag.citations import (
     cited_numbers,
     cited_sources,
     clean_citations,

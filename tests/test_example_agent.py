@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 
-from rags_expert.agent import AgentFlow
+from rags_expert.host import AgentFlow
 from rags_expert.testing import ScriptedChatModel
 from conftest import KeywordRetriever
 from scripts import Script, between

@@ -16,9 +16,9 @@ from scripts import Script
 
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
 from rags_expert.grading import GradingContext
-from rags_expert.graph import build_graph
+from rags_expert.rag.graph import build_graph
 from rags_expert.llm import RetryPolicy
-from rags_expert.nodes import RagDeps
+from rags_expert.rag.nodes import RagDeps
 from rags_expert.testing import ScriptedChatModel
 
 BAD_FIELDS = [

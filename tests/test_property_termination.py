@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.citations import cited_numbers
+from rags_expert.rag.citations import cited_numbers
 from rags_expert.testing import ScriptedChatModel
 
 

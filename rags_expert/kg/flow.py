@@ -1,4 +1,4 @@
-"""The KG-query agent as an :class:`~rags_expert.agent.AgentFlow`, so hosts load it like RagsExpert.
+"""The KG-query agent as an :class:`~rags_expert.host.AgentFlow`, so hosts load it like RagsExpert.
 
 ```yaml
 - name: gene-kg
@@ -23,7 +23,7 @@ from typing import Any, Self
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from rags_expert.agent import AgentFlow
+from rags_expert.host import AgentFlow
 from rags_expert.kg.agent import KGQueryReflexionAgent
 from rags_expert.kg.backends import GraphBackend, backend_from_settings
 from rags_expert.kg.loader import load_sample_graph

@@ -24,8 +24,8 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from rags_expert.nodes import RagDeps, RagNodes
-from rags_expert.state import InputState, RagState
+from rags_expert.rag.nodes import RagDeps, RagNodes
+from rags_expert.rag.state import InputState, RagState
 
 
 def _generations_left(state: RagState) -> bool:

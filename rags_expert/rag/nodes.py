@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from rags_expert import grading
-from rags_expert.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
 from rags_expert.lessons import (
@@ -44,7 +44,7 @@ from rags_expert.lessons import (
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.settings import RagsExpertSettings
-from rags_expert.state import RagState
+from rags_expert.rag.state import RagState
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Prompt templates: packaged files under ``prompts/``, overridable by key.
+"""Prompt templates: the ``<key>.txt`` files of this package, overridable by key.
 
 Every prompt is a ``<key>.txt`` file using ``str.format`` placeholders
 (``{question}``); literal braces are doubled. The packaged templates define each
@@ -16,6 +16,7 @@ import re
 import string
 from collections.abc import Mapping
 from functools import cache
+from importlib import resources
 from pathlib import Path
 
 #: Variables an override may leave out (the prompt then simply goes without that context).
@@ -53,12 +54,8 @@ class PromptError(ValueError):
 
 
 def packaged_prompt_dir() -> Path:
-    """The directory of the packaged prompts (inside the wheel, or the repo's prompts/)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "prompts", here.parent / "prompts"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("packaged prompts/ directory not found next to rags_expert")
+    """The directory of the packaged prompts: this package, found through :mod:`importlib.resources`."""
+    return Path(str(resources.files(__name__)))
 
 
 @cache

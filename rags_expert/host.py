@@ -1,0 +1,80 @@
+"""The host contract: what every agent a host loads provides (:class:`AgentFlow`).
+
+An agent carries metadata a host shows (name, role, description, ...), builds its models and
+clients in ``await agent.async_init()`` and serves one compiled LangGraph graph per checkpointer
+(``get_compiled_graph``). Hosts load agents from a YAML list or discover them through the
+``agentflow.agents`` entry-point group (:mod:`rags_expert.hosts`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Self
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+
+class NotInitializedError(RuntimeError):
+    """``get_compiled_graph`` was called before ``await agent.async_init()``."""
+
+
+class AgentFlow(ABC):
+    """Base of every agent a host can load: metadata, settings, async init and a compiled graph."""
+
+    name: ClassVar[str] = "agent"
+    role: ClassVar[str] = ""
+    nickname: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    icon: ClassVar[str] = "agent"
+    categories: ClassVar[tuple[str, ...]] = ()
+    tag: ClassVar[str] = ""
+
+    def __init__(self, settings: Any = None) -> None:
+        self.settings = settings
+        self._graph: StateGraph | None = None
+        self._compiled: dict[int, CompiledStateGraph] = {}
+        self._default_checkpointer = InMemorySaver()
+
+    @abstractmethod
+    async def async_init(self) -> Self:
+        """Build models, clients and the graph; return ``self`` so hosts can chain it."""
+
+    @abstractmethod
+    def build_graph(self) -> StateGraph:
+        """The agent's (uncompiled) StateGraph; called once by the default ``async_init`` flow."""
+
+    def recursion_limit(self) -> int:
+        """The recursion limit compiled graphs run with (subclasses raise it above their own bound)."""
+        return 25
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What a host shows about the agent."""
+        return {
+            "name": self.name,
+            "role": self.role,
+            "nickname": self.nickname,
+            "description": self.description,
+            "icon": self.icon,
+            "categories": list(self.categories),
+            "tag": self.tag,
+        }
+
+    def get_compiled_graph(self, checkpointer: BaseCheckpointSaver | None | bool = None) -> CompiledStateGraph:
+        """The compiled graph, compiled once per checkpointer.
+
+        ``None`` uses the agent's own in-memory checkpointer (threads remember their
+        history); pass a saver to persist elsewhere, or ``False`` for none (e.g. when a
+        LangGraph server provides persistence).
+        """
+        if self._graph is None:
+            raise NotInitializedError(f"{type(self).__name__}: call 'await agent.async_init()' first")
+        saver = self._default_checkpointer if checkpointer is None else (checkpointer or None)
+        key = id(saver)
+        if key not in self._compiled:
+            compiled = self._graph.compile(checkpointer=saver, name=self.name)
+            self._compiled[key] = compiled.with_config(recursion_limit=self.recursion_limit())
+        return self._compiled[key]

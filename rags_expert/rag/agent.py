@@ -1,0 +1,123 @@
+"""The corrective-RAG agent (:class:`RagsExpert`), an :class:`~rags_expert.host.AgentFlow`.
+
+A host does::
+
+    agent = await RagsExpert().async_init()
+    graph = agent.get_compiled_graph()
+    out = await graph.ainvoke({"messages": [("user", "When was X built?")]},
+                              {"configurable": {"thread_id": "t1"}})
+
+``async_init`` validates prompt overrides and builds whatever the host did not
+pass (the chat model from settings, the default retriever). The agent holds only
+immutable dependencies; all per-request state lives in the graph state and the
+run's config, so one agent serves concurrent threads, and many event loops (a
+host may ``asyncio.run`` each request in its own worker thread): the chat model
+built here keeps one HTTP connection pool per loop (``llm.build_chat_model``). A
+``chat_model`` the host passes must be loop-safe in the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Self
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langgraph.graph import StateGraph
+
+from rags_expert.grading import GradingContext
+from rags_expert.host import AgentFlow
+from rags_expert.rag.graph import build_graph, max_node_steps
+from rags_expert.lessons import LessonMemory
+from rags_expert.llm import RetryPolicy, build_chat_model
+from rags_expert.rag.nodes import RagDeps
+from rags_expert.prompts import PromptStore
+from rags_expert.settings import RagsExpertSettings, coerce_settings
+
+
+class RetrieverNotConfiguredError(RuntimeError):
+    """No retriever was passed and none can be built from the settings."""
+
+
+class RagsExpert(AgentFlow):
+    """Corrective RAG: retrieve, grade, rephrase or answer with citations, grade the answer, finalize."""
+
+    name = "rags-expert"
+    role = "Knowledge-base expert"
+    nickname = "Rags"
+    description = (
+        "Answers questions from a knowledge base with cited, graded answers; rephrases the search when "
+        "nothing relevant is found and says honestly when the answer is not there."
+    )
+    icon = "rags_agent"
+    categories = ("rag", "documents", "qa")
+    tag = "rag"
+
+    def __init__(
+        self,
+        settings: RagsExpertSettings | dict[str, Any] | None = None,
+        *,
+        chat_model: BaseChatModel | None = None,
+        retriever: BaseRetriever | None = None,
+        lesson_memory: LessonMemory | None = None,
+    ) -> None:
+        super().__init__(coerce_settings(settings))
+        self.settings: RagsExpertSettings
+        self.chat_model = chat_model
+        self.retriever = retriever
+        self.lesson_memory = lesson_memory
+        self.prompts: PromptStore | None = None
+
+    async def async_init(self) -> Self:
+        """Validate prompt overrides, build the missing model / retriever / lesson memory, build the graph.
+
+        The blocking parts (file reads, model loading, opening the embedded database) run in a
+        worker thread, so a host's event loop is never blocked.
+        """
+        await asyncio.to_thread(self._init_sync)
+        return self
+
+    def _init_sync(self) -> None:
+        settings = self.settings
+        self.prompts = PromptStore(settings.prompts, settings.prompt_dir).validate()
+        if self.chat_model is None:
+            self.chat_model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
+        if self.retriever is None:
+            self.retriever = _default_retriever(settings)
+        if settings.lessons.enabled and self.lesson_memory is None:
+            self.lesson_memory = LessonMemory.from_settings(settings)
+        self._graph = self.build_graph()
+        self._compiled.clear()
+
+    def build_graph(self) -> StateGraph:
+        assert self.chat_model is not None and self.retriever is not None and self.prompts is not None
+        settings = self.settings
+        deps = RagDeps(
+            model=self.chat_model,
+            retriever=self.retriever,
+            settings=settings,
+            prompts=self.prompts,
+            grading=GradingContext.from_settings(settings, self.prompts),
+            answer_retry=RetryPolicy.from_settings(settings.llm, settings.secrets()),
+            lessons=self.lesson_memory if settings.lessons.enabled else None,
+        )
+        return build_graph(deps)
+
+    def recursion_limit(self) -> int:
+        return max_node_steps(self.settings.max_rephrases, self.settings.max_generations) + 5
+
+    def llm_call_bound(self, with_history: bool = True) -> int:
+        """Maximum LLM requests for one question; see :meth:`RagsExpertSettings.llm_call_bound`."""
+        return self.settings.llm_call_bound(with_history)
+
+
+def _default_retriever(settings: RagsExpertSettings) -> BaseRetriever:
+    """The retriever the settings describe (the Qdrant knowledge base by default)."""
+    try:
+        from rags_expert.retrieval.factory import build_retriever
+    except ImportError as exc:
+        raise RetrieverNotConfiguredError(
+            "no retriever is configured: pass retriever=... to RagsExpert "
+            f"(the built-in knowledge base is unavailable: {exc})"
+        ) from None
+    return build_retriever(settings)
