@@ -23,3 +23,14 @@ def run_cli(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> subproces
     """``python -m rags_expert.cli ARGS`` with text output captured."""
     return subprocess.run([sys.executable, "-m", "rags_expert.cli", *args], env=env, capture_output=True,
                           text=True, timeout=180, cwd=cwd)
+
+
+def ingest_docs(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` under ``root/docs``, ingest them through the CLI into ``root/data`` and return that data dir."""
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in files.items():
+        (docs / name).write_text(text)
+    done = run_cli(["ingest", str(docs), "-q"], cli_env(root / "data"))
+    assert done.returncode == 0, done.stderr
+    return root / "data"

@@ -407,3 +407,15 @@ def _as_reply(value: Reply | str | dict[str, Any], body: dict[str, Any]) -> Repl
             return text(json.dumps(value))
         return tool(name, value)
     return text(str(value))
+
+
+def castle_script(body: dict[str, Any]) -> Any:
+    """A capable model for the one-document "Castle Varen was built in 1412" knowledge base of the CLI tests."""
+    kind = request_kind(body)
+    if kind == "relevance":
+        return {"relevant": "1412" in tag_content(body, "chunk")}
+    if kind in ("grounded", "useful"):
+        return {kind: True}
+    if kind == "rephrase":
+        return {"query": "castle construction year"}
+    return "Castle Varen was built in 1412 [1]."

@@ -5,22 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from openai_server import OpenAIServer, request_kind, tag_content
+from openai_server import OpenAIServer, castle_script, request_kind
 
 from rags_expert.cli import main
 
 pytestmark = pytest.mark.integration
 
 
-def script(body):
-    kind = request_kind(body)
-    if kind == "relevance":
-        return {"relevant": "1412" in tag_content(body, "chunk")}
-    if kind in ("grounded", "useful"):
-        return {kind: True}
-    if kind == "rephrase":
-        return {"query": "castle construction year"}
-    return "Castle Varen was built in 1412 [1]."
+script = castle_script
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_run import cli_env, run_cli
-from openai_server import OpenAIServer, error, request_kind, tag_content
+from cli_run import cli_env, ingest_docs, run_cli
+from openai_server import OpenAIServer, castle_script, error, request_kind
 
 from rags_expert.kg.agent import KGQueryResult
 from rags_expert.kg.cli import exit_code as kg_exit_code
@@ -96,28 +96,16 @@ def test_unexpected_error_is_one_redacted_line_and_exit_2(tmp_path):
 # --- ask exit codes ---------------------------------------------------------------------------------
 
 
-def _script(body):
-    kind = request_kind(body)
-    if kind == "relevance":
-        return {"relevant": "1412" in tag_content(body, "chunk")}
-    if kind in ("grounded", "useful"):
-        return {kind: True}
-    if kind == "rephrase":
-        return {"query": "castle construction year"}
-    return "Castle Varen was built in 1412 [1]."
+_script = castle_script
 
 
 @pytest.fixture(scope="module")
 def kb_env(tmp_path_factory):
     """A data dir holding two documents, ingested through the CLI."""
-    root = tmp_path_factory.mktemp("cli_errors")
-    docs = root / "docs"
-    docs.mkdir()
-    (docs / "castle.md").write_text("# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n")
-    (docs / "cheese.md").write_text("# Cheese\n\nMura valley cheese is aged for nine months.\n")
-    done = run_cli(["ingest", str(docs), "-q"], cli_env(root / "data"))
-    assert done.returncode == 0, done.stderr
-    return root / "data"
+    return ingest_docs(tmp_path_factory.mktemp("cli_errors"), {
+        "castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n",
+        "cheese.md": "# Cheese\n\nMura valley cheese is aged for nine months.\n",
+    })
 
 
 @pytest.mark.integration

@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from cli_run import cli_env, run_cli
+from cli_run import cli_env, ingest_docs, run_cli
 
 from rags_expert.cli_support import env_secrets
 from rags_expert.llm import redact as llm_redact
@@ -163,13 +163,8 @@ def echo_server():
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory):
     """A data dir with a one-document knowledge base, ingested through the CLI."""
-    root = tmp_path_factory.mktemp("secrets_kb")
-    docs = root / "docs"
-    docs.mkdir()
-    (docs / "castle.md").write_text("# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n")
-    done = run_cli(["ingest", str(docs), "-q"], cli_env(root / "data"))
-    assert done.returncode == 0, done.stderr
-    return root / "data"
+    return ingest_docs(tmp_path_factory.mktemp("secrets_kb"),
+                       {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n"})
 
 
 @pytest.mark.parametrize("userinfo", [f"{USER}:{PASSWORD}@", ""], ids=["basic-in-url", "bearer-key"])
