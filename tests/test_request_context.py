@@ -4,7 +4,6 @@ the conversation as the only output."""
 
 from __future__ import annotations
 
-import pytest
 from conftest import KeywordRetriever
 from langchain_core.messages import HumanMessage
 from scripts import Script

@@ -27,11 +27,11 @@ from langgraph.graph import StateGraph
 
 from rags_expert.grading import GradingContext
 from rags_expert.host import AgentFlow
-from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.lessons import LessonMemory
 from rags_expert.llm import build_chat_model
-from rags_expert.rag.nodes import RagDeps
 from rags_expert.prompts import PromptStore
+from rags_expert.rag.graph import build_graph, max_node_steps
+from rags_expert.rag.nodes import RagDeps
 from rags_expert.settings import RagsExpertSettings, coerce_settings
 
 

@@ -26,7 +26,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from rags_expert import grading
-from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
 from rags_expert.lessons import (
@@ -38,7 +37,19 @@ from rags_expert.lessons import (
 )
 from rags_expert.llm import LLMCallError, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.options import InvalidRequestError, RequestContext, RequestOptions, read_request, scopes_nothing
+from rags_expert.rag.citations import (
+    chunk_id,
+    cited_numbers,
+    cited_sources,
+    format_context,
+)
+from rags_expert.rag.options import (
+    InvalidRequestError,
+    RequestContext,
+    RequestOptions,
+    read_request,
+    scopes_nothing,
+)
 from rags_expert.rag.state import RagState, new_count
 from rags_expert.settings import RagsExpertSettings
 
@@ -67,29 +78,13 @@ LESSON_SCOPE = "rag"
 
 
 def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
+    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
     return {
-        "question": "",
-        "query": "",
-        "queries": [],
-        "documents": [],
-        "relevant": [],
-        "graded": {},
-        "new_relevant": 0,
-        "answer": "",
-        "grounded": False,
-        "useful": False,
-        "feedback": "",
-        "partial_answer": "",
-        "partial_sources": [],
-        "rephrases": 0,
-        "generations": 0,
-        "max_rephrases": settings.max_rephrases,
-        "max_generations": settings.max_generations,
-        "error": "",
-        "failure_reason": "",
-        "search": {},
-        "lesson_scope": "",
-        "lessons": [],
+        "question": "", "query": "", "queries": [], "documents": [], "relevant": [], "graded": {},
+        "new_relevant": 0, "answer": "", "grounded": False, "useful": False, "feedback": "",
+        "partial_answer": "", "partial_sources": [], "rephrases": 0, "generations": 0,
+        "max_rephrases": settings.max_rephrases, "max_generations": settings.max_generations,
+        "error": "", "failure_reason": "", "search": {}, "lesson_scope": "", "lessons": [],
     }
 
 

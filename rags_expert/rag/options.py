@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 
 class RequestContext(TypedDict, total=False):
