@@ -28,7 +28,7 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from openai_server import OpenAIServer, request_kind, tag_content  # noqa: E402
 
 from rags_expert.grading import GradingContext  # noqa: E402
-from rags_expert.llm import RetryPolicy, build_chat_model  # noqa: E402
+from rags_expert.llm import build_chat_model  # noqa: E402
 from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
@@ -65,9 +65,7 @@ def make_nodes(base_url: str, concurrency: int) -> RagNodes:
         model=build_chat_model(settings.llm),
         retriever=_NoRetriever(),
         settings=settings,
-        prompts=prompts,
         grading=GradingContext.from_settings(settings, prompts),
-        answer_retry=RetryPolicy.from_settings(settings.llm),
     )
     return RagNodes(deps)
 

@@ -99,7 +99,7 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
         out = await graph.ainvoke({"messages": [HumanMessage("When was the Eiffel Tower built?")]},
                                   {"configurable": {"thread_id": "b"}})
         assert YEAR_LESSON in generate_prompts[-1]
-        assert out["llm_calls"] <= agent.llm_call_bound(with_history=False)
+        assert out["messages"][-1].response_metadata["llm_calls"] <= agent.llm_call_bound(with_history=False)
     finally:
         close_client(settings.retrieval)
 
@@ -113,4 +113,4 @@ async def test_disabled_memory_makes_no_reflection_call(tmp_path, castle_docs):
                                                    {"configurable": {"thread_id": "x"}})
     assert agent.lesson_memory is None
     assert all('{"lesson":' not in text for text, _ in model.calls)
-    assert out["llm_calls"] == len(model.calls)
+    assert out["messages"][-1].response_metadata["llm_calls"] == len(model.calls)

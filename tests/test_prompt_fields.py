@@ -17,7 +17,6 @@ from scripts import Script
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
 from rags_expert.grading import GradingContext
 from rags_expert.rag.graph import build_graph
-from rags_expert.llm import RetryPolicy
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.testing import ScriptedChatModel
 
@@ -83,8 +82,7 @@ def _graph(store: PromptStore, script: Script, docs, **settings):
     """The RAG graph over ``store`` as given (``RagsExpert.async_init`` would have refused it)."""
     s = RagsExpertSettings(llm={"max_retries": 0}, **settings)
     deps = RagDeps(model=ScriptedChatModel(responder=script), retriever=KeywordRetriever(docs=docs, calls=[]),
-                   settings=s, prompts=store, grading=GradingContext.from_settings(s, store),
-                   answer_retry=RetryPolicy.from_settings(s.llm, s.secrets()))
+                   settings=s, grading=GradingContext.from_settings(s, store))
     return build_graph(deps).compile()
 
 

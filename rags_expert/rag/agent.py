@@ -10,7 +10,7 @@ A host does::
 ``async_init`` validates prompt overrides and builds whatever the host did not
 pass (the chat model from settings, the default retriever). The agent holds only
 immutable dependencies; all per-request state lives in the graph state and the
-run's config, so one agent serves concurrent threads, and many event loops (a
+run's context or config (:mod:`rags_expert.rag.options`), so one agent serves concurrent threads, and many event loops (a
 host may ``asyncio.run`` each request in its own worker thread): the chat model
 built here keeps one HTTP connection pool per loop (``llm.build_chat_model``). A
 ``chat_model`` the host passes must be loop-safe in the same way.
@@ -27,11 +27,11 @@ from langgraph.graph import StateGraph
 
 from rags_expert.grading import GradingContext
 from rags_expert.host import AgentFlow
-from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.lessons import LessonMemory
-from rags_expert.llm import RetryPolicy, build_chat_model
-from rags_expert.rag.nodes import RagDeps
+from rags_expert.llm import build_chat_model
 from rags_expert.prompts import PromptStore
+from rags_expert.rag.graph import build_graph, max_node_steps
+from rags_expert.rag.nodes import RagDeps
 from rags_expert.settings import RagsExpertSettings, coerce_settings
 
 
@@ -96,9 +96,7 @@ class RagsExpert(AgentFlow):
             model=self.chat_model,
             retriever=self.retriever,
             settings=settings,
-            prompts=self.prompts,
             grading=GradingContext.from_settings(settings, self.prompts),
-            answer_retry=RetryPolicy.from_settings(settings.llm, settings.secrets()),
             lessons=self.lesson_memory if settings.lessons.enabled else None,
         )
         return build_graph(deps)

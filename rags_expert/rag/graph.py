@@ -25,7 +25,8 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.rag.nodes import RagDeps, RagNodes
-from rags_expert.rag.state import InputState, RagState
+from rags_expert.rag.options import RequestContext
+from rags_expert.rag.state import InputState, OutputState, RagState
 
 
 def _generations_left(state: RagState) -> bool:
@@ -94,9 +95,13 @@ def max_node_steps(max_rephrases: int, max_generations: int) -> int:
 
 
 def build_graph(deps: RagDeps) -> StateGraph:
-    """Wire the nodes and routers into an (uncompiled) StateGraph."""
+    """Wire the nodes and routers into an (uncompiled) StateGraph.
+
+    Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
+    come as the run's context (``RequestContext``) or in ``configurable``.
+    """
     nodes = RagNodes(deps)
-    builder = StateGraph(RagState, input_schema=InputState)
+    builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
     builder.add_node("prepare", nodes.prepare)
     builder.add_node("retrieve", nodes.retrieve)

@@ -4,7 +4,9 @@ Each node returns a partial state update. Nodes never raise: a model or retrieve
 fault that survives its retries is recorded in ``error`` and the routers send the
 run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
-state or the run's ``config``.
+state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
+and keeps them there. Each node returns the LLM calls it made; the ``llm_calls``
+reducer adds them up.
 """
 
 from __future__ import annotations
@@ -14,24 +16,16 @@ import datetime as dt
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from langgraph.runtime import Runtime
 
 from rags_expert import grading
-from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
 from rags_expert.lessons import (
@@ -41,85 +35,56 @@ from rags_expert.lessons import (
     recall_lessons,
     scope_key,
 )
-from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text, redact
+from rags_expert.llm import LLMCallError, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag.citations import (
+    chunk_id,
+    cited_numbers,
+    cited_sources,
+    format_context,
+)
+from rags_expert.rag.options import (
+    InvalidRequestError,
+    RequestContext,
+    RequestOptions,
+    read_request,
+    scopes_nothing,
+)
+from rags_expert.rag.state import RagState, new_count
 from rags_expert.settings import RagsExpertSettings
-from rags_expert.rag.state import RagState
 
 log = logging.getLogger(__name__)
 
-class RequestOptions(BaseModel):
-    """Per-request retrieval options read from ``config["configurable"]`` (unknown keys are ignored).
-
-    ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
-    counts with the configured value. A single tag or id may be given as a string. An absent
-    (``None``) ``library_tags`` / ``document_uids`` means no filter; an empty list means nothing
-    is in scope: no retriever is called and the run ends with the honest not-found answer.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    top_k: int | None = Field(None, ge=1)
-    library_tags: list[str] | None = None
-    document_uids: list[str] | None = None
-    search_policy: Literal["hybrid", "semantic", "strict"] | None = None
-    user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
-    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
-
-    @field_validator("library_tags", "document_uids", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @property
-    def scopes_nothing(self) -> bool:
-        """Whether the request scopes retrieval to nothing (an empty list of tags or documents)."""
-        return self.library_tags == [] or self.document_uids == []
-
-    def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
-        kwargs = self.model_dump(exclude_none=True, exclude={"user_id"})
-        kwargs["top_k"] = min(self.top_k or configured_top_k, configured_top_k)
-        return kwargs
-
-
 @dataclass(frozen=True)
 class RagDeps:
-    """What the nodes need; shared by all runs of one agent, never mutated."""
+    """What the nodes need; shared by all runs of one agent, never mutated.
+
+    Prompts and the retry policy live in ``grading`` only (the answer call uses them too).
+    """
 
     model: BaseChatModel
     retriever: BaseRetriever
     settings: RagsExpertSettings
-    prompts: PromptStore
     grading: grading.GradingContext
-    answer_retry: RetryPolicy
     lessons: LessonMemory | None = None
+
+    @property
+    def prompts(self) -> PromptStore:
+        """The agent's prompt templates (those of ``grading``)."""
+        return self.grading.prompts
 
 
 LESSON_SCOPE = "rag"
 
 
 def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
+    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
     return {
-        "question": "",
-        "query": "",
-        "queries": [],
-        "documents": [],
-        "relevant": [],
-        "graded": {},
-        "new_relevant": 0,
-        "answer": "",
-        "grounded": False,
-        "useful": False,
-        "feedback": "",
-        "partial_answer": "",
-        "partial_sources": [],
-        "rephrases": 0,
-        "generations": 0,
-        "max_rephrases": settings.max_rephrases,
-        "max_generations": settings.max_generations,
-        "error": "",
-        "failure_reason": "",
-        "lessons": [],
+        "question": "", "query": "", "queries": [], "documents": [], "relevant": [], "graded": {},
+        "new_relevant": 0, "answer": "", "grounded": False, "useful": False, "feedback": "",
+        "partial_answer": "", "partial_sources": [], "rephrases": 0, "generations": 0,
+        "max_rephrases": settings.max_rephrases, "max_generations": settings.max_generations,
+        "error": "", "failure_reason": "", "search": {}, "lesson_scope": "", "lessons": [],
     }
 
 
@@ -154,12 +119,10 @@ class RagNodes:
     def __init__(self, deps: RagDeps) -> None:
         self.deps = deps
 
-    def _lesson_scope(self, config: RunnableConfig) -> str | None:
-        """The lesson scope of this request (None when its options are invalid: retrieve reports that)."""
-        try:
-            request = RequestOptions.model_validate(config.get("configurable") or {})
-        except ValidationError:
-            return None
+    def _lesson_scope(self, request: RequestOptions) -> str:
+        """The lesson scope of this request ("" when the lesson memory is off)."""
+        if self.deps.lessons is None:
+            return ""
         settings = self.deps.settings
         tags = request.library_tags if request.library_tags is not None else settings.retrieval.library_tags
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
@@ -169,44 +132,48 @@ class RagNodes:
             return str(exc)
         return redact(f"{type(exc).__name__}: {exc}", self.deps.settings.secrets())[:500]
 
-    async def prepare(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Start a question: reset the working state, take the last user message, make a follow-up standalone."""
-        update = _per_question_reset(self.deps.settings) | {"llm_calls": 0}
+    async def prepare(
+        self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
+    ) -> dict[str, Any]:
+        """Start a question: reset the working state and the call count, validate the request's options
+        once, take the last user message, make a follow-up standalone, recall lessons."""
+        update = _per_question_reset(self.deps.settings) | {"llm_calls": new_count()}
         question, history = last_question(state.get("messages", []))
         if not question:
             return update | {"failure_reason": "empty_question"}
+        try:
+            request = read_request(runtime.context, config)
+        except InvalidRequestError as exc:
+            return update | {"question": question, "error": f"InvalidRequest: {exc}",
+                             "failure_reason": "invalid_request"}
+        update |= {"search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
+                   "lesson_scope": self._lesson_scope(request)}
         history = history_text(history, self.deps.settings.history_messages)
         if history and self.deps.settings.condense_followups:
-            update["llm_calls"] = 1
+            update["llm_calls"] = new_count(1)
             try:
                 question = await grading.condense_question(
                     self.deps.model, question, history, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
-        scope = self._lesson_scope(config) if self.deps.lessons is not None else None
-        lessons = await recall_lessons(self.deps.lessons, question, scope) if scope is not None else []
+        scope = update["lesson_scope"]
+        lessons = await recall_lessons(self.deps.lessons, question, scope) if scope else []
         return update | {"question": question, "query": question, "lessons": lessons}
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Fetch chunks for the current query, passing per-request filters from ``configurable``."""
-        try:
-            request = RequestOptions.model_validate(config.get("configurable") or {})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            detail = f"configurable.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-            return {"documents": [], "error": f"InvalidRequest: {detail}", "failure_reason": "invalid_request"}
-        options = request.retriever_kwargs(self.deps.settings.retrieval.top_k)
+        """Fetch chunks for the current query with the request's options (validated by ``prepare``)."""
+        options = state["search"]
         query = state["query"]
-        if request.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
-            return {"documents": [], "queries": [*state.get("queries", []), query],
-                    "max_rephrases": state.get("rephrases", 0)}
+        queries = [*state.get("queries", []), query]
+        if scopes_nothing(options):  # nothing in scope: no search, and no rephrasing can find more
+            return {"documents": [], "queries": queries, "max_rephrases": state.get("rephrases", 0)}
         try:
             docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
             log.error("retrieval failed: %s", self._error(exc))
             return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
-        return {"documents": list(docs)[: options["top_k"]], "queries": [*state.get("queries", []), query]}
+        return {"documents": list(docs)[: options["top_k"]], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Grade the new chunks concurrently (bounded); keep the relevant ones, never re-grade a chunk."""
@@ -225,7 +192,7 @@ class RagNodes:
                 )
 
         results = await asyncio.gather(*(grade(d) for d in fresh.values()), return_exceptions=True)
-        update: dict[str, Any] = {"llm_calls": state.get("llm_calls", 0) + len(fresh)}
+        update: dict[str, Any] = {"llm_calls": len(fresh)}
         relevant = list(state.get("relevant", []))
         added = 0
         for (cid, doc), result in zip(fresh.items(), results, strict=True):
@@ -240,7 +207,7 @@ class RagNodes:
 
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
-        update: dict[str, Any] = {"rephrases": state.get("rephrases", 0) + 1, "llm_calls": state["llm_calls"] + 1}
+        update: dict[str, Any] = {"rephrases": state.get("rephrases", 0) + 1, "llm_calls": 1}
         try:
             query = await grading.rephrase_query(
                 self.deps.model,
@@ -282,15 +249,12 @@ class RagNodes:
                 )
             ),
         ]
-        update: dict[str, Any] = {
-            "generations": state.get("generations", 0) + 1,
-            "llm_calls": state["llm_calls"] + 1,
-        }
+        update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
         try:
             reply = await call_model(
                 self.deps.model,
                 messages,
-                policy=self.deps.answer_retry,
+                policy=self.deps.grading.retry,
                 timeout=self.deps.settings.llm.timeout,
                 config=config,
             )
@@ -312,7 +276,7 @@ class RagNodes:
             emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
             return {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
         context = format_context(state["relevant"])
-        update: dict[str, Any] = {"llm_calls": state["llm_calls"] + 2}
+        update: dict[str, Any] = {"llm_calls": 2}
         grounded, useful = await asyncio.gather(
             grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
             grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
@@ -341,8 +305,8 @@ class RagNodes:
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory."""
-        scope = self._lesson_scope(config)
-        if self.deps.lessons is None or scope is None:
+        scope = state.get("lesson_scope", "")
+        if self.deps.lessons is None or not scope:
             return {}
         await learn_from_failure(
             self.deps.lessons,
@@ -355,7 +319,7 @@ class RagNodes:
             score=5.0 if state.get("grounded") else 0.0,
             config=config,
         )
-        return {"llm_calls": state["llm_calls"] + 1}
+        return {"llm_calls": 1}
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the graded answer with exactly the cited chunks as sources, and clear the working state."""

@@ -1,10 +1,13 @@
 """State of the corrective-RAG graph.
 
-The host only sends ``messages`` (:class:`InputState`). Everything else is the
+The host only sends ``messages`` (:class:`InputState`) and only gets the
+conversation back (:class:`OutputState`; the final message's ``response_metadata``
+carries the outcome, sources and LLM-call count). Everything else is the
 per-question working state, reset by ``prepare`` at the start of every question
 and cleared by the finalize nodes, so a thread is always ready for its next
 question. The retry caps are copied from settings into the state, so routing is a
-pure function of the state.
+pure function of the state. ``llm_calls`` has a reducer: each node returns the
+calls it made, and ``prepare`` starts a new count with :func:`new_count`.
 """
 
 from __future__ import annotations
@@ -16,8 +19,27 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 
+def count_calls(total: int, calls: int) -> int:
+    """Reducer of ``llm_calls``: add a node's calls; a :func:`new_count` write starts a new count.
+
+    The reset is a plain (negative) int, so it survives checkpoint serialisation unchanged.
+    """
+    return -1 - calls if calls < 0 else total + calls
+
+
+def new_count(calls: int = 0) -> int:
+    """The ``llm_calls`` write that starts a question's count at ``calls`` (used by ``prepare``)."""
+    return -1 - calls
+
+
 class InputState(TypedDict):
     """What a host sends: the conversation (the last human message is the question)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class OutputState(TypedDict):
+    """What a host gets back: the conversation, ending with the answer (outcome and sources in its metadata)."""
 
     messages: Annotated[list[AnyMessage], add_messages]
 
@@ -53,9 +75,13 @@ class RagState(InputState, total=False):
     generations: int
     max_rephrases: int
     max_generations: int
+    search: dict[str, Any]
+    """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
+    lesson_scope: str
+    """The lesson-memory scope of this request ("" when the lesson memory is off)."""
     lessons: list[str]
     """Lessons recalled for this question (advice from earlier failures), shown to ``generate``."""
-    llm_calls: int
+    llm_calls: Annotated[int, count_calls]
     """LLM requests made for this question (transport retries not counted)."""
     error: str
     """``ErrorClass: message`` (redacted) when a model or retriever failed for good."""

@@ -1,0 +1,105 @@
+"""Per-request options of the RAG graph, declared once and validated once per question.
+
+A host passes them either as the run's context (``graph.ainvoke(inputs, config, context={...})``,
+the LangGraph 1.x way, typed by :class:`RequestContext`, the graph's ``context_schema``) or, like
+Fred-style hosts, LangGraph Server clients and our CLI, in ``config["configurable"]``. ``prepare``
+reads them through :func:`read_request` and keeps the result in the state, so no retrieval round
+parses them again. An invalid option is reported, never raised: the run ends in the honest
+``invalid_request`` answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+
+class RequestContext(TypedDict, total=False):
+    """The graph's context schema: what a host may pass as ``context=`` (the keys of :class:`RequestOptions`).
+
+    A TypedDict, so LangGraph passes it through unchanged and an invalid value reaches
+    :func:`read_request` (an honest ``invalid_request`` answer) instead of failing the run's start.
+    """
+
+    top_k: int
+    library_tags: list[str] | str
+    document_uids: list[str] | str
+    search_policy: Literal["hybrid", "semantic", "strict"]
+    user_id: str
+
+
+class RequestOptions(BaseModel):
+    """Per-request retrieval options, validated (unknown keys, e.g. ``thread_id``, are ignored).
+
+    ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
+    counts with the configured value. A single tag or id may be given as a string. An absent
+    (``None``) ``library_tags`` / ``document_uids`` means no filter; an empty list means nothing
+    is in scope: no retriever is called and the run ends with the honest not-found answer.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    top_k: int | None = Field(None, ge=1)
+    library_tags: list[str] | None = None
+    document_uids: list[str] | None = None
+    search_policy: Literal["hybrid", "semantic", "strict"] | None = None
+    user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
+    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
+
+    @field_validator("library_tags", "document_uids", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def scopes_nothing(self) -> bool:
+        """Whether the request scopes retrieval to nothing (an empty list of tags or documents)."""
+        return scopes_nothing(self.model_dump())
+
+    def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
+        """The keyword arguments for the retriever, ``top_k`` capped at the configured value."""
+        kwargs = self.model_dump(exclude_none=True, exclude={"user_id"})
+        kwargs["top_k"] = min(self.top_k or configured_top_k, configured_top_k)
+        return kwargs
+
+
+def scopes_nothing(options: Mapping[str, Any]) -> bool:
+    """Whether options (a :class:`RequestOptions` dump or its retriever kwargs) scope retrieval to nothing."""
+    return options.get("library_tags") == [] or options.get("document_uids") == []
+
+
+class InvalidRequestError(ValueError):
+    """A per-request option failed validation; the message names the option (``context.top_k: ...``)."""
+
+
+def read_request(context: Any, config: RunnableConfig) -> RequestOptions:
+    """The validated options of this run: the runtime ``context`` when the host passed one, else ``configurable``.
+
+    Raises :class:`InvalidRequestError` naming the first invalid option.
+    """
+    if context is not None:
+        source, raw = "context", context if isinstance(context, dict) else _as_dict(context)
+    else:
+        source, raw = "configurable", dict(config.get("configurable") or {})
+    try:
+        return RequestOptions.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidRequestError(f"{source}.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def _as_dict(context: Any) -> dict[str, Any]:
+    """A context object (a RequestOptions, another pydantic model or a dataclass) as a plain dict."""
+    if isinstance(context, BaseModel):
+        return context.model_dump(exclude_none=True)
+    return {k: v for k, v in vars(context).items() if v is not None}
