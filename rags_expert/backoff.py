@@ -45,7 +45,7 @@ def last_failure(state: RetryCallState) -> Any:
     return outcome.exception() if outcome.failed else outcome.result()
 
 
-class wait_backoff(wait_base):  # noqa: N801 - tenacity's naming for wait strategies
+class wait_backoff(wait_base):  # tenacity names its wait strategies in lower case
     """Wait before retry n: ``base * 2**(n-1)``, capped at ``cap``, times a jitter in [0.5, 1]
     (when ``jitter``); a longer ``Retry-After`` from the server wins, itself capped at ``cap``."""
 
