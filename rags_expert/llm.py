@@ -3,8 +3,9 @@
 * :func:`build_chat_model` makes a ``ChatOpenAI`` for any OpenAI-compatible endpoint,
   safe to use from any number of event loops (:class:`LoopLocalAsyncClient`).
 * :func:`call_model` runs one request with a timeout and retries transient faults
-  (rate limits, 5xx, timeouts, connection errors) with capped exponential backoff
-  and jitter. When retries run out it raises :class:`LLMCallError`, whose text
+  (rate limits, 5xx, timeouts, connection errors) with :mod:`tenacity` and the shared
+  :class:`rags_expert.backoff.wait_backoff` (Retry-After, else capped exponential backoff
+  and jitter). When retries run out it raises :class:`LLMCallError`, whose text
   names the error class and never contains a secret.
 * :func:`redact` (re-exported from :mod:`rags_expert.redaction`) scrubs secrets from any text.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 import re
 import threading
 from collections.abc import Sequence
@@ -25,6 +25,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
 from rags_expert.redaction import redact
 from rags_expert.settings import LLMSettings
 
@@ -97,24 +100,6 @@ def error_class_name(exc: BaseException) -> str:
     return cls.__name__
 
 
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The wait a failed response asks for (``Retry-After-Ms`` / ``Retry-After`` in seconds), if any."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except (TypeError, ValueError):
-            continue  # an HTTP-date: fall back to our own backoff
-        if seconds >= 0:
-            return seconds
-    return None
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """How :func:`call_model` retries transient faults."""
@@ -128,9 +113,23 @@ class RetryPolicy:
     def from_settings(cls, llm: LLMSettings, secrets: Sequence[str] = ()) -> RetryPolicy:
         return cls(llm.max_retries, llm.retry_base_delay, llm.retry_max_delay, tuple(secrets))
 
-    def delay(self, attempt: int) -> float:
-        """Backoff before retry number ``attempt`` (1-based): exponential, capped, with jitter."""
-        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    def retrying(self) -> AsyncRetrying:
+        """The tenacity loop for one call: transient faults only, ``max_retries`` retries, shared backoff."""
+        return AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_backoff(self.base_delay, self.max_delay),
+            retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and is_transient(exc)),
+            before_sleep=_log_retry,
+            sleep=asyncio.sleep,
+            reraise=True,
+        )
+
+
+def _log_retry(state: RetryCallState) -> None:
+    """One warning per retry, naming the SDK's error class and the wait."""
+    name = error_class_name(last_failure(state))
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.warning("LLM call failed with %s (attempt %d), retrying in %.2fs", name, state.attempt_number, wait)
 
 
 async def call_model(
@@ -142,26 +141,21 @@ async def call_model(
     config: RunnableConfig | None = None,
 ) -> Any:
     """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good."""
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            coro = runnable.ainvoke(messages, config=config)
-            return await (asyncio.wait_for(coro, timeout) if timeout else coro)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every model fault is classified here
-            name = error_class_name(exc)
-            text = redact(str(exc) or name, policy.secrets)[:500]
-            if is_transient(exc) and attempt <= policy.max_retries:
-                wait = policy.delay(attempt)
-                if (hint := retry_after_seconds(exc)) is not None:  # the server knows best (429/503)
-                    wait = max(wait, min(hint, policy.max_delay))
-                log.warning("LLM call failed with %s (attempt %d), retrying in %.2fs", name, attempt, wait)
-                await asyncio.sleep(wait)
-                continue
-            log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempt, text)
-            raise LLMCallError(name, text, attempt) from None
+    retrying = policy.retrying()
+    try:
+        async for attempt in retrying:
+            with attempt:
+                coro = runnable.ainvoke(messages, config=config)
+                return await (asyncio.wait_for(coro, timeout) if timeout else coro)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every model fault is classified here
+        name = error_class_name(exc)
+        text = redact(str(exc) or name, policy.secrets)[:500]
+        attempts = retrying.statistics.get("attempt_number", 1)
+        log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
+        raise LLMCallError(name, text, attempts) from None
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def message_text(message: Any) -> str:

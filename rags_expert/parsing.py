@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+import json_repair
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
@@ -24,13 +25,10 @@ _FIELD_LABEL = re.compile(
 )
 
 
-def _outside_strings(
-    text: str, *, top_level_strings: bool, state: dict[str, bool] | None = None
-) -> Iterator[tuple[int, str]]:
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
     """``(index, char)`` of every character outside JSON strings.
 
-    Quotes open a string only inside brackets unless ``top_level_strings`` (prose around JSON may
-    hold stray quotes). ``state["in_string"]`` tells afterwards whether the text ended inside one.
+    Quotes open a string only inside brackets: prose around JSON may hold stray quotes.
     """
     depth, in_str, esc = 0, False, False
     for i, ch in enumerate(text):
@@ -42,7 +40,7 @@ def _outside_strings(
             elif ch == '"':
                 in_str = False
             continue
-        if ch == '"' and (depth > 0 or top_level_strings):
+        if ch == '"' and depth > 0:
             in_str = True
             continue
         if ch in "{[":
@@ -50,14 +48,12 @@ def _outside_strings(
         elif ch in "}]" and depth > 0:
             depth -= 1
         yield i, ch
-    if state is not None:
-        state["in_string"] = in_str
 
 
 def _balanced_objects(text: str) -> list[str]:
     """Top-level ``{...}`` substrings, respecting strings and nesting."""
     out, depth, start = [], 0, -1
-    for i, ch in _outside_strings(text, top_level_strings=False):
+    for i, ch in _outside_strings(text):
         if ch == "{":
             if depth == 0:
                 start = i
@@ -69,28 +65,6 @@ def _balanced_objects(text: str) -> list[str]:
     return out
 
 
-def _close(text: str) -> str:
-    """``text`` with an open string and open ``{``/``[`` closed, trailing ``,``/``:`` dropped."""
-    stack: list[str] = []
-    state: dict[str, bool] = {}
-    for _, ch in _outside_strings(text, top_level_strings=True, state=state):
-        if ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    body = text + '"' if state["in_string"] else text.rstrip().rstrip(",:").rstrip()
-    return body + "".join(reversed(stack))
-
-
-def _truncated_object(text: str) -> list[str]:
-    """Closings of a JSON object cut off mid-way (a reply that hit its token cap), longest first."""
-    body = text.strip()
-    if not body.startswith("{") or _balanced_objects(body):
-        return []
-    cuts = [body] + [body[:i] for i in [i for i, ch in enumerate(body) if ch == ","][::-1][:5]]
-    return [_close(cut) for cut in cuts]
-
-
 def extract_json_object(text: Any) -> dict[str, Any] | None:
     """The first JSON object in ``text``: the text itself, a fenced block, embedded in prose, or cut off
     at the token cap (closed: ``{"relevant": false`` reads as ``{"relevant": false}``)."""
@@ -98,19 +72,32 @@ def extract_json_object(text: Any) -> dict[str, Any] | None:
         return text
     if not isinstance(text, str) or not text.strip():
         return None
-    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
-    candidates += _balanced_objects(text)
-    candidates += _truncated_object(text)
+    fenced = [m.strip() for m in _FENCE.findall(text)]
+    objects = _balanced_objects(text)
+    candidates = [text.strip(), *fenced, *objects]
     for cand in candidates:
         try:
             value = json.loads(cand)
         except (ValueError, TypeError):
-            # single quotes / trailing commas from sloppy models
-            fixed = re.sub(r",\s*([}\]])", r"\1", cand.replace("'", '"'))
-            try:
-                value = json.loads(fixed)
-            except (ValueError, TypeError):
-                continue
+            continue
+        if isinstance(value, dict):
+            return value
+    truncated = [text.strip()] if text.strip().startswith("{") and not objects else []
+    return _repaired_object([*fenced, *objects, *truncated])
+
+
+def _repaired_object(candidates: list[str]) -> dict[str, Any] | None:
+    """The first candidate :mod:`json_repair` turns into an object: single quotes, trailing commas,
+    or a reply cut off at the token cap (``{"relevant": false`` reads as ``{"relevant": false}``).
+
+    Only JSON-shaped candidates are repaired (fenced blocks, balanced ``{...}``, a reply that starts
+    with ``{``): repairing free prose would invent objects out of words.
+    """
+    for cand in candidates:
+        try:
+            value = json_repair.loads(cand)
+        except (ValueError, RecursionError):  # never raise: the caller applies its default
+            continue
         if isinstance(value, dict):
             return value
     return None

@@ -29,7 +29,9 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
+from tenacity import RetryCallState, Retrying, stop_after_attempt
 
+from rags_expert.backoff import last_failure, wait_backoff
 from rags_expert.llm import redact
 from rags_expert.settings import RetrievalSettings
 
@@ -55,6 +57,39 @@ def _missing_field(resp: requests.Response) -> str | None:
         if isinstance(loc, list) and loc and item.get("type", "missing") in ("missing", "value_error.missing"):
             return str(loc[-1])
     return None
+
+
+def _problem(failure: Any) -> str:
+    """How a failed attempt reads in logs and errors: the exception class, or ``HTTP <status>``."""
+    if isinstance(failure, BaseException):
+        return type(failure).__name__
+    return f"HTTP {failure.status_code}"
+
+
+class _RetryableOutcome:
+    """tenacity ``retry=`` predicate of one request: connection errors, timeouts, 429 and 5xx,
+    except a 500 whose body repeats the previous attempt's (deterministic: retrying cannot help)."""
+
+    def __init__(self) -> None:
+        self.previous_500: str | None = None
+
+    def __call__(self, state: RetryCallState) -> bool:
+        failure = last_failure(state)
+        if isinstance(failure, BaseException):
+            self.previous_500 = None
+            return isinstance(failure, (requests.ConnectionError, requests.Timeout))
+        if failure.status_code < 500 and failure.status_code != 429:
+            return False
+        repeated = failure.status_code == 500 and failure.text == self.previous_500
+        self.previous_500 = failure.text if failure.status_code == 500 else None
+        return not repeated
+
+
+def _log_retry(state: RetryCallState) -> None:
+    """One warning per retry: what failed, the attempt, the wait."""
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.warning("knowledge-flow %s (attempt %d), retrying in %.2fs",
+                _problem(last_failure(state)), state.attempt_number, wait)
 
 
 def v1_body(question: str, top_k: int, tags: list[str] | None) -> dict[str, Any]:
@@ -144,33 +179,33 @@ class KnowledgeFlowClient:
         return redact(self.url, self._secrets())
 
     def _post(self, body: dict[str, Any]) -> tuple[requests.Response, int]:
-        """POST with retries on connection errors, timeouts, 429 and 5xx (exponential backoff).
+        """POST with retries on connection errors, timeouts, 429 and 5xx (the shared backoff).
 
         Returns the last response and the number of attempts. A 500 whose body repeats the previous
-        attempt's is deterministic (a bad tag id, say) and is not retried again.
+        attempt's is deterministic (a bad tag id, say) and is not retried again. The waits double
+        from ``kf_retry_base_delay`` (a server's Retry-After wins), capped at ``kf_timeout``.
         """
         s = self.settings
-        previous_500: str | None = None
-        for attempt in range(1, s.kf_max_retries + 2):
-            try:
-                resp = requests.post(self.url, json=body, headers=self._headers(), timeout=s.kf_timeout)
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                problem, previous_500 = type(exc).__name__, None
-                if attempt > s.kf_max_retries:
-                    raise KnowledgeFlowError(
-                        f"knowledge-flow {self._where()} failed after {attempt} attempts: {problem}"
-                    ) from None
-            else:
-                if resp.status_code < 500 and resp.status_code != 429:
-                    return resp, attempt
-                if attempt > s.kf_max_retries or (resp.status_code == 500 and resp.text == previous_500):
-                    return resp, attempt
-                problem = f"HTTP {resp.status_code}"
-                previous_500 = resp.text if resp.status_code == 500 else None
-            delay = s.kf_retry_base_delay * (2 ** (attempt - 1))
-            log.warning("knowledge-flow %s (attempt %d), retrying in %.2fs", problem, attempt, delay)
-            time.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        retrying = Retrying(
+            stop=stop_after_attempt(s.kf_max_retries + 1),
+            wait=wait_backoff(s.kf_retry_base_delay, s.kf_timeout, jitter=False),
+            retry=_RetryableOutcome(),
+            before_sleep=_log_retry,
+            retry_error_callback=self._gave_up,
+            sleep=time.sleep,
+        )
+        resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.kf_timeout)
+        return resp, retrying.statistics.get("attempt_number", 1)
+
+    def _gave_up(self, state: RetryCallState) -> requests.Response:
+        """The last response once retries run out, or the error when the last attempt did not connect."""
+        outcome = state.outcome
+        if outcome is not None and outcome.failed:
+            raise KnowledgeFlowError(
+                f"knowledge-flow {self._where()} failed after {state.attempt_number} attempts: "
+                f"{_problem(outcome.exception())}"
+            ) from None
+        return outcome.result() if outcome is not None else None
 
     def _http_error(self, resp: requests.Response, attempts: int, tags: list[str] | None) -> KnowledgeFlowError:
         """The error for a refused request: status, the (truncated, redacted) body, and a hint on tag ids."""

@@ -52,6 +52,8 @@ class FakeKnowledgeFlow:
                     return self._send(int(fault), {"detail": "boom"})
                 if fault == "429":
                     return self._send(429, {"detail": "slow down"})
+                if fault == "429-retry-after":
+                    return self._send(429, {"detail": "slow down"}, {"Retry-After": "0.3"})
                 if fault == "403":
                     return self._send(403, {"detail": "forbidden"})
                 if fault == "slow":
@@ -70,9 +72,11 @@ class FakeKnowledgeFlow:
                 hit = V1_HIT if owner.generation == "v1" else V2_HIT
                 return self._send(200, [hit, {**hit, "uid": "doc-9", "content": "Other.", "score": 0.5}])
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, headers=None):
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -156,6 +160,22 @@ def test_rate_limits_are_retried(server):
     server.faults = ["429", "429"]
     r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3)
     assert len(r.invoke("q")) == 2 and len(server.requests) == 3
+
+
+def test_rate_limit_waits_for_the_servers_retry_after(server):
+    server.faults = ["429-retry-after"]
+    r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3)
+    started = time.monotonic()
+    assert len(r.invoke("q")) == 2 and len(server.requests) == 2
+    assert time.monotonic() - started >= 0.3  # the server's Retry-After, not our 10 ms backoff
+
+
+def test_a_retry_after_longer_than_the_timeout_is_capped_at_it(server):
+    server.faults = ["429-retry-after"]
+    r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3, kf_timeout=0.1)
+    started = time.monotonic()
+    assert len(r.invoke("q")) == 2
+    assert time.monotonic() - started < 0.3
 
 
 def test_gives_up_after_the_retry_budget(server):

@@ -1,0 +1,119 @@
+"""The ``ask`` subcommand of ``rags-expert``: one question through the corrective-RAG agent.
+
+``rags-expert ask "question"`` streams the answer's tokens as they are generated,
+notes on stderr when a draft is rejected and regenerated, then prints the
+sources. Settings come from ``RAGS_EXPERT_*`` environment variables; the flags
+below override the common ones.
+
+Exit codes: 0 answered; 1 an honest "not found" (no grounded answer in the
+knowledge base); 2 an error (invalid settings or flags, a model or retriever
+fault, an invalid request); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rags_expert.cli_support import args_settings, setting_type
+
+if TYPE_CHECKING:
+    from rags_expert.settings import RagsExpertSettings
+
+PROGRESS = {
+    "prepare": "reading the question",
+    "retrieve": "searching the knowledge base",
+    "grade_documents": "grading the chunks",
+    "rephrase_query": "rephrasing the search",
+    "generate": "writing the answer",
+    "grade_generation": "checking the answer",
+}
+NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
+"""Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
+ASK_FLAGS = {"model": "llm.model", "base_url": "llm.base_url", "top_k": "retrieval.top_k",
+             "collection": "retrieval.collection"}
+"""Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
+
+
+def exit_code(metadata: dict[str, Any]) -> int:
+    """0 for an answer, 1 for an honest not-found, 2 when the run failed on an error."""
+    if metadata.get("outcome") == "success":
+        return 0
+    if metadata.get("error") or metadata.get("reason") not in NOT_FOUND_REASONS:
+        return 2
+    return 1
+
+
+async def ask(args: argparse.Namespace) -> int:
+    """Answer one question (on a local model started for the call with ``--local``)."""
+    from rags_expert.local_llm import maybe_local
+
+    if args.local and not args.quiet and not args.json:
+        print("[starting the local model]", file=sys.stderr, flush=True)
+    async with maybe_local(args_settings(args), args.local) as settings:
+        return await answer(args, settings)
+
+
+async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
+    """Answer one question, streaming tokens to stdout and progress to stderr."""
+    from rags_expert.rag import RagsExpert
+
+    agent = await RagsExpert(settings).async_init()
+    graph = agent.get_compiled_graph()
+    config: dict[str, Any] = {"configurable": {"thread_id": args.thread}}
+    if args.tags:
+        config["configurable"]["library_tags"] = [t for t in args.tags.split(",") if t]
+    final = None
+    streamed = False
+    async for mode, chunk in graph.astream(
+        {"messages": [("user", args.question)]}, config, stream_mode=["messages", "updates"]
+    ):
+        if mode == "messages":
+            message, meta = chunk
+            if meta.get("langgraph_node") == "generate" and not args.json and message.content:
+                print(message.content, end="", flush=True)
+                streamed = True
+            continue
+        for node, update in chunk.items():
+            if not args.json and not args.quiet and node in PROGRESS:
+                print(f"[{PROGRESS[node]}]", file=sys.stderr, flush=True)
+            if node == "grade_generation" and update and update.get("feedback") and not args.json:
+                print(f"\n[draft rejected: {update['feedback']}]", file=sys.stderr, flush=True)
+            if node.startswith("finalize_") and update:
+                final = update["messages"][-1]
+    if final is None:
+        print("error: the run ended without an answer", file=sys.stderr)
+        return 2
+    meta = final.response_metadata
+    if args.json:
+        print(json.dumps({"answer": final.content, **meta}, indent=2, default=str))
+    else:
+        if meta["outcome"] != "success" or not streamed:
+            print(("\n" if streamed else "") + final.content)
+        else:
+            print()
+        for src in meta["sources"]:
+            where = src.get("source") or ""
+            page = f", p. {src['page']}" if src.get("page") is not None else ""
+            print(f"[{src['n']}] {src.get('title') or where}{page} ({where})")
+    return exit_code(meta)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``ask`` subcommand to the top-level CLI."""
+    p = subparsers.add_parser("ask", help="answer a question from the knowledge base")
+    p.add_argument("question")
+    p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
+    p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")
+    p.add_argument("--collection", type=setting_type("retrieval.collection"), help="knowledge-base collection")
+    p.add_argument("--tags", help="comma-separated library tags to filter on")
+    p.add_argument("--thread", default="cli", help="conversation thread id")
+    p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--local", action="store_true",
+                   help="answer offline with a local model server started for this call (needs the 'local' extra)")
+    p.set_defaults(func=lambda a: asyncio.run(ask(a)), settings_flags=ASK_FLAGS)
