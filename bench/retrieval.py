@@ -40,7 +40,7 @@ from rags_expert.retrieval import sparse  # noqa: E402
 from rags_expert.retrieval.embeddings import build_embeddings  # noqa: E402
 from rags_expert.retrieval.ingest import Ingestor  # noqa: E402
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, build_filter, close_client  # noqa: E402
-from rags_expert.settings import RetrievalSettings  # noqa: E402
+from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "hotpotqa"
 KS = (2, 5, 10)
@@ -74,17 +74,18 @@ def evaluate(ranked: list[list[str]], questions: list[dict]) -> dict[str, float]
     return {**{k: v / n for k, v in out.items()}, "MRR": mrr / n}
 
 
-def ingest_split(tmp: Path, split: str, provider: str, **over) -> tuple[RetrievalSettings, KnowledgeBase, float, int]:
+def ingest_split(tmp: Path, split: str, provider: str) -> tuple[KnowledgeBaseSettings, KnowledgeBase, float, int]:
     """Ingest a split's paragraphs through the JSONL path; returns settings, kb, chunks/s, chunks."""
     _, paragraphs = load_split(split)
     f = tmp / f"hotpot-{split}.jsonl"
     with f.open("w") as fh:
         for title, text in paragraphs.items():
             fh.write(json.dumps({"title": title, "content": text}) + "\n")
-    s = RetrievalSettings(**{"data_dir": tmp / f"data-{provider}-{uuid.uuid4().hex[:6]}", "collection": f"hotpot_{split}",
-                             "embedding_provider": provider, "chunk_size": 10000, "chunk_overlap": 0, **over})
+    s = KnowledgeBaseSettings(
+        store={"data_dir": tmp / f"data-{provider}-{uuid.uuid4().hex[:6]}", "collection": f"hotpot_{split}"},
+        embeddings={"provider": provider}, ingestion={"chunk_size": 10000, "chunk_overlap": 0})
     kb = KnowledgeBase(s)
-    build_embeddings(s).embed_query("warm-up")  # model load is not ingestion throughput
+    build_embeddings(s.embeddings).embed_query("warm-up")  # model load is not ingestion throughput
     report = Ingestor(kb).run([f])
     assert report.chunks_total == len(paragraphs), "one chunk per paragraph expected"
     return s, kb, report.chunks_per_second, report.chunks_total
@@ -97,22 +98,25 @@ def ranked_titles(kb: KnowledgeBase, questions: list[dict], mode: str, dense_qs:
             for q, dq in zip(questions, dense_qs)]
 
 
-def fusion_label(s: RetrievalSettings) -> str:
+def fusion_label(settings: KnowledgeBaseSettings) -> str:
     """Short name of a fusion configuration."""
+    s = settings.retrieval
     if s.fusion == "dbsf":
         return f"dbsf pf{s.prefetch_factor}"
     return f"rrf k{s.rrf_k} {s.dense_weight:g}:{s.sparse_weight:g} pf{s.prefetch_factor}"
 
 
-def tune_grid(base: RetrievalSettings) -> list[RetrievalSettings]:
+def tune_grid(base: KnowledgeBaseSettings) -> list[KnowledgeBaseSettings]:
     """The fusion settings tried by --tune."""
+    def with_fusion(**update) -> KnowledgeBaseSettings:
+        return base.model_copy(update={"retrieval": base.retrieval.model_copy(update=update)})
+
     grid = []
     for pf in PREFETCH:
-        grid.append(base.model_copy(update={"fusion": "dbsf", "prefetch_factor": pf}))
+        grid.append(with_fusion(fusion="dbsf", prefetch_factor=pf))
         for rk in RRF_KS:
             for dw, sw in WEIGHTS:
-                grid.append(base.model_copy(update={"fusion": "rrf", "prefetch_factor": pf, "rrf_k": rk,
-                                                    "dense_weight": dw, "sparse_weight": sw}))
+                grid.append(with_fusion(fusion="rrf", prefetch_factor=pf, rrf_k=rk, dense_weight=dw, sparse_weight=sw))
     return grid
 
 
@@ -140,7 +144,7 @@ def run_quality(models_: list[str], tmp: Path, tune: bool) -> tuple[list[dict], 
                     tune_rows.append({"model": name, "fusion": fusion_label(cand), **m,
                                       "R@5 / best single": m["R@5"] / best if best else float("nan")})
                 kb.settings = s
-            close_client(s)
+            close_client(s.store)
     tune_rows.sort(key=lambda r: (r["model"], -r["R@5"], -r["MRR"]))
     return rows, ingest_rows, tune_rows
 
@@ -183,7 +187,7 @@ def run_latency(sizes: list[int], engines: list[str], local_max: int, tmp: Path,
         for engine in engines:
             if engine == "local" and n > local_max:
                 continue
-            s = RetrievalSettings(data_dir=tmp / f"lat-{engine}-{n}", collection="lat", engine=engine)
+            s = KnowledgeBaseSettings(store={"data_dir": tmp / f"lat-{engine}-{n}", "collection": "lat", "engine": engine})
             kb = KnowledgeBase(s)
             kb.create(384, "synthetic")
             t0 = time.perf_counter()
@@ -208,7 +212,7 @@ def run_latency(sizes: list[int], engines: list[str], local_max: int, tmp: Path,
                 row[f"{mode} p95"] = ts[min(len(ts) - 1, int(0.95 * len(ts)))]
             print(f"  latency {row['engine']} at {n}: hybrid p50 {row['hybrid p50']:.1f} ms", flush=True)
         for kb in kbs.values():
-            close_client(kb.settings)
+            close_client(kb.settings.store)
     return rows
 
 

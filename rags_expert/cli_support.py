@@ -24,7 +24,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
 from rags_expert.redaction import install_log_redaction, redact, url_secrets
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, AgentSettings, KGExpertSettings, RagsExpertSettings
+
+AGENT_SETTINGS: tuple[type[AgentSettings], ...] = (RagsExpertSettings, KGExpertSettings)
+"""The per-agent settings models a flag or an environment variable may belong to."""
 
 SETTINGS_ERRORS = (ValidationError, SettingsError)
 
@@ -40,7 +43,8 @@ class OneLineParser(argparse.ArgumentParser):
 def setting_type(path: str) -> Callable[[str], Any]:
     """An argparse ``type`` checking a flag's value against the setting at ``path`` (``section.field``)."""
     section, name = path.split(".")
-    info = RagsExpertSettings.model_fields[section].annotation.model_fields[name]
+    model = next(m for m in AGENT_SETTINGS if section in m.model_fields)
+    info = model.model_fields[section].annotation.model_fields[name]
     adapter = TypeAdapter(Annotated[info.annotation, info])
 
     def parse(text: str) -> Any:
@@ -75,11 +79,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return out
 
 
-def settings_from_args(args: argparse.Namespace, base: RagsExpertSettings | None = None) -> RagsExpertSettings:
-    """``base`` (default: the environment's settings) with the command line's overrides, validated."""
+def settings_from_args(args: argparse.Namespace, base: AgentSettings | None = None) -> AgentSettings:
+    """``base`` (default: the environment's settings of the subcommand's agent, ``set_defaults(settings_class=
+    ...)``, else the RAG agent's) with the command line's overrides, validated."""
     overrides = _overrides(args)
     if base is None:
-        return RagsExpertSettings(**overrides)
+        return getattr(args, "settings_class", RagsExpertSettings)(**overrides)
     if not overrides:
         return base
     data = base.model_dump()
@@ -88,7 +93,7 @@ def settings_from_args(args: argparse.Namespace, base: RagsExpertSettings | None
     return type(base).model_validate(data)
 
 
-def args_settings(args: argparse.Namespace) -> RagsExpertSettings:
+def args_settings(args: argparse.Namespace) -> AgentSettings:
     """The settings ``main`` built for this command (built here when a caller skipped ``main``)."""
     settings = getattr(args, "settings", None)
     if settings is None:
@@ -115,15 +120,21 @@ def describe_settings_error(exc: Exception, flags: dict[str, str] | None = None)
 
 
 def _field_annotation(path: list[str]) -> Any:
-    """The annotation of the setting at ``path`` (e.g. ``["retrieval", "library_tags"]``), None if unknown."""
-    model: Any = RagsExpertSettings
-    annotation = None
-    for part in path:
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            return None
-        annotation = model = fields[part].annotation
-    return annotation
+    """The annotation of the setting at ``path`` (e.g. ``["retrieval", "library_tags"]``; an old name such as
+    ``["retrieval", "kf_token"]`` is read as its new place) in either agent's settings, None if unknown."""
+    if len(path) == 2 and path[0] == "retrieval" and path[1] in LEGACY_RETRIEVAL_KEYS:
+        path = list(LEGACY_RETRIEVAL_KEYS[path[1]])
+    for agent in AGENT_SETTINGS:
+        model: Any = agent
+        annotation = None
+        for part in path:
+            fields = getattr(model, "model_fields", {})
+            if part not in fields:
+                break
+            annotation = model = fields[part].annotation
+        else:
+            return annotation
+    return None
 
 
 def _unparsable_env() -> list[tuple[str, str, str]]:
@@ -169,7 +180,7 @@ class SecretBook:
     def __init__(self) -> None:
         self.values: list[str] = env_secrets()
 
-    def add_settings(self, settings: RagsExpertSettings) -> None:
+    def add_settings(self, settings: AgentSettings) -> None:
         """Add the loaded settings' secrets (keys, passwords, URL credentials in every form)."""
         self.values = list(dict.fromkeys([*self.values, *settings.secrets()]))
 

@@ -188,14 +188,13 @@ async def run_hotpotqa(
 
     all_questions = load_questions(questions_file)
     questions = all_questions[:limit] if limit else all_questions
-    retrieval = settings.retrieval.model_copy(
-        update={"collection": f"hotpotqa_{split}", "chunk_size": 20000, "chunk_overlap": 0}
-    )
-    settings = settings.model_copy(update={"retrieval": retrieval})
-    corpus = Path(retrieval.data_dir) / "eval" / f"hotpotqa-{split}.jsonl"
+    store = settings.store.model_copy(update={"collection": f"hotpotqa_{split}"})
+    ingestion = settings.ingestion.model_copy(update={"chunk_size": 20000, "chunk_overlap": 0})
+    settings = settings.model_copy(update={"store": store, "ingestion": ingestion})
+    corpus = Path(store.data_dir) / "eval" / f"hotpotqa-{split}.jsonl"
     count = write_corpus(all_questions, corpus)  # the whole split's paragraphs, also with --limit
-    log.info("indexing %d %s paragraphs into %r (unchanged paragraphs are skipped)", count, split, retrieval.collection)
-    Ingestor(KnowledgeBase(retrieval)).run([corpus])
+    log.info("indexing %d %s paragraphs into %r (unchanged paragraphs are skipped)", count, split, store.collection)
+    Ingestor(KnowledgeBase(settings)).run([corpus])
 
     agent = await RagsExpert(settings, chat_model=chat_model).async_init()
     graph = agent.get_compiled_graph()

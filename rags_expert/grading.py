@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text
 from rags_expert.parsing import parse_free_text_field, parse_model, parse_score, parse_yes_no
 from rags_expert.prompts import PromptStore, neutralise
-from rags_expert.settings import GradingSettings, RagsExpertSettings
+from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class GradingContext:
 
     @classmethod
     def from_settings(
-        cls, settings: RagsExpertSettings | None = None, prompts: PromptStore | None = None
+        cls, settings: AgentSettings | None = None, prompts: PromptStore | None = None
     ) -> GradingContext:
         settings = settings or RagsExpertSettings()
         return cls(

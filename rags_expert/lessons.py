@@ -38,7 +38,7 @@ from rags_expert.events import emit
 from rags_expert.grading import GradingContext, reflect
 from rags_expert.llm import LLMCallError, redact
 from rags_expert.prompts import neutralise
-from rags_expert.settings import LessonSettings, RagsExpertSettings
+from rags_expert.settings import AgentSettings, LessonSettings
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +112,13 @@ class LessonMemory:
         self._ready = False
 
     @classmethod
-    def from_settings(cls, settings: RagsExpertSettings) -> LessonMemory:
+    def from_settings(cls, settings: AgentSettings) -> LessonMemory:
         """The lesson memory on the knowledge base's Qdrant (shared client) and embedding model."""
         from rags_expert.retrieval.embeddings import build_embeddings
         from rags_expert.retrieval.qdrant import get_client
 
-        client, lock = get_client(settings.retrieval)
-        embeddings = build_embeddings(settings.retrieval)
+        client, lock = get_client(settings.store)
+        embeddings = build_embeddings(settings.embeddings)
         return cls(client, embeddings, settings.lessons, lock=lock)
 
     # --- collection --------------------------------------------------------------------------

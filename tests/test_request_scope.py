@@ -21,12 +21,12 @@ QUESTION = "When was Castle Varen built?"
 @pytest.fixture(params=["edge", "local"])
 def settings(tmp_path: Path, request) -> RagsExpertSettings:
     s = RagsExpertSettings(
-        retrieval={"data_dir": str(tmp_path / "data"), "embedding_provider": "wordllama", "collection": "scope",
-                   "engine": request.param},
+        store={"data_dir": str(tmp_path / "data"), "collection": "scope", "engine": request.param},
+        embeddings={"provider": "wordllama"},
         max_rephrases=1,
     )
     yield s
-    close_client(s.retrieval)
+    close_client(s.store)
 
 
 @pytest.fixture
@@ -36,10 +36,10 @@ def retriever(settings: RagsExpertSettings, tmp_path: Path) -> QdrantRetriever:
     cheese.mkdir()
     (castles / "varen.md").write_text("# Varen\nCastle Varen was built in 1412 by Duke Albrecht on the river Mura.")
     (cheese / "mura.md").write_text("# Cheese\nMura valley cheese is aged for nine months in limestone cellars.")
-    kb = KnowledgeBase(settings.retrieval)
+    kb = KnowledgeBase(settings)
     Ingestor(kb, ["castles"]).run([castles])
     Ingestor(kb, ["cheese"]).run([cheese])
-    return QdrantRetriever.from_settings(settings.retrieval)
+    return QdrantRetriever.from_settings(settings)
 
 
 class CountingRetriever(QdrantRetriever):
@@ -96,7 +96,8 @@ def test_retriever_itself_finds_nothing_for_an_empty_scope(retriever):
 
 
 def test_configured_default_tags_apply_only_when_the_request_names_none(settings, retriever):
-    scoped = QdrantRetriever.from_settings(settings.retrieval.model_copy(update={"library_tags": ["cheese"]}))
+    scoped = QdrantRetriever.from_settings(
+        settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"library_tags": ["cheese"]})}))
     assert {t for d in scoped.invoke("castle built", top_k=5) for t in d.metadata["tags"]} == {"cheese"}
     assert {t for d in scoped.invoke("castle built", top_k=5, library_tags=["castles"])
             for t in d.metadata["tags"]} == {"castles"}

@@ -79,7 +79,7 @@ from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.kg.scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm import LLMCallError, redact
-from rags_expert.settings import RagsExpertSettings, coerce_settings
+from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 __all__ = [  # the public names, importable from here as before the split
     "LESSON_SCOPE", "QUERY_LANGUAGE", "TOOL_NAME", "DraftQuery", "KGQueryReflexionAgent", "KGQueryResult",
@@ -101,11 +101,11 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         schema: KGSchema | Mapping[str, Any] | str | Path,
         *,
         schema_name: str | None = None,
-        settings: RagsExpertSettings | dict[str, Any] | None = None,
+        settings: AgentSettings | dict[str, Any] | None = None,
         ctx: GradingContext | None = None,
         lesson_memory: LessonMemory | None = None,
     ) -> None:
-        self.settings = coerce_settings(settings)
+        self.settings = coerce_settings(settings, KGExpertSettings)
         self.kg = self.settings.kg
         super().__init__(self.kg.max_steps)
         self.model = chat_model

@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from rags_expert.cli_support import setting_type, settings_from_args
 from rags_expert.llm import build_chat_model, redact
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 
 FLAGS = {"backend": "kg.backend", "max_steps": "kg.max_steps"}
 """Flags of ``kg`` that override settings (argparse dest -> settings path)."""
@@ -42,11 +42,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-steps", type=setting_type("kg.max_steps"), help="queries the agent may execute")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
-    p.set_defaults(func=run, settings_flags=FLAGS)
+    p.set_defaults(func=run, settings_flags=FLAGS, settings_class=KGExpertSettings)
 
 
 def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
-        settings: RagsExpertSettings | None = None) -> int:
+        settings: KGExpertSettings | None = None) -> int:
     """Run the ``kg`` subcommand (on a local model started for the call with ``--local``); returns the exit code."""
     from rags_expert.local_llm import maybe_local
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
 
 
 async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
-               settings: RagsExpertSettings | None) -> int:
+               settings: KGExpertSettings | None) -> int:
     from rags_expert.kg import (
         GraphQueryError,
         KGQueryReflexionAgent,
@@ -72,7 +72,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
     from rags_expert.kg.loader import load_sample_graph
     from rags_expert.lessons import LessonMemory
 
-    settings = settings or RagsExpertSettings()
+    settings = settings or KGExpertSettings()
     secrets = settings.secrets()
     try:
         schema = load_schema(args.schema, args.schema_name)

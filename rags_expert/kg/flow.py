@@ -30,7 +30,7 @@ from rags_expert.kg.loader import load_sample_graph
 from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.lessons import LessonMemory
 from rags_expert.llm import build_chat_model
-from rags_expert.settings import RagsExpertSettings, coerce_settings
+from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 
 class KGQueryExpert(AgentFlow):
@@ -49,15 +49,15 @@ class KGQueryExpert(AgentFlow):
 
     def __init__(
         self,
-        settings: RagsExpertSettings | dict[str, Any] | None = None,
+        settings: AgentSettings | dict[str, Any] | None = None,
         *,
         chat_model: BaseChatModel | None = None,
         backend: GraphBackend | None = None,
         schema: KGSchema | dict[str, Any] | str | Path | None = None,
         lesson_memory: LessonMemory | None = None,
     ) -> None:
-        super().__init__(coerce_settings(settings))
-        self.settings: RagsExpertSettings
+        super().__init__(coerce_settings(settings, KGExpertSettings))
+        self.settings: KGExpertSettings
         self.chat_model = chat_model
         self.backend = backend
         self.schema = schema

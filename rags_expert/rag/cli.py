@@ -34,7 +34,7 @@ PROGRESS = {
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
 """Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
 ASK_FLAGS = {"model": "llm.model", "base_url": "llm.base_url", "top_k": "retrieval.top_k",
-             "collection": "retrieval.collection"}
+             "collection": "store.collection"}
 """Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
 
 
@@ -109,7 +109,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
     p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")
-    p.add_argument("--collection", type=setting_type("retrieval.collection"), help="knowledge-base collection")
+    p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
     p.add_argument("--tags", help="comma-separated library tags to filter on")
     p.add_argument("--thread", default="cli", help="conversation thread id")
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")

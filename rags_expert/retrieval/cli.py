@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 from rags_expert.cli_support import args_settings, setting_type
 from rags_expert.redaction import redact
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import KnowledgeBaseSettings
 
 if TYPE_CHECKING:
     from rags_expert.retrieval.ingest import IngestReport
 
-FLAGS = {"collection": "retrieval.collection", "data_dir": "retrieval.data_dir", "mode": "retrieval.mode"}
+FLAGS = {"collection": "store.collection", "data_dir": "store.data_dir", "mode": "retrieval.mode"}
 """Flags of ingest and search that override settings (argparse dest -> settings path)."""
 
 
-def _settings(args: argparse.Namespace) -> RetrievalSettings:
-    """Retrieval settings from the environment, with command-line overrides (validated once, in ``main``)."""
-    return args_settings(args).retrieval
+def _settings(args: argparse.Namespace) -> KnowledgeBaseSettings:
+    """Knowledge-base settings from the environment, with command-line overrides (validated once, in ``main``)."""
+    return args_settings(args)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(
         f"{report.files} files, {report.chunks_total} chunks ({report.chunks_embedded} new, "
         f"{report.chunks_deleted} removed, {report.unchanged} files unchanged, {report.files_pruned} pruned, "
-        f"{len(report.skipped)} skipped{_ignored_note(report)}) into {settings.collection!r} in {report.seconds:.1f}s"
+        f"{len(report.skipped)} skipped{_ignored_note(report)}) into {settings.store.collection!r} in {report.seconds:.1f}s"
     )
     return 0
 
@@ -108,9 +108,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     """Options shared by ingest and search."""
-    p.add_argument("--collection", type=setting_type("retrieval.collection"),
-                   help="Qdrant collection (default: retrieval.collection setting)")
-    p.add_argument("--data-dir", type=setting_type("retrieval.data_dir"),
+    p.add_argument("--collection", type=setting_type("store.collection"),
+                   help="Qdrant collection (default: store.collection setting)")
+    p.add_argument("--data-dir", type=setting_type("store.data_dir"),
                    help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)")
 
 

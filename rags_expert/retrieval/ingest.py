@@ -112,7 +112,7 @@ class Ingestor:
         self.kb = kb
         self.tags = sorted(set(tags or []))
         self.progress = progress or (lambda n: None)
-        s = kb.settings
+        s = kb.settings.ingestion
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
 
     def _existing(self, records: list[ChunkRecord]) -> dict[str, dict[str, Any]]:

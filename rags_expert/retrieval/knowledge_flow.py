@@ -6,7 +6,7 @@ Two request generations exist:
 * v2 (current): ``{"question", "top_k" (1-100), "document_library_tags_ids", "document_uids", "search_policy"}``.
 
 Both answer a JSON list of hits (``content, file_path, file_name, page, uid, title, score, ...``). With
-``kf_api="auto"`` the client sends v2 and switches to v1 when the service answers 422 naming the
+``knowledge_flow.api="auto"`` the client sends v2 and switches to v1 when the service answers 422 naming the
 missing ``query`` field (and the other way round), remembering the generation it found.
 
 The service fills metadata it lacks with placeholder strings (``"Unknown"``, ``"unknown_model"``); they are
@@ -33,7 +33,7 @@ from tenacity import RetryCallState, Retrying, stop_after_attempt
 
 from rags_expert.backoff import last_failure, wait_backoff
 from rags_expert.llm import redact
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import KnowledgeBaseSettings, KnowledgeFlowSettings
 
 log = logging.getLogger(__name__)
 CORE_FIELDS = ("content", "title", "file_path", "file_name", "page", "uid", "score")
@@ -150,12 +150,12 @@ def hit_to_document(hit: Any, index: int) -> Document:
 class KnowledgeFlowClient:
     """Blocking HTTP client (``requests``) with timeouts, bounded retries and generation detection."""
 
-    def __init__(self, settings: RetrievalSettings) -> None:
-        if not settings.kf_base_url:
-            raise KnowledgeFlowError("retrieval.kf_base_url is not set")
-        self.url = settings.kf_base_url.rstrip("/") + "/vector/search"
+    def __init__(self, settings: KnowledgeFlowSettings) -> None:
+        if not settings.base_url:
+            raise KnowledgeFlowError("knowledge_flow.base_url is not set")
+        self.url = settings.base_url.rstrip("/") + "/vector/search"
         self.settings = settings
-        self._api = None if settings.kf_api == "auto" else settings.kf_api
+        self._api = None if settings.api == "auto" else settings.api
         self._api_lock = threading.Lock()
 
     @property
@@ -166,13 +166,13 @@ class KnowledgeFlowClient:
     def _headers(self) -> dict[str, str]:
         """JSON headers plus the bearer token when configured."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.settings.kf_token is not None:
-            headers["Authorization"] = f"Bearer {self.settings.kf_token.get_secret_value()}"
+        if self.settings.token is not None:
+            headers["Authorization"] = f"Bearer {self.settings.token.get_secret_value()}"
         return headers
 
     def _secrets(self) -> list[str]:
         """Values that must never appear in an error: the bearer token."""
-        return [self.settings.kf_token.get_secret_value()] if self.settings.kf_token is not None else []
+        return [self.settings.token.get_secret_value()] if self.settings.token is not None else []
 
     def _where(self) -> str:
         """The endpoint for messages, with any URL credentials redacted."""
@@ -183,18 +183,18 @@ class KnowledgeFlowClient:
 
         Returns the last response and the number of attempts. A 500 whose body repeats the previous
         attempt's is deterministic (a bad tag id, say) and is not retried again. The waits double
-        from ``kf_retry_base_delay`` (a server's Retry-After wins), capped at ``kf_timeout``.
+        from ``knowledge_flow.retry_base_delay`` (a server's Retry-After wins), capped at ``knowledge_flow.timeout``.
         """
         s = self.settings
         retrying = Retrying(
-            stop=stop_after_attempt(s.kf_max_retries + 1),
-            wait=wait_backoff(s.kf_retry_base_delay, s.kf_timeout, jitter=False),
+            stop=stop_after_attempt(s.max_retries + 1),
+            wait=wait_backoff(s.retry_base_delay, s.timeout, jitter=False),
             retry=_RetryableOutcome(),
             before_sleep=_log_retry,
             retry_error_callback=self._gave_up,
             sleep=time.sleep,
         )
-        resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.kf_timeout)
+        resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.timeout)
         return resp, retrying.statistics.get("attempt_number", 1)
 
     def _gave_up(self, state: RetryCallState) -> requests.Response:
@@ -225,7 +225,7 @@ class KnowledgeFlowClient:
         if not document_uids:
             return top_k
         s = self.settings
-        return max(top_k, min(top_k * s.kf_uid_overfetch_factor, s.kf_uid_overfetch_max))
+        return max(top_k, min(top_k * s.uid_overfetch_factor, s.uid_overfetch_max))
 
     def _body(self, api: str, question: str, top_k: int, tags: list[str] | None,
               document_uids: list[str] | None, policy: str | None) -> dict[str, Any]:
@@ -240,7 +240,7 @@ class KnowledgeFlowClient:
         api = self._api or "v2"
         for _ in range(2):  # at most one generation switch
             resp, attempts = self._post(self._body(api, question, top_k, tags, document_uids, policy))
-            if resp.status_code == 422 and self.settings.kf_api == "auto":
+            if resp.status_code == 422 and self.settings.api == "auto":
                 missing = _missing_field(resp)
                 other = {"query": "v1", "question": "v2"}.get(missing or "")
                 if other and other != api:
@@ -265,7 +265,7 @@ class KnowledgeFlowClient:
             log.debug("knowledge-flow: an empty tag or document list puts nothing in scope")
             return []
         resp, api = self._exchange(question, top_k, tags, document_uids,
-                                   search_policy or self.settings.kf_search_policy)
+                                   search_policy or self.settings.search_policy)
         try:
             hits = resp.json()
         except (ValueError, json.JSONDecodeError):
@@ -287,12 +287,12 @@ class KnowledgeFlowRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     client: KnowledgeFlowClient
-    settings: RetrievalSettings
+    settings: KnowledgeBaseSettings
 
     @classmethod
-    def from_settings(cls, settings: RetrievalSettings) -> KnowledgeFlowRetriever:
-        """Build the retriever from the retrieval settings."""
-        return cls(client=KnowledgeFlowClient(settings), settings=settings)
+    def from_settings(cls, settings: KnowledgeBaseSettings) -> KnowledgeFlowRetriever:
+        """Build the retriever from the knowledge-flow and retrieval settings."""
+        return cls(client=KnowledgeFlowClient(settings.knowledge_flow), settings=settings)
 
     def _search(self, query: str, top_k: int | None, library_tags: list[str] | None,
                 document_uids: list[str] | None, search_policy: str | None) -> list[Document]:
@@ -301,8 +301,8 @@ class KnowledgeFlowRetriever(BaseRetriever):
         ``library_tags=None`` falls back to the ``library_tags`` setting (``[]`` there: no filter); a request's
         own empty list (tags or document uids) means nothing is in scope: no hits.
         """
-        tags = library_tags if library_tags is not None else (self.settings.library_tags or None)
-        return self.client.search(query, int(top_k or self.settings.top_k), tags, document_uids, search_policy)
+        tags = library_tags if library_tags is not None else (self.settings.retrieval.library_tags or None)
+        return self.client.search(query, int(top_k or self.settings.retrieval.top_k), tags, document_uids, search_policy)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 top_k: int | None = None, library_tags: list[str] | None = None,

@@ -2,11 +2,11 @@
 
 Three engines sit behind one ``KnowledgeBase``:
 
-* ``retrieval.engine = "edge"`` (default, embedded): Qdrant Edge, Qdrant's Rust engine in-process
+* ``store.engine = "edge"`` (default, embedded): Qdrant Edge, Qdrant's Rust engine in-process
   (``edge.py``), in ``data_dir/edge/<collection>``;
-* ``retrieval.engine = "local"`` (embedded): qdrant-client's local mode in ``data_dir`` (pure Python;
+* ``store.engine = "local"`` (embedded): qdrant-client's local mode in ``data_dir`` (pure Python;
   its sparse search is a linear scan, ~0.3 s per hybrid query at 10k chunks);
-* ``retrieval.url`` set: a Qdrant server or cluster through qdrant-client (``engine`` is ignored).
+* ``store.url`` set: a Qdrant server or cluster through qdrant-client (``engine`` is ignored).
 
 A collection has a named dense vector ``dense`` (cosine) and a sparse vector ``bm25`` with
 Qdrant's IDF modifier; hybrid search fuses both (weighted RRF or DBSF) in a single query. The
@@ -30,7 +30,7 @@ from qdrant_client import QdrantClient, models
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
-from rags_expert.settings import RetrievalMode, RetrievalSettings
+from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
 
 __all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store",
            "nothing_in_scope"]
@@ -49,23 +49,23 @@ _CLIENTS: dict[tuple[str, ...], tuple[Any, threading.RLock]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def _client_key(settings: RetrievalSettings) -> tuple[str, ...]:
+def _client_key(settings: StoreSettings) -> tuple[str, ...]:
     if settings.url:
         secret = settings.api_key.get_secret_value() if settings.api_key else ""
         return ("url", settings.url, str(hash(secret)))
     return ("path", str(Path(settings.data_dir).expanduser().resolve()))
 
 
-def _edge_key(settings: RetrievalSettings) -> tuple[str, ...]:
+def _edge_key(settings: StoreSettings) -> tuple[str, ...]:
     return ("edge", str(Path(settings.data_dir).expanduser().resolve() / "edge"))
 
 
-def uses_edge(settings: RetrievalSettings) -> bool:
+def uses_edge(settings: StoreSettings) -> bool:
     """Whether the knowledge base runs on Qdrant Edge (embedded, ``engine = "edge"``, no ``url``)."""
     return not settings.url and settings.engine == "edge"
 
 
-def get_client(settings: RetrievalSettings) -> tuple[QdrantClient, threading.RLock]:
+def get_client(settings: StoreSettings) -> tuple[QdrantClient, threading.RLock]:
     """The process-wide qdrant-client (and its lock) for these settings: local mode in ``data_dir``, or ``url``.
 
     Qdrant's local mode allows one client per data directory per process, so an
@@ -90,7 +90,7 @@ def get_client(settings: RetrievalSettings) -> tuple[QdrantClient, threading.RLo
         return _CLIENTS[key]
 
 
-def get_store(settings: RetrievalSettings) -> tuple[Any, threading.RLock]:
+def get_store(settings: StoreSettings) -> tuple[Any, threading.RLock]:
     """The knowledge-base store (``ClientStore`` or ``EdgeStore``) and the lock to hold around its calls."""
     if not uses_edge(settings):
         client, lock = get_client(settings)
@@ -106,7 +106,7 @@ def get_store(settings: RetrievalSettings) -> tuple[Any, threading.RLock]:
         return _CLIENTS[key]
 
 
-def close_client(settings: RetrievalSettings) -> None:
+def close_client(settings: StoreSettings) -> None:
     """Close and forget the shared client and Edge store for these settings (tests and the CLI use it)."""
     keys = [_client_key(settings)] + ([] if settings.url else [_edge_key(settings)])
     with _CLIENTS_LOCK:
@@ -164,10 +164,10 @@ def build_filter(library_tags: list[str] | None, document_uids: list[str] | None
 class KnowledgeBase:
     """A Qdrant collection (on the configured engine) plus the embedding model that fills and queries it."""
 
-    def __init__(self, settings: RetrievalSettings, embeddings: NamedEmbeddings | None = None) -> None:
+    def __init__(self, settings: KnowledgeBaseSettings, embeddings: NamedEmbeddings | None = None) -> None:
         self.settings = settings
-        self.collection = settings.collection
-        self.store, self.lock = get_store(settings)
+        self.collection = settings.store.collection
+        self.store, self.lock = get_store(settings.store)
         self._embeddings = embeddings
         self._checked = False
 
@@ -175,7 +175,7 @@ class KnowledgeBase:
     def embeddings(self) -> NamedEmbeddings:
         """The embedding model (loaded on first use)."""
         if self._embeddings is None:
-            self._embeddings = build_embeddings(self.settings)
+            self._embeddings = build_embeddings(self.settings.embeddings)
         return self._embeddings
 
     # collection contract ------------------------------------------------------------------
@@ -205,13 +205,13 @@ class KnowledgeBase:
 
     def _missing_hint(self) -> str:
         """Where a collection of the same name lives on the other embedded engine, if it does."""
-        if self.settings.url:
+        if self.settings.store.url:
             return ""
-        root = Path(self.settings.data_dir).expanduser()
-        if uses_edge(self.settings) and (root / "collection" / self.collection).exists():
-            return " (a collection of that name exists for engine 'local': set retrieval.engine=local)"
-        if not uses_edge(self.settings) and (root / "edge" / self.collection / "meta.json").exists():
-            return " (a collection of that name exists for engine 'edge': set retrieval.engine=edge)"
+        root = Path(self.settings.store.data_dir).expanduser()
+        if uses_edge(self.settings.store) and (root / "collection" / self.collection).exists():
+            return " (a collection of that name exists for engine 'local': set store.engine=local)"
+        if not uses_edge(self.settings.store) and (root / "edge" / self.collection / "meta.json").exists():
+            return " (a collection of that name exists for engine 'edge': set store.engine=edge)"
         return ""
 
     def check_model(self) -> None:
@@ -236,7 +236,7 @@ class KnowledgeBase:
         if recorded != emb.model_name or size != emb.dimension:
             raise EmbeddingMismatchError(
                 f"collection {self.collection!r} holds vectors of {recorded} ({size}-d) but the configured model "
-                f"is {emb.model_name} ({emb.dimension}-d): set retrieval.embedding_provider/embedding_model to "
+                f"is {emb.model_name} ({emb.dimension}-d): set embeddings.provider/embeddings.model to "
                 f"match, or re-ingest into a new collection"
             )
         with self.lock:
@@ -309,7 +309,7 @@ class KnowledgeBase:
         flt: models.Filter | None = None,
     ) -> list[Hit]:
         """Search with precomputed query vectors (fusion parameters from the settings)."""
-        s = self.settings
+        s = self.settings.retrieval
         q = VectorQuery(
             mode=mode, limit=top_k, dense=dense_q, sparse=sparse_q, flt=flt,
             prefetch_limit=max(top_k * s.prefetch_factor, top_k), fusion=s.fusion, rrf_k=s.rrf_k,
@@ -347,10 +347,10 @@ class QdrantRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     kb: KnowledgeBase
-    settings: RetrievalSettings
+    settings: KnowledgeBaseSettings
 
     @classmethod
-    def from_settings(cls, settings: RetrievalSettings, embeddings: NamedEmbeddings | None = None) -> QdrantRetriever:
+    def from_settings(cls, settings: KnowledgeBaseSettings, embeddings: NamedEmbeddings | None = None) -> QdrantRetriever:
         """Build a retriever (the client is shared per data directory / URL)."""
         return cls(kb=KnowledgeBase(settings, embeddings), settings=settings)
 
@@ -363,9 +363,9 @@ class QdrantRetriever(BaseRetriever):
         search_policy: str | None,
     ) -> list[Document]:
         """Resolve per-request options against the settings and search."""
-        k = int(top_k or self.settings.top_k)
-        mode = POLICY_TO_MODE.get(search_policy or "", self.settings.mode)
-        tags = library_tags if library_tags is not None else (self.settings.library_tags or None)
+        k = int(top_k or self.settings.retrieval.top_k)
+        mode = POLICY_TO_MODE.get(search_policy or "", self.settings.retrieval.mode)
+        tags = library_tags if library_tags is not None else (self.settings.retrieval.library_tags or None)
         if nothing_in_scope(tags, document_uids):
             return []
         hits = self.kb.search(query, k, mode, build_filter(tags, document_uids))

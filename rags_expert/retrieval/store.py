@@ -5,9 +5,9 @@ operations it needs, expressed with ``qdrant_client.models`` types (points,
 filters, sparse vectors). Two stores implement them:
 
 * :class:`ClientStore` (here): qdrant-client, either Qdrant's embedded local
-  mode (``retrieval.engine = "local"``) or a Qdrant server (``retrieval.url``);
+  mode (``store.engine = "local"``) or a Qdrant server (``store.url``);
 * ``EdgeStore`` (``edge.py``): the embedded Qdrant Edge engine
-  (``retrieval.engine = "edge"``).
+  (``store.engine = "edge"``).
 
 A collection has a named dense vector ``dense`` (cosine) and a sparse vector
 ``bm25`` with Qdrant's IDF modifier, and records the embedding model that
@@ -87,7 +87,7 @@ class ClientStore:
                 self.client.create_payload_index(name, field, field_schema="keyword")
 
     def prepare(self, name: str) -> None:
-        """Local mode: WAL + synchronous=NORMAL on the collection's SQLite file (``retrieval.local_wal``).
+        """Local mode: WAL + synchronous=NORMAL on the collection's SQLite file (``store.local_wal``).
 
         qdrant-client persists every point in its own transaction; with the default rollback journal each
         costs an fsync (~17 ms here). This reaches into qdrant-client's local-mode internals, so it is

@@ -6,7 +6,7 @@ import pytest
 
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.kg.benchmark import load_query_cases, regex_matches, regex_score
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 
 from .conftest import CASES_FILE, SCHEMA_FILE, scripted, session_loop
 
@@ -46,7 +46,7 @@ async def test_case_runs_on_the_sample_graph_and_matches_its_regexes(falkordb, c
     model = scripted([QUERIES[case.case]], scores=[9])
     agent = KGQueryReflexionAgent(
         chat_model=model, backend=falkordb.for_graph(case.schema), schema=SCHEMA_FILE, schema_name=case.schema,
-        settings=RagsExpertSettings(),
+        settings=KGExpertSettings(),
     )
     result = await agent.execute(case.question)
     assert result.rows, f"{case.case}: the sample graph gives no rows for {result.query}"

@@ -6,7 +6,7 @@ import json
 
 from rags_expert.cli import build_parser
 from rags_expert.kg.cli import run
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted
 
@@ -33,7 +33,7 @@ def test_kg_json_and_failure_exit_code(capsys, falkordb_reason):
          "--json", "--max-steps", "2"]
     )
     code = run(args, chat_model=scripted(lambda p: "MATCH (x:Nothing) RETURN x", scores=0.0),
-               settings=RagsExpertSettings())
+               settings=KGExpertSettings())
     data = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the "loaded sample graph" line
     assert code == 1 and data["exit_reason"] == "max_steps" and data["steps"] == 2 and data["rows"] == []
 

@@ -7,7 +7,7 @@ import json
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.lessons import LessonMemory
 from rags_expert.retrieval.qdrant import close_client
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
 from .conftest import SCHEMA_FILE, needs_shared, session_loop
@@ -35,7 +35,7 @@ def model_for(queries: list[str], scores: list[float]) -> ScriptedChatModel:
 
 
 async def test_low_score_stores_a_kg_lesson_that_a_similar_question_recalls(falkordb, tmp_path):
-    settings = RagsExpertSettings(retrieval={"data_dir": str(tmp_path)}, lessons={"enabled": True},
+    settings = KGExpertSettings(store={"data_dir": str(tmp_path)}, lessons={"enabled": True},
                                   kg={"stop_on_nonempty": False}, llm={"max_retries": 0})
     memory = LessonMemory.from_settings(settings)
     try:
@@ -55,4 +55,4 @@ async def test_low_score_stores_a_kg_lesson_that_a_similar_question_recalls(falk
         draft = next(t for t, kw in model2.calls if (kw.get("tools") or [""])[0] == "DraftQuery")
         assert LESSON in draft
     finally:
-        close_client(settings.retrieval)
+        close_client(settings.store)

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from rags_expert.kg import KGQueryReflexionAgent
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
@@ -23,7 +23,7 @@ FIBROBLAST_GENES = {"COL1A1", "COL1A2", "THY1", "TGFB1", "VIM"}
 
 
 def make_agent(falkordb, model, **kg) -> KGQueryReflexionAgent:
-    settings = RagsExpertSettings(kg=kg, llm={"max_retries": 0})
+    settings = KGExpertSettings(kg=kg, llm={"max_retries": 0})
     return KGQueryReflexionAgent(
         chat_model=model, backend=falkordb.for_graph("gene_kg"), schema=SCHEMA_FILE, schema_name="gene_kg",
         settings=settings,

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("neo4j", reason="the neo4j driver is not installed (kg extra)")
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, Neo4jBackend  # noqa: E402
-from rags_expert.settings import RagsExpertSettings  # noqa: E402
+from rags_expert.settings import KGExpertSettings  # noqa: E402
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted  # noqa: E402
 
@@ -99,7 +99,7 @@ async def test_bad_uri_is_a_clean_error():
 async def test_agent_on_unreachable_neo4j_ends_with_a_result():
     backend = Neo4jBackend(f"bolt://127.0.0.1:{_free_port()}", "neo4j", PASSWORD, connection_timeout=1, max_retry_time=0)
     model = scripted(lambda prompt: "MATCH (g:Gene) RETURN g.name", scores=0.0)
-    settings = RagsExpertSettings(kg={"max_steps": 2, "neo4j_password": PASSWORD})
+    settings = KGExpertSettings(kg={"max_steps": 2, "neo4j_password": PASSWORD})
     agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=settings)
     result = await agent.execute("List genes")
     await backend.close()
@@ -109,7 +109,7 @@ async def test_agent_on_unreachable_neo4j_ends_with_a_result():
 
 
 def test_settings_build_a_neo4j_backend_with_the_secret():
-    settings = RagsExpertSettings(kg={"backend": "neo4j", "neo4j_uri": "bolt://db:7687", "neo4j_password": PASSWORD})
+    settings = KGExpertSettings(kg={"backend": "neo4j", "neo4j_uri": "bolt://db:7687", "neo4j_password": PASSWORD})
     from rags_expert.kg import backend_from_settings
 
     backend = backend_from_settings(settings.kg)

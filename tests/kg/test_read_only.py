@@ -6,7 +6,7 @@ import pytest
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, write_clause_reason
 from rags_expert.kg import execution as execution_module
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
 
@@ -74,7 +74,7 @@ async def test_agent_write_attempt_becomes_a_reflection(falkordb):
     backend = falkordb.for_graph("gene_kg")
     before = await gene_fingerprint(backend)
     model = scripted(["MATCH (g:Gene) DETACH DELETE g", GOOD], scores=[9])
-    agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=RagsExpertSettings())
+    agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=KGExpertSettings())
     result = await agent.execute("List the genes")
     assert result.attempts[0]["error_kind"] == "write_rejected"
     assert "write clause DETACH" in model.calls[1][0]  # the revise prompt tells the model why
@@ -89,7 +89,7 @@ async def test_agent_write_attempt_refused_by_database_when_precheck_bypassed(fa
     backend = falkordb.for_graph("gene_kg")
     before = await gene_fingerprint(backend)
     model = scripted(["MATCH (g:Gene) SET g.name = 'EVIL' RETURN g.name", GOOD], scores=[9])
-    agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=RagsExpertSettings())
+    agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=KGExpertSettings())
     result = await agent.execute("List the genes")
     assert result.attempts[0]["error_kind"] == "read_only"
     assert "read-only" in model.calls[1][0]

@@ -8,7 +8,7 @@ import pytest
 
 from rags_expert.kg import KGQueryReflexionAgent, SchemaError, load_schema
 from rags_expert.kg.loader import plan_sample
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
 from .conftest import SCHEMA_FILE, needs_shared, shared_data
@@ -86,7 +86,7 @@ async def test_narrowed_schema_is_per_question():
             return QueryResult(["n"], [])
 
     model = ScriptedChatModel(responder=respond)
-    settings = RagsExpertSettings(kg={"narrow_schema": True, "max_steps": 1})
+    settings = KGExpertSettings(kg={"narrow_schema": True, "max_steps": 1})
     agent = KGQueryReflexionAgent(model, NoDB(), SCHEMA_FILE, schema_name="gene_kg", settings=settings)
     await agent.execute("Which genes are expressed in fibroblasts?")
     await agent.execute("What is the name of the disease with ICD10 code E10?")

@@ -168,7 +168,7 @@ def test_a_subclass_missing_a_required_hook_under_both_names_is_refused():
 @session_loop
 async def test_kg_agent_execute_takes_the_seeds_prompt_as_its_schema_text():
     from rags_expert.kg import KGQueryReflexionAgent, QueryResult
-    from rags_expert.settings import RagsExpertSettings
+    from rags_expert.settings import KGExpertSettings
 
     from .conftest import SCHEMA_FILE, scripted
 
@@ -187,7 +187,7 @@ async def test_kg_agent_execute_takes_the_seeds_prompt_as_its_schema_text():
     own_schema = "Node types: Protein {uniprot}. Only Protein exists in this graph. CUSTOM-INSTRUCTION-7"
     model = scripted(["MATCH (p:Protein) RETURN p.uniprot", "MATCH (p:Protein) RETURN p.uniprot LIMIT 5"],
                      scores=[3, 9])
-    settings = RagsExpertSettings(kg={"narrow_schema": True, "stop_on_nonempty": False, "max_steps": 3})
+    settings = KGExpertSettings(kg={"narrow_schema": True, "stop_on_nonempty": False, "max_steps": 3})
     db = OneRowDB()
     agent = KGQueryReflexionAgent(model, db, SCHEMA_FILE, schema_name="gene_kg", settings=settings)
     result = await agent.execute("Which proteins are there?", own_schema)

@@ -11,15 +11,22 @@ from pathlib import Path
 import pytest
 
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, KnowledgeBaseSettings
 
 
-def make_settings(data_dir: Path, **kw) -> RetrievalSettings:
-    """Retrieval settings on a local-mode data directory; wordllama keeps the tests fast."""
+def make_settings(data_dir: Path, **kw) -> KnowledgeBaseSettings:
+    """Knowledge-base settings on a local-mode data directory; wordllama keeps the tests fast.
+
+    Keyword arguments use the flat names (``engine``, ``embedding_provider``, ``chunk_size``, ``fusion`` ...),
+    each put in its section (``store``, ``embeddings``, ``ingestion``; the rest in ``retrieval``)."""
     base = {"data_dir": data_dir, "embedding_provider": "wordllama", "collection": "test", "chunk_size": 300,
             "chunk_overlap": 60, "upsert_batch_size": 8}
     base.update(kw)
-    return RetrievalSettings(**base)
+    sections: dict[str, dict] = {}
+    for key, value in base.items():
+        section, name = LEGACY_RETRIEVAL_KEYS.get(key, ("retrieval", key))
+        sections.setdefault(section, {})[name] = value
+    return KnowledgeBaseSettings(**sections)
 
 
 ENGINES = ["edge", "local"]
@@ -30,11 +37,11 @@ def settings(tmp_path: Path, request):
     """Settings on a fresh data directory, once per embedded engine; the shared store is closed afterwards."""
     s = make_settings(tmp_path / "data", engine=request.param)
     yield s
-    close_client(s)
+    close_client(s.store)
 
 
 @pytest.fixture
-def kb(settings: RetrievalSettings) -> KnowledgeBase:
+def kb(settings: KnowledgeBaseSettings) -> KnowledgeBase:
     """A knowledge base on the fresh data directory."""
     return KnowledgeBase(settings)
 

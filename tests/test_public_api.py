@@ -1,0 +1,80 @@
+"""Every documented import path still works for hosts (issue 10: the split keeps the public API)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _resolve(path: str):
+    """``module:attr`` or ``./file.py:attr`` to the object it names."""
+    module, _, attr = path.partition(":")
+    if module.endswith(".py"):
+        module = module.removeprefix("./").removesuffix(".py").replace("/", ".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def test_top_level_names():
+    from rags_expert import AgentFlow, RagsExpert, RagsExpertSettings
+
+    assert RagsExpert.__name__ == "RagsExpert" and isinstance(AgentFlow, type)
+    assert RagsExpertSettings().retrieval.top_k >= 1
+
+
+@pytest.mark.parametrize("path", [
+    "rags_expert.agent:RagsExpert", "rags_expert.rag:RagsExpert", "rags_expert.kg.flow:KGQueryExpert",
+    "rags_expert.hosts:load_agents", "rags_expert.settings:RagsExpertSettings",
+    "rags_expert.settings:KGExpertSettings", "rags_expert.settings:coerce_settings",
+    "rags_expert.settings:settings_reference",
+])
+def test_documented_paths(path):
+    assert callable(_resolve(path))
+
+
+def test_agent_import_paths_name_the_same_class():
+    assert _resolve("rags_expert.agent:RagsExpert") is _resolve("rags_expert.rag:RagsExpert")
+
+
+def test_pyproject_entry_points_load():
+    found = {ep.name: ep for ep in entry_points(group="agentflow.agents")}
+    assert {"rags-expert", "kg-query-expert"} <= set(found)
+    assert found["rags-expert"].load() is _resolve("rags_expert.rag:RagsExpert")
+    assert found["kg-query-expert"].load() is _resolve("rags_expert.kg.flow:KGQueryExpert")
+
+
+def test_langgraph_json_graphs_resolve():
+    graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == {"rags_expert", "kg_query"}
+    for path in graphs.values():
+        assert callable(_resolve(path))
+
+
+SETTINGS_MODELS = [
+    "RagsExpertSettings", "KGExpertSettings", "AgentSettings", "KnowledgeBaseSettings", "LLMSettings",
+    "GradingSettings", "LessonSettings", "LocalModelSettings", "RetrievalSettings", "StoreSettings",
+    "EmbeddingSettings", "IngestionSettings", "KnowledgeFlowSettings", "KGSettings",
+]
+
+
+@pytest.mark.parametrize("name", SETTINGS_MODELS)
+def test_settings_models_are_exported_and_documented(name):
+    model = _resolve(f"rags_expert.settings:{name}")
+    assert issubclass(model, BaseModel)
+    assert f"::: rags_expert.settings.{name}" in (ROOT / "docs" / "api" / "settings.md").read_text()
+
+
+def test_each_agent_takes_its_own_settings_model():
+    from rags_expert.kg.flow import KGQueryExpert
+    from rags_expert.rag import RagsExpert
+    from rags_expert.settings import KGExpertSettings, RagsExpertSettings
+
+    assert type(RagsExpert({"retrieval": {"top_k": 2}}).settings) is RagsExpertSettings
+    kg = KGQueryExpert({"kg": {"max_steps": 2}, "llm": {"model": "m"}})
+    assert type(kg.settings) is KGExpertSettings and kg.settings.kg.max_steps == 2
