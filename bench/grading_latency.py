@@ -29,8 +29,8 @@ from openai_server import OpenAIServer, request_kind, tag_content  # noqa: E402
 
 from rags_expert.grading import GradingContext  # noqa: E402
 from rags_expert.llm import build_chat_model  # noqa: E402
-from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
+from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
 
 QUESTION = "When was Castle Varen built?"

@@ -16,11 +16,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from rags_expert.host import AgentFlow
-from rags_expert.rag.citations import format_context, source_dict
 from rags_expert.grading import GradingContext, grade_grounded, grade_relevance
+from rags_expert.host import AgentFlow
 from rags_expert.llm import build_chat_model, message_text
 from rags_expert.prompts import PromptStore
+from rags_expert.rag.citations import format_context, source_dict
 from rags_expert.retrieval.factory import build_retriever
 from rags_expert.settings import coerce_settings
 

@@ -8,8 +8,8 @@ graph = agent.get_compiled_graph()
 """
 
 from rags_expert.host import AgentFlow, NotInitializedError
-from rags_expert.rag import RagsExpert, RetrieverNotConfiguredError
 from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag import RagsExpert, RetrieverNotConfiguredError
 from rags_expert.settings import RagsExpertSettings
 
 __all__ = [

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar

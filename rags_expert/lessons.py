@@ -302,7 +302,7 @@ async def recall_lessons(memory: LessonMemory | None, question: str, scope: str)
         return []
     texts = [neutralise(lesson.text) for lesson in lessons]
     emit("lesson_recalled", scope=scope, question=question, lessons=texts,
-         similarities=[round(l.similarity, 3) for l in lessons])
+         similarities=[round(lesson.similarity, 3) for lesson in lessons])
     return texts
 
 

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_example_agent import load_example
 
 from rags_expert.diagrams import GRAPHS, REGENERATE, _EmptyRetriever, render_page
 from rags_expert.testing import ScriptedChatModel
-from test_example_agent import load_example
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

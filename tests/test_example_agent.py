@@ -6,11 +6,11 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from conftest import KeywordRetriever
+from scripts import Script, between
 
 from rags_expert.host import AgentFlow
 from rags_expert.testing import ScriptedChatModel
-from conftest import KeywordRetriever
-from scripts import Script, between
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claim_checker.py"
 

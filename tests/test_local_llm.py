@@ -131,8 +131,8 @@ def test_runner_command_lines(tmp_path):
     model = tmp_path / "m.gguf"
     cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, n_ctx=1024), model, 8123)
     assert cmd[:3] == ["llama-server", "-m", str(model)]
-    assert ["--port", "8123"] == cmd[cmd.index("--port"):cmd.index("--port") + 2]
-    assert ["-t", "2"] == cmd[-2:] and "1024" in cmd
+    assert cmd[cmd.index("--port"):cmd.index("--port") + 2] == ["--port", "8123"]
+    assert cmd[-2:] == ["-t", "2"] and "1024" in cmd
     try:
         cmd = server_command(LocalModelSettings(), model, 8123)
     except LocalModelError as exc:  # the extra is not installed here: the error says how to get it

@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from conftest import SHARED_DATA
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
@@ -32,8 +33,6 @@ from rags_expert.agent import RagsExpert
 from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_extra_installed, local_settings
 from rags_expert.settings import RagsExpertSettings
-
-from conftest import SHARED_DATA
 
 DEV = SHARED_DATA / "hotpotqa" / "dev.jsonl"
 N_QUESTIONS = int(os.environ.get("RAGS_EXPERT_E2E_QUESTIONS", "4"))

@@ -16,7 +16,7 @@ def test_every_packaged_prompt_is_a_file_with_named_variables():
     assert {"grade_document", "grade_grounded", "grade_useful", "rephrase_query", "generate", "answer_system",
             "condense_question", "score"} <= set(store.keys())
     assert store.variables("grade_document") == {"question", "document"}
-    for key in store.keys():
+    for key in store.keys():  # noqa: SIM118 - PromptStore is not a mapping
         assert (packaged_prompt_dir() / f"{key}.txt").is_file()
         template_variables(store.get(key))  # well-formed
 

@@ -396,7 +396,7 @@ class FalkorDBBackend:
             # GRAPH.RO_QUERY: the server refuses any query that would write.
             coro = graph.ro_query(query, timeout=max(1, int(timeout * 1000)))
             result = await asyncio.wait_for(coro, timeout + 5)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise GraphQueryError("timeout", f"no answer from FalkorDB within {timeout + 5:.0f}s") from None
         except (ConnectionError, OSError) as exc:
             raise GraphQueryError("connection", self._redact(str(exc) or type(exc).__name__)) from None
@@ -543,7 +543,7 @@ class Neo4jBackend:
                 columns, records = await asyncio.wait_for(
                     session.execute_read(work), timeout + self.connection_timeout + 5
                 )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise GraphQueryError("timeout", f"no answer from Neo4j within {timeout:.0f}s") from None
         except Exception as exc:
             raise self._error(exc) from None

@@ -10,10 +10,11 @@ from __future__ import annotations
 import errno
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl"})
 TEXT_KEYS = ("content", "text", "page_content", "body")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -123,10 +124,8 @@ def _close_all() -> None:
         entries = list(_CLIENTS.values())
         _CLIENTS.clear()
     for obj, _ in entries:
-        try:
+        with contextlib.suppress(Exception):  # best effort at exit
             obj.close()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
 
 
 # --- the knowledge base -----------------------------------------------------------------------

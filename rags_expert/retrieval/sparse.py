@@ -19,9 +19,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # A short English stop-word list: these terms carry almost no IDF weight anyway,
 # dropping them keeps the sparse vectors (and local-mode scoring) small.
 STOPWORDS = frozenset(
-    """a an and are as at be but by for from has have he her his i in is it its of on or she that the their
-    them they this to was were which who whom will with what when where why how did do does than then there
-    these those been being also into about after before over under""".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "he", "her", "his", "i", "in", "is", "it", "its", "of", "on", "or", "she", "that", "the", "their", "them", "they", "this", "to", "was", "were", "which", "who", "whom", "will", "with", "what", "when", "where", "why", "how", "did", "do", "does", "than", "then", "there", "these", "those", "been", "being", "also", "into", "about", "after", "before", "over", "under"]
 )
 
 K1 = 1.2

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
+
 class KnowledgeBaseError(RuntimeError):
     """The knowledge base cannot serve this request (missing collection, bad configuration, store in use)."""
 

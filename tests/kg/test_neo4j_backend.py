@@ -51,7 +51,7 @@ class FakeBolt:
             writer.write(_failure("Neo.ClientError.Security.Unauthorized", "The client is unauthorized"))
             await writer.drain()
             await asyncio.wait_for(reader.read(4096), 1)
-        except (asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, ConnectionError):
             pass
         writer.close()
 

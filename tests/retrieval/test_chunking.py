@@ -8,7 +8,9 @@ import re
 import subprocess
 import sys
 
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from rags_expert.retrieval.chunking import CHUNKER_VERSION, chunk_text, chunking_label
 from rags_expert.retrieval.ingest import ChunkRecord, Ingestor, chunk_id, file_records

@@ -15,7 +15,6 @@ from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 
 from .conftest import make_settings
 
-
 # The killed run reports its progress (chunks stored) on stdout, one line per batch, so the test can kill it
 # mid-way whatever the engine's on-disk format.
 INGEST_WITH_PROGRESS = """
