@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, get_origin
+from typing import Annotated, Any, NoReturn, cast, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
@@ -44,8 +44,10 @@ def setting_type(path: str) -> Callable[[str], Any]:
     """An argparse ``type`` checking a flag's value against the setting at ``path`` (``section.field``)."""
     section, name = path.split(".")
     model = next(m for m in AGENT_SETTINGS if section in m.model_fields)
-    info = model.model_fields[section].annotation.model_fields[name]
-    adapter = TypeAdapter(Annotated[info.annotation, info])
+    section_model = cast(type[BaseModel], model.model_fields[section].annotation)  # a section is a model
+    info = section_model.model_fields[name]
+    form: Any = Annotated[info.annotation, info]  # built at run time: not a static type form
+    adapter: TypeAdapter[Any] = TypeAdapter(form)
 
     def parse(text: str) -> Any:
         try:
@@ -82,7 +84,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def settings_from_args(args: argparse.Namespace, base: AgentSettings | None = None) -> AgentSettings:
     """``base`` (default: the environment's settings of the subcommand's agent, ``set_defaults(settings_class=
     ...)``, else the RAG agent's) with the command line's overrides, validated."""
-    overrides = _overrides(args)
+    overrides: dict[str, Any] = _overrides(args)
     if base is None:
         return getattr(args, "settings_class", RagsExpertSettings)(**overrides)
     if not overrides:

@@ -11,17 +11,18 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rags_expert.cli_support import args_settings, positive_int, setting_type
 from rags_expert.rag.cli import ASK_FLAGS
+from rags_expert.settings import RagsExpertSettings
 
 
 async def evaluate(args: argparse.Namespace) -> int:
     """Run a benchmark through the agent and write the report."""
     from rags_expert.evaluation import run_hotpotqa, write_report
 
-    settings = args_settings(args)
+    settings = cast(RagsExpertSettings, args_settings(args))  # eval builds the RAG agent's settings
     questions_file = args.data / f"{args.split}.jsonl"
     if not args.quiet:
         print(f"[indexing the {args.split} corpus, then asking; per-question lines follow]", file=sys.stderr)

@@ -24,7 +24,7 @@ class NotInitializedError(RuntimeError):
 class AgentFlow(ABC):
     """Base of every agent a host can load: metadata, settings, async init and a compiled graph."""
 
-    name: ClassVar[str] = "agent"
+    name: str = "agent"  # a host may name an instance (hosts.load_agents)
     role: ClassVar[str] = ""
     nickname: ClassVar[str] = ""
     description: ClassVar[str] = ""

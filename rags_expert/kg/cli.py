@@ -13,7 +13,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
     from rags_expert.local_llm import maybe_local
 
     base = settings or getattr(args, "settings", None)
-    settings = settings_from_args(args, base)  # validated; flags win over the given settings
+    settings = cast(KGExpertSettings, settings_from_args(args, base))  # validated; flags win over the given settings
 
     async def go() -> int:
         async with maybe_local(settings, getattr(args, "local", False)) as s:

@@ -13,7 +13,7 @@ database error, an unexpected client fault, redacted) is recorded, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -44,9 +44,10 @@ def action_message(query: str, reflection: str, step: int) -> AIMessage:
 def latest_call(memory: Sequence[AnyMessage], step: int) -> tuple[str, str]:
     """(query, tool-call id) of the latest action in ``memory``; the query is "" when there is none."""
     last = next((m for m in reversed(memory) if isinstance(m, AIMessage)), None)
-    call = (last.tool_calls or [None])[0] if last is not None else None
-    query = clean_query(str((call or {}).get("args", {}).get("query", "") or ""))
-    return query, (call or {}).get("id") or call_id(step)
+    calls = last.tool_calls if last is not None else []
+    call: Mapping[str, Any] = calls[0] if calls else {}
+    query = clean_query(str(call.get("args", {}).get("query", "") or ""))
+    return query, call.get("id") or call_id(step)
 
 
 def new_attempt(step: int, query: str) -> dict[str, Any]:

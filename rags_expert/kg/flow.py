@@ -67,10 +67,10 @@ class KGQueryExpert(AgentFlow):
     async def async_init(self) -> Self:
         """Load the schema, start the database (and the sample graph), build the agent and its graph."""
         kg = self.settings.kg
-        if self.schema is None and kg.schema_file is None:
+        source = self.schema if self.schema is not None else kg.schema_file
+        if source is None:
             raise ValueError("KGQueryExpert needs a schema: pass schema=... or set kg.schema_file "
                              "(RAGS_EXPERT_KG__SCHEMA_FILE)")
-        source = self.schema if self.schema is not None else kg.schema_file
         schema = await asyncio.to_thread(load_schema, source, kg.schema_name)
         if self.backend is None:
             self.backend = backend_from_settings(kg, graph=schema.name or None)

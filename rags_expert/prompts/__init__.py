@@ -63,7 +63,7 @@ def _load_dir(directory: Path) -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.txt"))}
 
 
-def _field_problem(name: str, conversion: str | None, spec: str) -> str | None:
+def _field_problem(name: str, conversion: str | None, spec: str | None) -> str | None:
     """Why a ``str.format`` field is not a plain ``{name}`` placeholder, or None when it is."""
     if name == "" or name[0].isdigit():
         return "is positional (name the variable)"

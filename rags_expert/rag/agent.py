@@ -89,7 +89,7 @@ class RagsExpert(AgentFlow):
         self._graph = self.build_graph()
         self._compiled.clear()
 
-    def build_graph(self) -> StateGraph:
+    def build_graph(self) -> StateGraph[Any, Any, Any, Any]:
         assert self.chat_model is not None and self.retriever is not None and self.prompts is not None
         settings = self.settings
         deps = RagDeps(

@@ -16,11 +16,15 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli_support import args_settings, setting_type
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from langchain_core.runnables import RunnableConfig
+
     from rags_expert.settings import RagsExpertSettings
 
 PROGRESS = {
@@ -53,7 +57,7 @@ async def ask(args: argparse.Namespace) -> int:
 
     if args.local and not args.quiet and not args.json:
         print("[starting the local model]", file=sys.stderr, flush=True)
-    async with maybe_local(args_settings(args), args.local) as settings:
+    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as settings:  # ask: RAG settings
         return await answer(args, settings)
 
 
@@ -63,14 +67,13 @@ async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
 
     agent = await RagsExpert(settings).async_init()
     graph = agent.get_compiled_graph()
-    config: dict[str, Any] = {"configurable": {"thread_id": args.thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": args.thread}}
     if args.tags:
         config["configurable"]["library_tags"] = [t for t in args.tags.split(",") if t]
     final = None
     streamed = False
-    async for mode, chunk in graph.astream(
-        {"messages": [("user", args.question)]}, config, stream_mode=["messages", "updates"]
-    ):
+    stream = graph.astream({"messages": [("user", args.question)]}, config, stream_mode=["messages", "updates"])
+    async for mode, chunk in cast("AsyncIterator[tuple[str, Any]]", stream):  # a list stream_mode yields (mode, chunk)
         if mode == "messages":
             message, meta = chunk
             if meta.get("langgraph_node") == "generate" and not args.json and message.content:

@@ -94,7 +94,7 @@ def max_node_steps(max_rephrases: int, max_generations: int) -> int:
     return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1
 
 
-def build_graph(deps: RagDeps) -> StateGraph:
+def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
     """Wire the nodes and routers into an (uncompiled) StateGraph.
 
     Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
@@ -103,7 +103,7 @@ def build_graph(deps: RagDeps) -> StateGraph:
     nodes = RagNodes(deps)
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
-    builder.add_node("prepare", nodes.prepare)
+    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload]  # langgraph types no (state, config, runtime) node; it runs one
     builder.add_node("retrieve", nodes.retrieve)
     builder.add_node("grade_documents", nodes.grade_documents)
     builder.add_node("rephrase_query", nodes.rephrase_query)

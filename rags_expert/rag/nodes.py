@@ -148,12 +148,12 @@ class RagNodes:
                              "failure_reason": "invalid_request"}
         update |= {"search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
                    "lesson_scope": self._lesson_scope(request)}
-        history = history_text(history, self.deps.settings.history_messages)
-        if history and self.deps.settings.condense_followups:
+        transcript = history_text(history, self.deps.settings.history_messages)
+        if transcript and self.deps.settings.condense_followups:
             update["llm_calls"] = new_count(1)
             try:
                 question = await grading.condense_question(
-                    self.deps.model, question, history, self.deps.grading, config=config
+                    self.deps.model, question, transcript, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
@@ -282,9 +282,9 @@ class RagNodes:
             grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
             return_exceptions=True,
         )
-        for result in (grounded, useful):
-            if isinstance(result, BaseException):
-                return update | {"error": self._error(result), "failure_reason": "llm_error"}
+        if isinstance(grounded, BaseException) or isinstance(useful, BaseException):
+            failed = next(r for r in (grounded, useful) if isinstance(r, BaseException))
+            return update | {"error": self._error(failed), "failure_reason": "llm_error"}
         update |= {"grounded": grounded.value, "useful": useful.value}
         if not (grounded.value and useful.value):
             emit("answer_rejected", generation=state.get("generations", 0),

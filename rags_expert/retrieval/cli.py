@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli_support import args_settings, setting_type
 from rags_expert.redaction import redact
@@ -26,7 +26,7 @@ FLAGS = {"collection": "store.collection", "data_dir": "store.data_dir", "mode":
 
 def _settings(args: argparse.Namespace) -> KnowledgeBaseSettings:
     """Knowledge-base settings from the environment, with command-line overrides (validated once, in ``main``)."""
-    return args_settings(args)
+    return cast(KnowledgeBaseSettings, args_settings(args))  # ingest/search build RagsExpertSettings
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

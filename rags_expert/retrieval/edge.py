@@ -24,7 +24,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 import qdrant_edge as qe
 from qdrant_client import models
@@ -67,7 +67,7 @@ def _condition(c: Any) -> Any:
     if isinstance(c, models.FieldCondition):
         m = c.match
         if isinstance(m, models.MatchAny):
-            return qe.FieldCondition(key=c.key, match=qe.MatchAny(any=list(m.any)))
+            return qe.FieldCondition(key=c.key, match=qe.MatchAny(any=cast("list[str] | list[int]", list(m.any))))
         if isinstance(m, models.MatchValue):
             return qe.FieldCondition(key=c.key, match=qe.MatchValue(value=m.value))
     raise EdgeFilterError(f"unsupported filter condition for the edge engine: {c!r}")
@@ -79,6 +79,10 @@ def _conditions(cs: Any) -> list[Any] | None:
     return [_condition(c) for c in (cs if isinstance(cs, list) else [cs])]
 
 
+@overload
+def edge_filter(f: models.Filter) -> qe.Filter: ...
+@overload
+def edge_filter(f: models.Filter | None) -> qe.Filter | None: ...
 def edge_filter(f: models.Filter | None) -> qe.Filter | None:
     """Translate a ``qdrant_client`` filter into a Qdrant Edge filter."""
     if f is None:
@@ -102,7 +106,7 @@ def _id(pid: Any) -> str:
     return str(pid)
 
 
-def _point_id(pid: str) -> Any:
+def _point_id(pid: models.ExtendedPointId | uuid.UUID) -> Any:
     """Edge takes UUIDs as ``uuid.UUID`` (a plain string must also be a UUID); ints stay ints."""
     if isinstance(pid, int):
         return pid
@@ -199,12 +203,15 @@ class EdgeStore:
         """Run a dense, sparse or hybrid query (prefetches fused by RRF or DBSF inside Edge)."""
         flt = edge_filter(q.flt)
         if q.mode == "dense":
+            assert q.dense is not None, "a dense query carries its dense vector"
             req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(q.dense, using=DENSE), filter=flt,
                                   with_payload=True, with_vector=False)
         elif q.mode == "sparse":
+            assert q.sparse is not None, "a sparse query carries its sparse vector"
             req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
                                   filter=flt, with_payload=True, with_vector=False)
         else:
+            assert q.dense is not None and q.sparse is not None, "a hybrid query carries both vectors"
             fusion = qe.Fusion.Dbsf() if q.fusion == "dbsf" else qe.Fusion.Rrf(k=q.rrf_k, weights=list(q.weights))
             req = qe.QueryRequest(
                 limit=q.limit,
@@ -213,7 +220,8 @@ class EdgeStore:
                     qe.Prefetch(limit=q.prefetch_limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
                                 filter=flt),
                 ],
-                query=fusion, with_payload=True, with_vector=False,
+                query=fusion,  # type: ignore[arg-type]  # qdrant-edge stub: Fusion.Rrf/Dbsf are not typed as Fusion
+                with_payload=True, with_vector=False,
             )
         return [Hit(_id(p.id), float(p.score), p.payload or {}) for p in self._shard(name).query(req)]
 

@@ -105,8 +105,8 @@ class ProbedEmbeddings(NamedEmbeddings):
         self.model_name = model_name
         self._dimension = dimension
 
-    @property  # type: ignore[override]
-    def dimension(self) -> int:
+    @property
+    def dimension(self) -> int:  # type: ignore[override]  # read-only here: probed, never assigned
         """Output size, probing the model with one short text when not configured."""
         if self._dimension is None:
             self._dimension = len(self._inner.embed_query("dimension probe"))

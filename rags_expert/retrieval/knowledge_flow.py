@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import requests
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -197,7 +197,7 @@ class KnowledgeFlowClient:
         resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.timeout)
         return resp, retrying.statistics.get("attempt_number", 1)
 
-    def _gave_up(self, state: RetryCallState) -> requests.Response:
+    def _gave_up(self, state: RetryCallState) -> requests.Response | None:
         """The last response once retries run out, or the error when the last attempt did not connect."""
         outcome = state.outcome
         if outcome is not None and outcome.failed:
@@ -242,7 +242,8 @@ class KnowledgeFlowClient:
             resp, attempts = self._post(self._body(api, question, top_k, tags, document_uids, policy))
             if resp.status_code == 422 and self.settings.api == "auto":
                 missing = _missing_field(resp)
-                other = {"query": "v1", "question": "v2"}.get(missing or "")
+                generation_of: dict[str, Literal["v1", "v2"]] = {"query": "v1", "question": "v2"}
+                other = generation_of.get(missing or "")
                 if other and other != api:
                     log.info("knowledge-flow asks for %r: switching to the %s request", missing, other)
                     api = other

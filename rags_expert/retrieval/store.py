@@ -85,7 +85,7 @@ class ClientStore:
         )
         if self.server:  # payload indexes matter on a server; local mode ignores them
             for field in PAYLOAD_INDEXES:
-                self.client.create_payload_index(name, field, field_schema="keyword")
+                self.client.create_payload_index(name, field, field_schema=models.PayloadSchemaType.KEYWORD)
 
     def prepare(self, name: str) -> None:
         """Local mode: WAL + synchronous=NORMAL on the collection's SQLite file (``store.local_wal``).
@@ -97,7 +97,7 @@ class ClientStore:
         if self.server or not self.local_wal:
             return
         try:
-            storage = self.client._client.collections[name].storage  # noqa: SLF001
+            storage = self.client._client.collections[name].storage  # type: ignore[attr-defined]  # noqa: SLF001  # QdrantLocal only, not on QdrantBase
             if storage is not None:
                 storage.storage.execute("PRAGMA journal_mode=WAL")
                 storage.storage.execute("PRAGMA synchronous=NORMAL")
@@ -121,7 +121,7 @@ class ClientStore:
 
     def set_payload(self, name: str, ids: list[str], payload: dict[str, Any]) -> None:
         """Set payload keys on the given points."""
-        self.client.set_payload(name, payload=payload, points=ids, wait=True)
+        self.client.set_payload(name, payload=payload, points=list(ids), wait=True)  # list[PointId]: list is invariant
 
     def retrieve(self, name: str, ids: list[str], fields: list[str]) -> list[tuple[str, dict]]:
         """(id, payload subset) of the given points that exist."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -178,7 +178,13 @@ class KGExpertSettings(AgentSettings):
 S = TypeVar("S", bound=AgentSettings)
 
 
-def coerce_settings(settings: AgentSettings | dict[str, Any] | None, cls: type[S] = RagsExpertSettings) -> S:
+@overload
+def coerce_settings(settings: AgentSettings | dict[str, Any] | None) -> RagsExpertSettings: ...
+@overload
+def coerce_settings(settings: AgentSettings | dict[str, Any] | None, cls: type[S]) -> S: ...
+def coerce_settings(
+    settings: AgentSettings | dict[str, Any] | None, cls: type[AgentSettings] = RagsExpertSettings
+) -> AgentSettings:
     """Accept a settings object, a plain dict (validated) or None (defaults + environment) as ``cls``.
 
     Another agent's settings object is accepted too: its shared sections (llm, grading, lessons, store,

@@ -40,7 +40,7 @@ def _row(prefix: str, name: str, info) -> str:
     """One table row: path, type, default, environment variable, meaning."""
     factory = info.default_factory
     if factory is not None and factory not in (list, dict):
-        default = _Raw(f"{getattr(factory, '__name__', 'factory')}()")  # environment-dependent
+        default: object = _Raw(f"{getattr(factory, '__name__', 'factory')}()")  # environment-dependent
     else:
         default = info.get_default(call_default_factory=True)
     if isinstance(default, SecretStr):
