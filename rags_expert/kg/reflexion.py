@@ -48,6 +48,7 @@ fields) and return state updates; the seed's see the memory list and return mess
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
@@ -130,7 +131,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     # --- exit rule ---
 
-    def exit_reason(self, state: ReflexionState) -> str | None:
+    def exit_reason(self, state: Mapping[str, Any]) -> str | None:
         """A reason already decided, ``llm_error``, the subclass's reason, ``max_steps``, or None to continue."""
         if state.get("exit_reason"):
             return state["exit_reason"]
@@ -146,7 +147,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     # Their state parameter is typed as a plain dict on purpose: LangGraph reads a node's
     # input schema from that annotation, and a subclass's extra state keys must reach it.
 
-    async def _run(self, node: str, fn: Any, state: ReflexionState) -> dict[str, Any]:
+    async def _run(self, node: str, fn: Any, state: dict[str, Any]) -> dict[str, Any]:
         try:
             update = await fn(state)
         except LLMCallError as exc:
@@ -212,8 +213,8 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     def build_graph(self) -> StateGraph:
         """The uncompiled graph (for hosts that add a checkpointer or serve it)."""
-        builder = StateGraph(self.state_schema)
-        builder.add_node("prepare", self._prepare_node)
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(self.state_schema)
+        builder.add_node("prepare", self._prepare_node)  # type: ignore[type-var]  # StateLike bound excludes dict
         builder.add_node("draft", self._draft_node)
         builder.add_node("execute_tool", self._execute_tool_node)
         builder.add_node("revise", self._revise_node)

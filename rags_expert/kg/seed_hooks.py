@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AnyMessage, BaseMessage
@@ -83,29 +83,32 @@ def missing_hooks(cls: type) -> list[str]:
     ]
 
 
-def _memory(state: dict[str, Any]) -> list[AnyMessage]:
+def _memory(state: Mapping[str, Any]) -> list[AnyMessage]:
     """The loop's messages for this question, as the seed's hooks receive them."""
     return list(state.get("memory") or [])
 
 
 class SeedHooks:
-    """Defaults of our hooks that call the seed-named ones (see the module docstring)."""
+    """Defaults of our hooks that call the seed-named ones (see the module docstring).
 
-    async def draft(self, state: dict[str, Any]) -> dict[str, Any]:
+    A hook's ``state`` is the agent's graph state, of its ``state_schema`` (a subclass's own TypedDict).
+    """
+
+    async def draft(self, state: Any) -> dict[str, Any]:
         """Draft responder: ``_create_initial_responder(prompt).respond(messages)``."""
         responder = self._create_initial_responder(state.get("prompt") or None)  # type: ignore[attr-defined]
         return {"memory": [await respond(responder, _memory(state))]}
 
-    async def run_tool(self, state: dict[str, Any]) -> dict[str, Any]:
+    async def run_tool(self, state: Any) -> dict[str, Any]:
         """Tool function: ``_tool_function(messages)`` → a ToolMessage."""
         return {"memory": [await call_hook(self._tool_function, _memory(state))]}  # type: ignore[attr-defined]
 
-    async def revise(self, state: dict[str, Any]) -> dict[str, Any]:
+    async def revise(self, state: Any) -> dict[str, Any]:
         """Revise responder: ``_create_revise_responder(prompt).respond(messages)``."""
         responder = self._create_revise_responder(state.get("prompt") or None)  # type: ignore[attr-defined]
         return {"memory": [await respond(responder, _memory(state))]}
 
-    def done_reason(self, state: dict[str, Any]) -> str | None:
+    def done_reason(self, state: Any) -> str | None:
         """``done`` when the seed's ``_should_continue(messages)`` routes to the end; None without it."""
         hook = getattr(self, "_should_continue", None)
         if hook is None or not _memory(state):
@@ -121,7 +124,7 @@ class SeedHooks:
         record = hook(step, node, output)
         return record if isinstance(record, dict) else {}
 
-    def parse_final_result(self, state: dict[str, Any]) -> Any:
+    def parse_final_result(self, state: Any) -> Any:
         """``_parse_final_result(output)`` with the last message in memory (None when there is none)."""
         memory = _memory(state)
         return self._parse_final_result(memory[-1] if memory else None)  # type: ignore[attr-defined]

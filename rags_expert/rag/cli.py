@@ -57,7 +57,7 @@ async def ask(args: argparse.Namespace) -> int:
 
     if args.local and not args.quiet and not args.json:
         print("[starting the local model]", file=sys.stderr, flush=True)
-    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as settings:  # ask: RAG settings
+    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as settings:
         return await answer(args, settings)
 
 

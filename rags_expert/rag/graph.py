@@ -103,7 +103,8 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     nodes = RagNodes(deps)
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
-    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload]  # langgraph types no (state, config, runtime) node; it runs one
+    # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
+    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload]  # langgraph stub gap
     builder.add_node("retrieve", nodes.retrieve)
     builder.add_node("grade_documents", nodes.grade_documents)
     builder.add_node("rephrase_query", nodes.rephrase_query)

@@ -97,7 +97,8 @@ class ClientStore:
         if self.server or not self.local_wal:
             return
         try:
-            storage = self.client._client.collections[name].storage  # type: ignore[attr-defined]  # noqa: SLF001  # QdrantLocal only, not on QdrantBase
+            # local mode: _client is a QdrantLocal; its QdrantBase type declares no `collections`
+            storage = self.client._client.collections[name].storage  # type: ignore[attr-defined]  # noqa: SLF001
             if storage is not None:
                 storage.storage.execute("PRAGMA journal_mode=WAL")
                 storage.storage.execute("PRAGMA synchronous=NORMAL")
