@@ -49,8 +49,10 @@ def script(body):
 
 def make_docs(k: int) -> list[Document]:
     return [
-        Document(f"Chunk {i} ({'even' if i % 2 == 0 else 'odd'}): Castle Varen fact number {i}.",
-                 metadata={"chunk_id": f"c{i}", "title": f"c{i}"})
+        Document(
+            f"Chunk {i} ({'even' if i % 2 == 0 else 'odd'}): Castle Varen fact number {i}.",
+            metadata={"chunk_id": f"c{i}", "title": f"c{i}"},
+        )
         for i in range(k)
     ]
 
@@ -87,8 +89,12 @@ async def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=200.0, help="fixed server delay per call")
     parser.add_argument("--ks", type=int, nargs="+", default=[4, 8, 16], help="chunk counts")
     parser.add_argument("--repeats", type=int, default=3, help="runs per cell (median reported)")
-    parser.add_argument("--concurrency", type=int, default=None,
-                        help="grading.concurrency of the concurrent variant (default: the settings default)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="grading.concurrency of the concurrent variant (default: the settings default)",
+    )
     args = parser.parse_args()
     concurrency = args.concurrency or RagsExpertSettings().grading.concurrency
     delay = args.delay_ms / 1000
@@ -110,9 +116,11 @@ async def main() -> None:
             rows.append((k, c, s))
         requests = len(server.requests)
 
-    print(f"Grading latency, `RagNodes.grade_documents` over HTTP, server delay {args.delay_ms:.0f} ms/call, "
-          f"concurrency {concurrency} vs 1, median of {args.repeats} "
-          f"({platform.python_version()}, {platform.machine()}, {requests} requests served)\n")
+    print(
+        f"Grading latency, `RagNodes.grade_documents` over HTTP, server delay {args.delay_ms:.0f} ms/call, "
+        f"concurrency {concurrency} vs 1, median of {args.repeats} "
+        f"({platform.python_version()}, {platform.machine()}, {requests} requests served)\n"
+    )
     print("| k | concurrent ms | sequential ms | ratio seq/conc | concurrent / one-call delay |")
     print("|---:|---:|---:|---:|---:|")
     for k, c, s in rows:

@@ -67,8 +67,11 @@ async def one(model: Any, ctx: grading.GradingContext, question: str, para: str,
         reply = await asyncio.wait_for(runnable.ainvoke(messages), ctx.settings.timeout)
     except Exception as exc:  # noqa: BLE001 - recorded, this is a measurement
         status = getattr(exc, "status_code", "")
-        return {"error": f"{type(exc).__name__} {status}".strip(), "seconds": time.monotonic() - began,
-                "detail": str(exc)[:200]}
+        return {
+            "error": f"{type(exc).__name__} {status}".strip(),
+            "seconds": time.monotonic() - began,
+            "detail": str(exc)[:200],
+        }
     seconds = time.monotonic() - began
     payloads = grading._reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
@@ -77,9 +80,15 @@ async def one(model: Any, ctx: grading.GradingContext, question: str, para: str,
     value = obj.relevant if obj is not None else (loose if loose is not None else ctx.settings.default_relevant)
     usage = getattr(reply, "usage_metadata", None) or {}
     return {
-        "shape": shape(reply), "schema_parsed": obj is not None, "loose_parsed": loose is not None,
-        "correct": value == expected, "said_relevant": value, "seconds": seconds, "out_tokens": usage.get("output_tokens"),
-        "finish": (reply.response_metadata or {}).get("finish_reason"), "raw": raw[:160],
+        "shape": shape(reply),
+        "schema_parsed": obj is not None,
+        "loose_parsed": loose is not None,
+        "correct": value == expected,
+        "said_relevant": value,
+        "seconds": seconds,
+        "out_tokens": usage.get("output_tokens"),
+        "finish": (reply.response_metadata or {}).get("finish_reason"),
+        "raw": raw[:160],
     }
 
 
@@ -87,16 +96,20 @@ def summarize(method: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in rows if "error" not in r]
     n = len(rows)
     return {
-        "method": method, "calls": n, "http_errors": n - len(ok),
+        "method": method,
+        "calls": n,
+        "http_errors": n - len(ok),
         "errors": sorted({r["error"] for r in rows if "error" in r}),
         "shapes": sorted({r["shape"] for r in ok}),
-        "schema_parsed": sum(r["schema_parsed"] for r in ok), "any_parsed": sum(r["schema_parsed"] or r["loose_parsed"] for r in ok),
+        "schema_parsed": sum(r["schema_parsed"] for r in ok),
+        "any_parsed": sum(r["schema_parsed"] or r["loose_parsed"] for r in ok),
         "correct": sum(r["correct"] for r in ok),
         "correct_when_parsed": sum(r["correct"] for r in ok if r["schema_parsed"] or r["loose_parsed"]),
         "said_relevant": sum(r["said_relevant"] for r in ok),
         "median_s": round(statistics.median(r["seconds"] for r in rows), 2) if rows else None,
         "max_out_tokens": max((r["out_tokens"] or 0 for r in ok), default=0),
-        "finish": sorted({str(r["finish"]) for r in ok}), "sample": ok[0]["raw"] if ok else rows[0].get("detail"),
+        "finish": sorted({str(r["finish"]) for r in ok}),
+        "sample": ok[0]["raw"] if ok else rows[0].get("detail"),
     }
 
 
@@ -104,8 +117,13 @@ async def plain_chat(base: RagsExpertSettings, n: int = 5) -> list[float]:
     """Latency of plain chat answers through ChatOpenAI."""
     model = build_chat_model(base.llm)
     times = []
-    for q in ["What is the capital of France?", "Name a primary colour.", "What is 2 plus 2?",
-              "Who wrote Hamlet?", "What language is spoken in Brazil?"][:n]:
+    for q in [
+        "What is the capital of France?",
+        "Name a primary colour.",
+        "What is 2 plus 2?",
+        "Who wrote Hamlet?",
+        "What language is spoken in Brazil?",
+    ][:n]:
         began = time.monotonic()
         reply = await model.ainvoke([HumanMessage(q)])
         times.append(time.monotonic() - began)
@@ -125,15 +143,20 @@ async def main() -> int:
         chat = await plain_chat(settings)
         table = []
         for method in METHODS:
-            s = settings.model_copy(update={"grading": settings.grading.model_copy(update={"structured_output": method})})
+            s = settings.model_copy(
+                update={"grading": settings.grading.model_copy(update={"structured_output": method})}
+            )
             ctx = grading.GradingContext.from_settings(s)
             model = build_chat_model(s.llm)
             rows = [await one(model, ctx, q, p, e) for q, p, e in cases(args.questions)]
             table.append(summarize(method, rows))
             print(json.dumps(table[-1]), file=sys.stderr)
-        result = {"startup_s": round(server.startup_seconds or 0, 1),
-                  "plain_chat_s": [round(t, 2) for t in chat], "grading_max_tokens": settings.grading.max_tokens,
-                  "methods": table}
+        result = {
+            "startup_s": round(server.startup_seconds or 0, 1),
+            "plain_chat_s": [round(t, 2) for t in chat],
+            "grading_max_tokens": settings.grading.max_tokens,
+            "methods": table,
+        }
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

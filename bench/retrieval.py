@@ -83,7 +83,9 @@ def ingest_split(tmp: Path, split: str, provider: str) -> tuple[KnowledgeBaseSet
             fh.write(json.dumps({"title": title, "content": text}) + "\n")
     s = KnowledgeBaseSettings(
         store={"data_dir": tmp / f"data-{provider}-{uuid.uuid4().hex[:6]}", "collection": f"hotpot_{split}"},
-        embeddings={"provider": provider}, ingestion={"chunk_size": 10000, "chunk_overlap": 0})
+        embeddings={"provider": provider},
+        ingestion={"chunk_size": 10000, "chunk_overlap": 0},
+    )
     kb = KnowledgeBase(s)
     build_embeddings(s.embeddings).embed_query("warm-up")  # model load is not ingestion throughput
     report = Ingestor(kb).run([f])
@@ -94,8 +96,10 @@ def ingest_split(tmp: Path, split: str, provider: str) -> tuple[KnowledgeBaseSet
 def ranked_titles(kb: KnowledgeBase, questions: list[dict], mode: str, dense_qs: list[list[float]]) -> list[list[str]]:
     """Top-10 titles per question (query embeddings precomputed once per split)."""
     k = max(KS)
-    return [[h.payload["title"] for h in kb.search_vectors(dq, sparse.query_vector(q["question"]), k, mode)]
-            for q, dq in zip(questions, dense_qs)]
+    return [
+        [h.payload["title"] for h in kb.search_vectors(dq, sparse.query_vector(q["question"]), k, mode)]
+        for q, dq in zip(questions, dense_qs)
+    ]
 
 
 def fusion_label(settings: KnowledgeBaseSettings) -> str:
@@ -108,6 +112,7 @@ def fusion_label(settings: KnowledgeBaseSettings) -> str:
 
 def tune_grid(base: KnowledgeBaseSettings) -> list[KnowledgeBaseSettings]:
     """The fusion settings tried by --tune."""
+
     def with_fusion(**update) -> KnowledgeBaseSettings:
         return base.model_copy(update={"retrieval": base.retrieval.model_copy(update=update)})
 
@@ -130,8 +135,10 @@ def run_quality(models_: list[str], tmp: Path, tune: bool) -> tuple[list[dict], 
             name = kb.embeddings.model_name
             ingest_rows.append({"model": name, "split": split, "chunks": n, "chunks/s": cps})
             dense_qs = [kb.embeddings.embed_query(q["question"]) for q in questions]
-            res = {mode: evaluate(ranked_titles(kb, questions, mode, dense_qs), questions)
-                   for mode in ("sparse", "dense", "hybrid")}
+            res = {
+                mode: evaluate(ranked_titles(kb, questions, mode, dense_qs), questions)
+                for mode in ("sparse", "dense", "hybrid")
+            }
             best = max(res["sparse"]["R@5"], res["dense"]["R@5"])
             for mode, m in res.items():
                 label = f"hybrid ({fusion_label(s)})" if mode == "hybrid" else mode
@@ -141,8 +148,14 @@ def run_quality(models_: list[str], tmp: Path, tune: bool) -> tuple[list[dict], 
                 for cand in tune_grid(s):
                     kb.settings = cand
                     m = evaluate(ranked_titles(kb, questions, "hybrid", dense_qs), questions)
-                    tune_rows.append({"model": name, "fusion": fusion_label(cand), **m,
-                                      "R@5 / best single": m["R@5"] / best if best else float("nan")})
+                    tune_rows.append(
+                        {
+                            "model": name,
+                            "fusion": fusion_label(cand),
+                            **m,
+                            "R@5 / best single": m["R@5"] / best if best else float("nan"),
+                        }
+                    )
                 kb.settings = s
             close_client(s.store)
     tune_rows.sort(key=lambda r: (r["model"], -r["R@5"], -r["MRR"]))
@@ -157,9 +170,13 @@ def synth_points(n: int, vocab: list[str], rng: random.Random, nrng: np.random.G
     pts = []
     for i in range(n):
         text = " ".join(rng.choices(vocab, cum_weights=cum, k=60))
-        pts.append(models.PointStruct(id=str(uuid.UUID(int=i + 1)), vector={DENSE: dense[i].tolist(),
-                                      SPARSE: sparse.document_vector(text)},
-                                      payload={"content": text, "tags": [f"t{i % 10}"], "source": f"s{i}"}))
+        pts.append(
+            models.PointStruct(
+                id=str(uuid.UUID(int=i + 1)),
+                vector={DENSE: dense[i].tolist(), SPARSE: sparse.document_vector(text)},
+                payload={"content": text, "tags": [f"t{i % 10}"], "source": f"s{i}"},
+            )
+        )
     return pts
 
 
@@ -187,7 +204,9 @@ def run_latency(sizes: list[int], engines: list[str], local_max: int, tmp: Path,
         for engine in engines:
             if engine == "local" and n > local_max:
                 continue
-            s = KnowledgeBaseSettings(store={"data_dir": tmp / f"lat-{engine}-{n}", "collection": "lat", "engine": engine})
+            s = KnowledgeBaseSettings(
+                store={"data_dir": tmp / f"lat-{engine}-{n}", "collection": "lat", "engine": engine}
+            )
             kb = KnowledgeBase(s)
             kb.create(384, "synthetic")
             t0 = time.perf_counter()
@@ -202,10 +221,11 @@ def run_latency(sizes: list[int], engines: list[str], local_max: int, tmp: Path,
             for mode in MODES:
                 for engine, kb in kbs.items():
                     t = time.perf_counter()
-                    kb.search_vectors(dv, sq, 5, "hybrid" if mode == "hybrid+tag" else mode,
-                                      tag if mode == "hybrid+tag" else None)
+                    kb.search_vectors(
+                        dv, sq, 5, "hybrid" if mode == "hybrid+tag" else mode, tag if mode == "hybrid+tag" else None
+                    )
                     times[(engine, mode)].append((time.perf_counter() - t) * 1000)
-        for row in rows[-len(kbs):]:
+        for row in rows[-len(kbs) :]:
             for mode in MODES:
                 ts = sorted(times[(row["engine"], mode)])
                 row[f"{mode} p50"] = statistics.median(ts)
@@ -232,8 +252,13 @@ def table(rows: list[dict], floatfmt: str = ".3f") -> str:
     cols = list(rows[0])
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join(f"{r.get(c, ''):{floatfmt}}" if isinstance(r.get(c), float) else str(r.get(c, ''))
-                                       for c in cols) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                f"{r.get(c, ''):{floatfmt}}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -257,8 +282,14 @@ def plot(quality: list[dict], latency: list[dict], path: Path) -> None:
         rows = [r for r in latency if r["engine"] == engine]
         if rows:
             for mode, color in zip(MODES, ("C0", "C1", "C2", "C3")):
-                b.plot([r["points"] for r in rows], [r[f"{mode} p50"] for r in rows], style, color=color, marker="o",
-                       label=f"{engine} {mode}")
+                b.plot(
+                    [r["points"] for r in rows],
+                    [r[f"{mode} p50"] for r in rows],
+                    style,
+                    color=color,
+                    marker="o",
+                    label=f"{engine} {mode}",
+                )
     if latency:
         b.set_xscale("log")
         b.set_yscale("log")
@@ -308,8 +339,9 @@ def main() -> int:
                 print("\n## Latency ratio local mode / Qdrant Edge (p50)\n")
                 print(table(ratios, ".1f"))
     plot(quality, latency, out / "retrieval.png")
-    (out / "retrieval.json").write_text(json.dumps({"quality": quality, "ingest": ingest_rows, "tune": tune_rows,
-                                                    "latency": latency}, indent=1))
+    (out / "retrieval.json").write_text(
+        json.dumps({"quality": quality, "ingest": ingest_rows, "tune": tune_rows, "latency": latency}, indent=1)
+    )
     print(f"\nplot: {out / 'retrieval.png'}")
     return 0
 

@@ -42,11 +42,11 @@ def register_settings(subparsers: Any) -> None:
 
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
-    rag_cli.register,          # ask
-    evaluation_cli.register,   # eval
-    register_settings,         # settings
-    retrieval_cli.register,    # ingest, search
-    kg_cli.register,           # kg
+    rag_cli.register,  # ask
+    evaluation_cli.register,  # eval
+    register_settings,  # settings
+    retrieval_cli.register,  # ingest, search
+    kg_cli.register,  # kg
 )
 """The subcommand registrations, in the order ``--help`` lists them."""
 
@@ -54,8 +54,13 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
 def build_parser() -> argparse.ArgumentParser:
     """The ``rags-expert`` parser with every subcommand (usage errors: one line, exit 2)."""
     parser = OneLineParser(prog="rags-expert", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log at INFO level to stderr (-vv: DEBUG, every library's records); secrets are masked")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log at INFO level to stderr (-vv: DEBUG, every library's records); secrets are masked",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(sub)
@@ -86,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 def _flag_names(args: argparse.Namespace) -> dict[str, str]:
     """Settings paths the command line set, with the flag that set them (to name it in errors)."""
     flags = getattr(args, "settings_flags", None) or {}
-    return {path: "--" + dest.replace("_", "-") for dest, path in flags.items() if getattr(args, dest, None) is not None}
+    return {
+        path: "--" + dest.replace("_", "-") for dest, path in flags.items() if getattr(args, dest, None) is not None
+    }
 
 
 def _fail(book: SecretBook, message: str) -> int:

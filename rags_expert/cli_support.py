@@ -146,10 +146,13 @@ def _unparsable_env() -> list[tuple[str, str, str]]:
     for name, value in sorted(os.environ.items()):
         if not name.startswith("RAGS_EXPERT_"):
             continue
-        path = name[len("RAGS_EXPERT_"):].lower().split("__")
+        path = name[len("RAGS_EXPERT_") :].lower().split("__")
         annotation = _field_annotation(path)
-        complex_type = get_origin(annotation) in (list, dict) or isinstance(annotation, type) and (
-            issubclass(annotation, BaseModel))
+        complex_type = (
+            get_origin(annotation) in (list, dict)
+            or isinstance(annotation, type)
+            and (issubclass(annotation, BaseModel))
+        )
         if not complex_type:
             continue
         try:
@@ -169,8 +172,10 @@ def env_secrets() -> list[str]:
     for name, value in os.environ.items():
         if not (name.startswith(("RAGS_EXPERT_", "OPENAI_")) and value):
             continue
-        path = name[len("RAGS_EXPERT_"):].lower().split("__")
-        if name == "OPENAI_API_KEY" or (name.startswith("RAGS_EXPERT_") and "SecretStr" in str(_field_annotation(path))):
+        path = name[len("RAGS_EXPERT_") :].lower().split("__")
+        if name == "OPENAI_API_KEY" or (
+            name.startswith("RAGS_EXPERT_") and "SecretStr" in str(_field_annotation(path))
+        ):
             out.append(value)
         out.extend(url_secrets(value))
     return out
@@ -200,8 +205,9 @@ def configure_logging(verbosity: int, book: SecretBook) -> None:
     root = logging.getLogger()
     if not root.handlers:  # like logging.basicConfig: a host's (or pytest's) logging set-up is left as it is
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbosity > 1
-                                               else "%(levelname)s %(message)s"))
+        handler.setFormatter(
+            logging.Formatter("%(levelname)s %(name)s: %(message)s" if verbosity > 1 else "%(levelname)s %(message)s")
+        )
         root.addHandler(handler)
         root.setLevel(level)
     logging.captureWarnings(True)  # warnings.warn texts go through the handlers (and the filter) too

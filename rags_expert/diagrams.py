@@ -78,7 +78,10 @@ async def build_kg_query_expert() -> AgentFlow:
     from rags_expert.kg.flow import KGQueryExpert
 
     agent = KGQueryExpert(
-        _OFFLINE_SETTINGS, chat_model=_unused_model(), backend=_NoDatabase(), schema=_TINY_SCHEMA  # type: ignore[arg-type]
+        _OFFLINE_SETTINGS,
+        chat_model=_unused_model(),
+        backend=_NoDatabase(),
+        schema=_TINY_SCHEMA,  # type: ignore[arg-type]
     )
     return await agent.async_init()
 
@@ -119,7 +122,7 @@ async def render_page() -> str:
     parts = [
         "# Agent graphs",
         "",
-        "!!! note \"Generated page, do not edit\"",
+        '!!! note "Generated page, do not edit"',
         f"    Regenerate with `{REGENERATE}`.",
         "",
         "Every diagram below is drawn by LangGraph from the compiled graph a host gets "

@@ -144,10 +144,14 @@ class EvalReport:
             ("gold-paragraph recall of cited chunks", f"{self.gold_recall:.3f}"),
             ("outcomes", ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))),
             ("failure reasons", ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())) or "-"),
-            ("LLM calls / question (mean, max, bound)", f"{self.llm_calls_mean:.1f}, {self.llm_calls_max}, "
-                                                         f"{self.llm_call_bound}"),
-            ("latency s / question (mean, p50, p95)", f"{self.seconds_mean:.2f}, {self.seconds_p50:.2f}, "
-                                                      f"{self.seconds_p95:.2f}"),
+            (
+                "LLM calls / question (mean, max, bound)",
+                f"{self.llm_calls_mean:.1f}, {self.llm_calls_max}, {self.llm_call_bound}",
+            ),
+            (
+                "latency s / question (mean, p50, p95)",
+                f"{self.seconds_mean:.2f}, {self.seconds_p50:.2f}, {self.seconds_p95:.2f}",
+            ),
         ]
         return "\n".join(["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
@@ -161,7 +165,9 @@ def score_question(q: dict[str, Any], answer: str, sources: list[dict[str, Any]]
     return {
         "exact_match": exact_match(text, gold),
         "f1": f1_score(text, gold),
-        "contains": float(bool(normalize_answer(gold)) and f" {normalize_answer(gold)} " in f" {normalize_answer(text)} "),
+        "contains": float(
+            bool(normalize_answer(gold)) and f" {normalize_answer(gold)} " in f" {normalize_answer(text)} "
+        ),
         "gold_recall": len(gold_titles & set(cited)) / len(gold_titles) if gold_titles else 0.0,
         "cited_titles": cited,
     }
@@ -201,16 +207,23 @@ async def run_hotpotqa(
     results: list[QuestionResult] = []
     for q in questions:
         started = time.perf_counter()
-        out = await graph.ainvoke({"messages": [HumanMessage(q["question"])]},
-                                  {"configurable": {"thread_id": f"eval-{split}-{q['id']}"}})
+        out = await graph.ainvoke(
+            {"messages": [HumanMessage(q["question"])]}, {"configurable": {"thread_id": f"eval-{split}-{q['id']}"}}
+        )
         seconds = time.perf_counter() - started
         final = out["messages"][-1]
         meta = final.response_metadata
         metrics = score_question(q, str(final.content), meta.get("sources", []))
         result = QuestionResult(
-            id=q["id"], question=q["question"], gold=q["answer"], answer=str(final.content),
-            outcome=meta.get("outcome", "failure"), reason=meta.get("reason", ""),
-            llm_calls=int(meta.get("llm_calls", 0)), seconds=seconds, **metrics,
+            id=q["id"],
+            question=q["question"],
+            gold=q["answer"],
+            answer=str(final.content),
+            outcome=meta.get("outcome", "failure"),
+            reason=meta.get("reason", ""),
+            llm_calls=int(meta.get("llm_calls", 0)),
+            seconds=seconds,
+            **metrics,
         )
         results.append(result)
         if progress:
@@ -254,8 +267,11 @@ def write_report(report: EvalReport, out_dir: Path) -> tuple[Path, Path | None]:
     ax1.bar(names, [report.exact_match, report.f1, report.contains, report.gold_recall], color="#4c72b0")
     ax1.set_ylim(0, 1)
     ax1.set_title(f"HotpotQA {report.split} ({report.questions} q, {report.model})")
-    ax2.scatter([r.llm_calls for r in report.results], [r.seconds for r in report.results],
-                c=["#55a868" if r.outcome == "success" else "#c44e52" for r in report.results])
+    ax2.scatter(
+        [r.llm_calls for r in report.results],
+        [r.seconds for r in report.results],
+        c=["#55a868" if r.outcome == "success" else "#c44e52" for r in report.results],
+    )
     ax2.set_xlabel("LLM calls")
     ax2.set_ylabel("seconds")
     ax2.set_title("per question (green: success, red: failure)")

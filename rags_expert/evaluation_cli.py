@@ -30,8 +30,12 @@ async def evaluate(args: argparse.Namespace) -> int:
     def progress(r) -> None:
         if not args.quiet:
             mark = "ok " if r.outcome == "success" else "-- "
-            print(f"{mark} EM {r.exact_match:.0f} F1 {r.f1:.2f} calls {r.llm_calls:2d} {r.seconds:5.1f}s  "
-                  f"{r.question[:70]}", file=sys.stderr, flush=True)
+            print(
+                f"{mark} EM {r.exact_match:.0f} F1 {r.f1:.2f} calls {r.llm_calls:2d} {r.seconds:5.1f}s  "
+                f"{r.question[:70]}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     from rags_expert.local_llm import maybe_local
 
@@ -54,8 +58,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("benchmark", choices=["hotpotqa"])
     p.add_argument("--split", choices=["dev", "test"], default="dev")
     p.add_argument("--limit", type=positive_int, help="the first N questions only")
-    p.add_argument("--data", type=Path, default=_default_hotpotqa_dir(),
-                   help="folder with <split>.jsonl (default: $RAGS_EXPERT_HOTPOTQA_DIR or ../shared/data/hotpotqa)")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=_default_hotpotqa_dir(),
+        help="folder with <split>.jsonl (default: $RAGS_EXPERT_HOTPOTQA_DIR or ../shared/data/hotpotqa)",
+    )
     p.add_argument("--out", type=Path, default=Path("eval-out"), help="where the JSON report and PNG plot go")
     p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")

@@ -129,9 +129,7 @@ class GradingContext:
     retry: RetryPolicy
 
     @classmethod
-    def from_settings(
-        cls, settings: AgentSettings | None = None, prompts: PromptStore | None = None
-    ) -> GradingContext:
+    def from_settings(cls, settings: AgentSettings | None = None, prompts: PromptStore | None = None) -> GradingContext:
         settings = settings or RagsExpertSettings()
         return cls(
             settings=settings.grading,
@@ -179,15 +177,22 @@ def _structured_runnable(
         if method == "function_calling":
             capped = model.bind_tools([schema], tool_choice=schema.__name__)
         elif method == "json_schema":
-            capped = _with_response_format(model, {
-                "type": "json_schema",
-                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-            })
+            capped = _with_response_format(
+                model,
+                {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+                },
+            )
         elif method == "json_mode":
             capped = _with_response_format(model, {"type": "json_object"})
     except Exception as exc:  # noqa: BLE001 - e.g. no tools, or tool_choice by name unsupported
-        log.info("structured output %r unavailable for %s (%s); asking in plain text", method,
-                 type(model).__name__, type(exc).__name__)
+        log.info(
+            "structured output %r unavailable for %s (%s); asking in plain text",
+            method,
+            type(model).__name__,
+            type(exc).__name__,
+        )
         capped = model  # plain text, parsed tolerantly
     return capped.bind(max_tokens=ctx.settings.max_tokens)
 
@@ -231,19 +236,28 @@ async def structured_call(
     config = {**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM, "rags_expert:grading"]}
     method = ctx.settings.structured_output
     try:
-        reply = await call_model(_structured_runnable(model, schema, ctx), list(messages), policy=ctx.retry,
-                                 timeout=ctx.settings.timeout, config=config)
+        reply = await call_model(
+            _structured_runnable(model, schema, ctx),
+            list(messages),
+            policy=ctx.retry,
+            timeout=ctx.settings.timeout,
+            config=config,
+        )
     except LLMCallError as exc:
         if method == "text" or ctx.retry.max_retries < 1 or not format_rejected(exc):
             raise
         # The endpoint refused the structured-output request itself (e.g. llama-cpp-python: HTTP 500
         # "response_format.type should be 'text' or 'json_object'"): ask again for plain text. This
         # request takes the place of a retry, so the bound on requests (bound * (1 + max_retries)) holds.
-        log.warning("the endpoint rejected structured output %r (%s); asking for plain text", method,
-                    exc.error_class)
+        log.warning("the endpoint rejected structured output %r (%s); asking for plain text", method, exc.error_class)
         fallback_policy = dataclasses.replace(ctx.retry, max_retries=ctx.retry.max_retries - 1)
-        reply = await call_model(_structured_runnable(model, schema, ctx, "text"), list(messages),
-                                 policy=fallback_policy, timeout=ctx.settings.timeout, config=config)
+        reply = await call_model(
+            _structured_runnable(model, schema, ctx, "text"),
+            list(messages),
+            policy=fallback_policy,
+            timeout=ctx.settings.timeout,
+            config=config,
+        )
     payloads = _reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
     for payload in payloads:
@@ -349,7 +363,10 @@ async def condense_question(
 ) -> str:
     """Make a follow-up standalone using the conversation ``history``; the question itself if nothing parses."""
     reply = await structured_call(
-        model, StandaloneQuestion, ctx.messages("condense_question", history=history, question=question), ctx,
+        model,
+        StandaloneQuestion,
+        ctx.messages("condense_question", history=history, question=question),
+        ctx,
         config=config,
     )
     text = _text_field(reply, "question")
@@ -367,7 +384,10 @@ async def reflect(
 ) -> str:
     """One sentence of advice after a failed attempt ("" when the model gives nothing usable)."""
     reply = await structured_call(
-        model, LessonText, ctx.messages("reflect", task=task, attempt=attempt, feedback=feedback or "(unknown)"), ctx,
+        model,
+        LessonText,
+        ctx.messages("reflect", task=task, attempt=attempt, feedback=feedback or "(unknown)"),
+        ctx,
         config=config,
     )
     text = _text_field(reply, "lesson")

@@ -202,9 +202,10 @@ class LessonMemory:
                 "updated_ts": stamp,
             }
             self.client.upsert(
-                self.settings.collection, points=[
+                self.settings.collection,
+                points=[
                     models.PointStruct(id=point_id, vector={QUESTION: question_vec, LESSON: text_vec}, payload=payload)
-                ]
+                ],
             )
             self._evict(scope)
         return point_id, False
@@ -227,18 +228,28 @@ class LessonMemory:
         """Delete expired lessons (any scope) and the least recently updated beyond ``max_per_scope``."""
         name = self.settings.collection
         if (cutoff := self._cutoff()) is not None:
-            expired = models.Filter(should=[
-                models.FieldCondition(key="updated_ts", range=models.Range(lt=cutoff)),
-                models.IsEmptyCondition(is_empty=models.PayloadField(key="updated_ts")),
-            ])
+            expired = models.Filter(
+                should=[
+                    models.FieldCondition(key="updated_ts", range=models.Range(lt=cutoff)),
+                    models.IsEmptyCondition(is_empty=models.PayloadField(key="updated_ts")),
+                ]
+            )
             self.client.delete(name, points_selector=models.FilterSelector(filter=expired), wait=True)
-        excess = self.client.count(name, count_filter=_scope_filter(scope), exact=True).count - self.settings.max_per_scope
+        excess = (
+            self.client.count(name, count_filter=_scope_filter(scope), exact=True).count - self.settings.max_per_scope
+        )
         if excess <= 0:
             return
         points, offset = [], None
         while True:
-            page, offset = self.client.scroll(name, scroll_filter=_scope_filter(scope), limit=1024, offset=offset,
-                                              with_payload=["updated_ts"], with_vectors=False)
+            page, offset = self.client.scroll(
+                name,
+                scroll_filter=_scope_filter(scope),
+                limit=1024,
+                offset=offset,
+                with_payload=["updated_ts"],
+                with_vectors=False,
+            )
             points.extend(page)
             if offset is None:
                 break
@@ -301,8 +312,13 @@ async def recall_lessons(memory: LessonMemory | None, question: str, scope: str)
         log.warning("lesson recall failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
         return []
     texts = [neutralise(lesson.text) for lesson in lessons]
-    emit("lesson_recalled", scope=scope, question=question, lessons=texts,
-         similarities=[round(lesson.similarity, 3) for lesson in lessons])
+    emit(
+        "lesson_recalled",
+        scope=scope,
+        question=question,
+        lessons=texts,
+        similarities=[round(lesson.similarity, 3) for lesson in lessons],
+    )
     return texts
 
 

@@ -58,8 +58,7 @@ class TokenCapCompat:
         body = with_max_tokens(b"".join(chunks))
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
-        await self.app({**scope, "headers": headers}, _replay([{"type": "http.request", "body": body}], receive),
-                       send)
+        await self.app({**scope, "headers": headers}, _replay([{"type": "http.request", "body": body}], receive), send)
 
 
 def _replay(messages: list[Message], then: Receive | None = None) -> Receive:

@@ -32,6 +32,7 @@ from rags_expert.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 
+
 class LLMCallError(RuntimeError):
     """An LLM request failed for good (retries exhausted or a non-retryable error).
 

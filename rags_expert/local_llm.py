@@ -104,17 +104,44 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
     """The command line that starts the configured runner on ``port``."""
     threads = str(settings.threads or os.cpu_count() or 1)
     if settings.runner == "llama_server":
-        return [settings.server_binary, "-m", str(model), "--host", settings.host, "--port", str(port),
-                "-c", str(settings.n_ctx), "--alias", settings.model_alias, "-t", threads]
+        return [
+            settings.server_binary,
+            "-m",
+            str(model),
+            "--host",
+            settings.host,
+            "--port",
+            str(port),
+            "-c",
+            str(settings.n_ctx),
+            "--alias",
+            settings.model_alias,
+            "-t",
+            threads,
+        ]
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise LocalModelError(
             f"the local model runner is not installed (missing: {', '.join(missing)}): {INSTALL_HINT}"
         )
     # llama-cpp-python's own app, wrapped so that it honours ChatOpenAI's max_completion_tokens
-    cmd = [sys.executable, "-m", "rags_expert.llama_cpp_runner", "--model", str(model), "--host", settings.host,
-           "--port", str(port), "--n_ctx", str(settings.n_ctx), "--model_alias", settings.model_alias,
-           "--n_threads", threads]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rags_expert.llama_cpp_runner",
+        "--model",
+        str(model),
+        "--host",
+        settings.host,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(settings.n_ctx),
+        "--model_alias",
+        settings.model_alias,
+        "--n_threads",
+        threads,
+    ]
     return cmd
 
 
@@ -163,8 +190,12 @@ class LocalModelServer:
         log.info("starting the local model server: %s", " ".join(cmd))
         try:
             self.process = subprocess.Popen(  # noqa: S603 - our own fixed command line
-                cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent, close_fds=True,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                close_fds=True,
             )
         except OSError as exc:
             self._close_log()
@@ -258,15 +289,17 @@ class LocalModelServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def __aenter__(self) -> Self:
         return await self.astart()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 

@@ -175,8 +175,9 @@ def _leading_verdict(text: str) -> bool | None:
     # A leading field name with a separator ("relevant: no", '{"relevant": false' cut short) is a
     # label, not the verdict: drop it so the value after it decides.
     stripped = _FIELD_LABEL.sub("", text.strip(), count=1)
-    stripped = re.sub(r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "",
-                      stripped, flags=re.I)
+    stripped = re.sub(
+        r"^[\s*_`#>\"']*(?:answer|verdict|grade|score|binary_score|result)?\s*[:=-]?\s*", "", stripped, flags=re.I
+    )
     if stripped.startswith("{"):  # the leading word of JSON is a key ("relevant"), not a verdict
         return None
     words = _WORD.findall(stripped.lower())

@@ -43,8 +43,9 @@ def _basic_credentials(match: re.Match[str]) -> str:
     """Mask a ``Basic <token>`` whose token is base64 of ``user:password`` (prose like "basic facts" stays)."""
     token = match.group(2)
     try:
-        decoded = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token
-                                   else None, validate=True)
+        decoded = base64.b64decode(
+            token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True
+        )
     except (binascii.Error, ValueError):
         return match.group(0)
     return match.group(1) + MASK if b":" in decoded else match.group(0)

@@ -105,8 +105,7 @@ class ScriptedChatModel(BaseChatModel):
                 message=AIMessageChunk(
                     content=message.content,
                     tool_call_chunks=[
-                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c.get("id"),
-                         "index": i}
+                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c.get("id"), "index": i}
                         for i, c in enumerate(message.tool_calls)
                     ],
                 )

@@ -14,15 +14,22 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a ``rags-expert`` subprocess: this checkout, a private data dir, fast embeddings,
     no lesson memory, no model retries, and none of the caller's ``RAGS_EXPERT_*``/``OPENAI_*`` variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
-    env.update(PYTHONPATH=str(ROOT), RAGS_EXPERT_DATA_DIR=str(data_dir), RAGS_EXPERT_LESSONS__ENABLED="false",
-               RAGS_EXPERT_EMBEDDINGS__PROVIDER="wordllama", RAGS_EXPERT_LLM__MAX_RETRIES="0", **extra)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        RAGS_EXPERT_DATA_DIR=str(data_dir),
+        RAGS_EXPERT_LESSONS__ENABLED="false",
+        RAGS_EXPERT_EMBEDDINGS__PROVIDER="wordllama",
+        RAGS_EXPERT_LLM__MAX_RETRIES="0",
+        **extra,
+    )
     return env
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """``python -m rags_expert.cli ARGS`` with text output captured."""
-    return subprocess.run([sys.executable, "-m", "rags_expert.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=180, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", *args], env=env, capture_output=True, text=True, timeout=180, cwd=cwd
+    )
 
 
 def ingest_docs(root: Path, files: dict[str, str]) -> Path:

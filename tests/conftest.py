@@ -31,12 +31,11 @@ class KeywordRetriever(BaseRetriever):
     ) -> list[Document]:
         self.calls.append({"query": query, "top_k": top_k, "library_tags": library_tags, **kwargs})
         words = set(re.findall(r"\w+", query.lower()))
-        pool = [
-            d for d in self.docs if not library_tags or set(d.metadata.get("tags", [])) & set(library_tags)
-        ]
+        pool = [d for d in self.docs if not library_tags or set(d.metadata.get("tags", [])) & set(library_tags)]
         scored = sorted(pool, key=lambda d: -len(words & set(re.findall(r"\w+", d.page_content.lower()))))
         return [
-            Document(d.page_content, metadata={**d.metadata, "score": float(i)}) for i, d in enumerate(scored[: top_k or 4])
+            Document(d.page_content, metadata={**d.metadata, "score": float(i)})
+            for i, d in enumerate(scored[: top_k or 4])
         ]
 
 
@@ -50,8 +49,10 @@ def isolated_environment(tmp_path_factory, monkeypatch):
 
 def make_docs(texts: dict[str, str], tags: list[str] | None = None) -> list[Document]:
     return [
-        Document(text, metadata={"title": title, "source": f"kb/{title}.md", "page": None, "chunk_id": title,
-                                 "tags": tags or []})
+        Document(
+            text,
+            metadata={"title": title, "source": f"kb/{title}.md", "page": None, "chunk_id": title, "tags": tags or []},
+        )
         for title, text in texts.items()
     ]
 

@@ -253,8 +253,13 @@ class _Handler(BaseHTTPRequestHandler):
         cid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
 
         def event(delta: dict[str, Any] | None, finish: str | None = None, usage: dict | None = None) -> None:
-            chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created,
-                                     "model": model, "choices": []}
+            chunk: dict[str, Any] = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+            }
             if delta is not None:
                 chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
             if usage is not None:
@@ -267,8 +272,18 @@ class _Handler(BaseHTTPRequestHandler):
             for i, word in enumerate(words):
                 event({"content": word if i == 0 else " " + word})
         for i, call in enumerate(reply.tool_calls):
-            event({"tool_calls": [{"index": i, "id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                                   "function": {"name": call.name, "arguments": ""}}]})
+            event(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": f"call_{uuid.uuid4().hex[:8]}",
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
             args = call.arguments_text
             for start in range(0, len(args), 8):
                 event({"tool_calls": [{"index": i, "function": {"arguments": args[start : start + 8]}}]})
@@ -292,8 +307,11 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments_text}}
+            {
+                "id": f"call_{uuid.uuid4().hex[:8]}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_text},
+            }
             for c in reply.tool_calls
         ]
     return {
@@ -332,8 +350,9 @@ class OpenAIServer:
     def start(self) -> OpenAIServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="openai-test-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-test-server", daemon=True
+        )
         self._thread.start()
         return self
 

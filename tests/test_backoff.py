@@ -26,8 +26,9 @@ def waits_of(wait: wait_backoff, failures: list[Exception]) -> list[float]:
             raise queue.pop(0)
         return "ok"
 
-    retrying = Retrying(wait=wait, stop=stop_after_attempt(10), retry=retry_if_exception_type(Refused),
-                        sleep=slept.append)
+    retrying = Retrying(
+        wait=wait, stop=stop_after_attempt(10), retry=retry_if_exception_type(Refused), sleep=slept.append
+    )
     assert retrying(attempt) == "ok"
     return slept
 

@@ -74,10 +74,14 @@ def test_citation_spans_point_at_their_markers():
 
 async def _ask(answer: str, docs, **settings):
     script = Script(relevance=lambda q, c: "yes", generate=lambda t: answer)
-    agent = await RagsExpert({"llm": {"max_retries": 0}, **settings}, chat_model=ScriptedChatModel(responder=script),
-                             retriever=KeywordRetriever(docs=docs, calls=[])).async_init()
+    agent = await RagsExpert(
+        {"llm": {"max_retries": 0}, **settings},
+        chat_model=ScriptedChatModel(responder=script),
+        retriever=KeywordRetriever(docs=docs, calls=[]),
+    ).async_init()
     out = await agent.get_compiled_graph().ainvoke(
-        {"messages": [HumanMessage("How do I read the castle list?")]}, {"configurable": {"thread_id": "c"}})
+        {"messages": [HumanMessage("How do I read the castle list?")]}, {"configurable": {"thread_id": "c"}}
+    )
     return out["messages"][-1], script
 
 

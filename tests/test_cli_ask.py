@@ -35,7 +35,9 @@ def test_ask_streams_the_answer_and_prints_sources(kb, capsys):
 
 
 def test_ask_json_and_failure_exit_code(kb, capsys):
-    with OpenAIServer(lambda body: {"relevant": False} if request_kind(body) == "relevance" else script(body)) as server:
+    with OpenAIServer(
+        lambda body: {"relevant": False} if request_kind(body) == "relevance" else script(body)
+    ) as server:
         rc = main(["ask", "What is the airspeed of a swallow?", "--base-url", server.base_url, "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert rc == 1

@@ -8,7 +8,14 @@ import sys
 
 from rags_expert.cli import COMMANDS, build_parser
 
-OPTIONAL_EXTRAS = ("falkordb", "neo4j", "llama_cpp", "matplotlib", "fastembed", "langgraph_cli")  # langgraph_sdk: a langgraph dependency
+OPTIONAL_EXTRAS = (
+    "falkordb",
+    "neo4j",
+    "llama_cpp",
+    "matplotlib",
+    "fastembed",
+    "langgraph_cli",
+)  # langgraph_sdk: a langgraph dependency
 
 
 def _subcommands() -> list[str]:
@@ -22,15 +29,18 @@ def test_every_subcommand_is_registered_once_in_help_order():
 
 
 def test_building_the_parser_imports_no_optional_extra():
-    code = ("import json, sys; from rags_expert.cli import build_parser; build_parser(); "
-            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {OPTIONAL_EXTRAS!r})))")
+    code = (
+        "import json, sys; from rags_expert.cli import build_parser; build_parser(); "
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {OPTIONAL_EXTRAS!r})))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
 
 
 def test_an_unknown_subcommand_is_one_line_and_exit_2():
-    done = subprocess.run([sys.executable, "-m", "rags_expert.cli", "frobnicate"], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", "frobnicate"], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "frobnicate" in done.stderr

@@ -45,45 +45,87 @@ def test_invalid_setting_from_the_environment_is_one_line_and_exit_2(command, tm
     # llm.timeout is in a section both agents read, so every subcommand validates it
     done = run_cli(SUBCOMMANDS[command], cli_env(tmp_path, RAGS_EXPERT_LLM__TIMEOUT="banana"))
     assert done.returncode == 2 and done.stdout == ""
-    assert one_error_line(done) == ("error: invalid setting RAGS_EXPERT_LLM__TIMEOUT (llm.timeout): "
-                                    "Input should be a valid number, unable to parse string as a number")
+    assert one_error_line(done) == (
+        "error: invalid setting RAGS_EXPERT_LLM__TIMEOUT (llm.timeout): "
+        "Input should be a valid number, unable to parse string as a number"
+    )
 
 
 KG_COMMAND = SUBCOMMANDS["kg"]
 
 
-@pytest.mark.parametrize(("command", "variable", "value", "expected"), [
-    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__TOP_K", "-3",
-     "(retrieval.top_k): Input should be greater than or equal to 1"),
-    (KG_COMMAND, "RAGS_EXPERT_KG__MAX_STEPS", "0", "(kg.max_steps): Input should be greater than or equal to 1"),
-    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__MODE", "fuzzy",
-     "(retrieval.mode): Input should be 'dense', 'sparse' or 'hybrid'"),
-    (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__LIBRARY_TAGS", "a,b", "(retrieval.library_tags): not valid JSON"),
-    (["search", "castle"], "RAGS_EXPERT_STORE__ENGINE", "rust",
-     "(store.engine): Input should be 'edge' or 'local'"),
-    (KG_COMMAND, "RAGS_EXPERT_EMBEDDINGS__BATCH_SIZE", "0",
-     "(embeddings.batch_size): Input should be greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    ("command", "variable", "value", "expected"),
+    [
+        (
+            ["search", "castle"],
+            "RAGS_EXPERT_RETRIEVAL__TOP_K",
+            "-3",
+            "(retrieval.top_k): Input should be greater than or equal to 1",
+        ),
+        (KG_COMMAND, "RAGS_EXPERT_KG__MAX_STEPS", "0", "(kg.max_steps): Input should be greater than or equal to 1"),
+        (
+            ["search", "castle"],
+            "RAGS_EXPERT_RETRIEVAL__MODE",
+            "fuzzy",
+            "(retrieval.mode): Input should be 'dense', 'sparse' or 'hybrid'",
+        ),
+        (
+            ["search", "castle"],
+            "RAGS_EXPERT_RETRIEVAL__LIBRARY_TAGS",
+            "a,b",
+            "(retrieval.library_tags): not valid JSON",
+        ),
+        (
+            ["search", "castle"],
+            "RAGS_EXPERT_STORE__ENGINE",
+            "rust",
+            "(store.engine): Input should be 'edge' or 'local'",
+        ),
+        (
+            KG_COMMAND,
+            "RAGS_EXPERT_EMBEDDINGS__BATCH_SIZE",
+            "0",
+            "(embeddings.batch_size): Input should be greater than or equal to 1",
+        ),
+    ],
+)
 def test_each_invalid_setting_is_named_with_its_constraint(command, variable, value, expected, tmp_path):
     done = run_cli(command, cli_env(tmp_path, **{variable: value}))
     assert done.returncode == 2
     assert one_error_line(done).startswith(f"error: invalid setting {variable} {expected}")
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["search", "castle", "-k", "-1"], "rags-expert search: error: argument -k: Input should be greater than or equal "
-                                       "to 1 (got '-1')"),
-    (["ask", "When?", "-k", "0"], "rags-expert ask: error: argument -k/--top-k: Input should be greater than or "
-                                  "equal to 1 (got '0')"),
-    (["ask", "When?", "--top-k", "banana"], "rags-expert ask: error: argument -k/--top-k: Input should be a valid "
-                                            "integer, unable to parse string as an integer (got 'banana')"),
-    (["kg", "q", "--schema", "s.yaml", "--max-steps", "99"], "rags-expert kg: error: argument --max-steps: Input "
-                                                             "should be less than or equal to 50 (got '99')"),
-    (["eval", "hotpotqa", "--limit", "0"], "rags-expert eval: error: argument --limit: Input should be greater than "
-                                           "or equal to 1 (got '0')"),
-    (["ingest", ".", "--collection", ""], "rags-expert ingest: error: argument --collection: String should have at "
-                                          "least 1 character (got '')"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["search", "castle", "-k", "-1"],
+            "rags-expert search: error: argument -k: Input should be greater than or equal to 1 (got '-1')",
+        ),
+        (
+            ["ask", "When?", "-k", "0"],
+            "rags-expert ask: error: argument -k/--top-k: Input should be greater than or equal to 1 (got '0')",
+        ),
+        (
+            ["ask", "When?", "--top-k", "banana"],
+            "rags-expert ask: error: argument -k/--top-k: Input should be a valid "
+            "integer, unable to parse string as an integer (got 'banana')",
+        ),
+        (
+            ["kg", "q", "--schema", "s.yaml", "--max-steps", "99"],
+            "rags-expert kg: error: argument --max-steps: Input should be less than or equal to 50 (got '99')",
+        ),
+        (
+            ["eval", "hotpotqa", "--limit", "0"],
+            "rags-expert eval: error: argument --limit: Input should be greater than or equal to 1 (got '0')",
+        ),
+        (
+            ["ingest", ".", "--collection", ""],
+            "rags-expert ingest: error: argument --collection: String should have at least 1 character (got '')",
+        ),
+    ],
+)
 def test_invalid_flag_is_one_line_naming_it_and_exit_2(args, expected, tmp_path):
     done = run_cli(args, cli_env(tmp_path))
     assert done.returncode == 2
@@ -112,21 +154,31 @@ _script = castle_script
 @pytest.fixture(scope="module")
 def kb_env(tmp_path_factory):
     """A data dir holding two documents, ingested through the CLI."""
-    return ingest_docs(tmp_path_factory.mktemp("cli_errors"), {
-        "castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n",
-        "cheese.md": "# Cheese\n\nMura valley cheese is aged for nine months.\n",
-    })
+    return ingest_docs(
+        tmp_path_factory.mktemp("cli_errors"),
+        {
+            "castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n",
+            "cheese.md": "# Cheese\n\nMura valley cheese is aged for nine months.\n",
+        },
+    )
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("question", "script", "code"), [
-    ("When was Castle Varen built?", _script, 0),
-    ("What is the airspeed of a swallow?",
-     lambda body: {"relevant": False} if request_kind(body) == "relevance" else _script(body), 1),
-    ("When was Castle Varen built?", lambda body: error(500, "model is down"), 2),
-    ("When was Castle Varen built?", lambda body: error(401, "bad key"), 2),
-    ("   ", _script, 2),
-], ids=["answered", "not-found", "model-down", "model-refuses", "empty-question"])
+@pytest.mark.parametrize(
+    ("question", "script", "code"),
+    [
+        ("When was Castle Varen built?", _script, 0),
+        (
+            "What is the airspeed of a swallow?",
+            lambda body: {"relevant": False} if request_kind(body) == "relevance" else _script(body),
+            1,
+        ),
+        ("When was Castle Varen built?", lambda body: error(500, "model is down"), 2),
+        ("When was Castle Varen built?", lambda body: error(401, "bad key"), 2),
+        ("   ", _script, 2),
+    ],
+    ids=["answered", "not-found", "model-down", "model-refuses", "empty-question"],
+)
 def test_ask_exit_codes_tell_not_found_from_errors(kb_env, question, script, code):
     with OpenAIServer(script) as server:
         done = run_cli(["ask", question, "-q", "--json"], cli_env(kb_env, RAGS_EXPERT_LLM__BASE_URL=server.base_url))
@@ -138,19 +190,42 @@ def test_ask_exit_codes_tell_not_found_from_errors(kb_env, question, script, cod
 
 
 def _kg_result(rows=(), error=None, kinds=("syntax",)) -> KGQueryResult:
-    attempts = [{"step": i + 1, "query": "MATCH (n) RETURN n", "rows": [], "error": "x" if k else None,
-                 "error_kind": k, "score": None} for i, k in enumerate(kinds)]
-    return KGQueryResult(question="q", query="MATCH (n) RETURN n" if rows else None, rows=list(rows), columns=[],
-                         score=None, steps=len(attempts), reflections=[], log=[],
-                         exit_reason="llm_error" if error else "max_steps", error=error, attempts=attempts)
+    attempts = [
+        {
+            "step": i + 1,
+            "query": "MATCH (n) RETURN n",
+            "rows": [],
+            "error": "x" if k else None,
+            "error_kind": k,
+            "score": None,
+        }
+        for i, k in enumerate(kinds)
+    ]
+    return KGQueryResult(
+        question="q",
+        query="MATCH (n) RETURN n" if rows else None,
+        rows=list(rows),
+        columns=[],
+        score=None,
+        steps=len(attempts),
+        reflections=[],
+        log=[],
+        exit_reason="llm_error" if error else "max_steps",
+        error=error,
+        attempts=attempts,
+    )
 
 
-@pytest.mark.parametrize(("result", "code"), [
-    (_kg_result(rows=[{"n": 1}], kinds=(None,)), 0),
-    (_kg_result(kinds=(None, "syntax")), 1),  # queries ran (or were wrong): honestly nothing found
-    (_kg_result(error="APIConnectionError after 1 attempt(s)", kinds=()), 2),  # the model failed
-    (_kg_result(kinds=("connection", "auth")), 2),  # no query could use the database
-], ids=["rows", "no-rows", "model-error", "database-down"])
+@pytest.mark.parametrize(
+    ("result", "code"),
+    [
+        (_kg_result(rows=[{"n": 1}], kinds=(None,)), 0),
+        (_kg_result(kinds=(None, "syntax")), 1),  # queries ran (or were wrong): honestly nothing found
+        (_kg_result(error="APIConnectionError after 1 attempt(s)", kinds=()), 2),  # the model failed
+        (_kg_result(kinds=("connection", "auth")), 2),  # no query could use the database
+    ],
+    ids=["rows", "no-rows", "model-error", "database-down"],
+)
 def test_kg_exit_codes(result, code):
     assert kg_exit_code(result) == code
 
@@ -166,8 +241,14 @@ def _unreadable_files(folder: Path) -> dict[str, str]:
     (folder / "dangling.md").symlink_to("nowhere.md")
     (folder / "blob.txt").write_bytes(b"\x00\x01binary" * 10)
     (folder / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
-    reasons = {"empty.md": "empty file", "blank.txt": "empty file (whitespace only)", "loop.md": "symlink loop",
-               "dangling.md": "dangling symlink", "blob.txt": "binary content", "latin1.md": "not UTF-8 text"}
+    reasons = {
+        "empty.md": "empty file",
+        "blank.txt": "empty file (whitespace only)",
+        "loop.md": "symlink loop",
+        "dangling.md": "dangling symlink",
+        "blob.txt": "binary content",
+        "latin1.md": "not UTF-8 text",
+    }
     if os.geteuid() != 0:  # root reads anything
         (folder / "locked.md").write_text("# Locked\n\nsome text\n")
         (folder / "locked.md").chmod(0)
@@ -186,8 +267,10 @@ def test_ingest_of_nothing_ingestible_says_so_warns_once_per_file_and_exits_1(tm
     for name, reason in reasons.items():
         warned = [line for line in lines if f"/{name}:" in line]
         assert len(warned) == 1 and reason in warned[0] and warned[0].startswith("WARNING skipping"), lines
-    assert lines[-1] == (f"nothing was ingested from {folder}: {len(reasons)} file(s) skipped (reasons above); "
-                         "1 file(s) of unsupported types (supported: .htm .html .jsonl .markdown .md .pdf .txt)")
+    assert lines[-1] == (
+        f"nothing was ingested from {folder}: {len(reasons)} file(s) skipped (reasons above); "
+        "1 file(s) of unsupported types (supported: .htm .html .jsonl .markdown .md .pdf .txt)"
+    )
     assert len(lines) == len(reasons) + 1 and "Traceback" not in done.stderr
 
 

@@ -27,7 +27,11 @@ def _env() -> dict[str, str]:
 def test_graphs_page_matches_the_compiled_graphs():
     """docs/graphs.md is exactly what the documented command prints from the current code."""
     done = subprocess.run(
-        [sys.executable, "-m", "rags_expert.diagrams"], cwd=ROOT, env=_env(), capture_output=True, text=True,
+        [sys.executable, "-m", "rags_expert.diagrams"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -54,9 +58,11 @@ async def test_graphs_page_holds_one_diagram_per_graph():
 
 
 async def test_extending_page_diagram_matches_the_example():
-    agent = await load_example().ClaimChecker(
-        chat_model=ScriptedChatModel(responses=[]), retriever=_EmptyRetriever()
-    ).async_init()
+    agent = (
+        await load_example()
+        .ClaimChecker(chat_model=ScriptedChatModel(responses=[]), retriever=_EmptyRetriever())
+        .async_init()
+    )
     block = re.search(r"```mermaid\n(.*?)\n```", (DOCS / "extending.md").read_text(encoding="utf-8"), re.S)
     assert block, "docs/extending.md has no mermaid diagram"
     assert block.group(1) == render_mermaid(agent).strip(), (
@@ -70,8 +76,11 @@ def test_extending_page_includes_the_example_file():
 
 
 def _api_targets() -> list[str]:
-    return [t for page in sorted((DOCS / "api").glob("*.md"))
-            for t in re.findall(r"^::: ([\w.]+)$", page.read_text(encoding="utf-8"), re.M)]
+    return [
+        t
+        for page in sorted((DOCS / "api").glob("*.md"))
+        for t in re.findall(r"^::: ([\w.]+)$", page.read_text(encoding="utf-8"), re.M)
+    ]
 
 
 def test_api_pages_name_objects_that_exist():
@@ -100,7 +109,11 @@ def test_docs_build_strictly(tmp_path):
             pytest.skip(f"{module} not installed (pip install '.[docs]')")
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
-        cwd=ROOT, env={**_env(), "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env={**_env(), "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "api" / "grading" / "index.html").is_file()

@@ -66,8 +66,23 @@ def test_eval_command_end_to_end(tmp_path, capsys):
         return "I am not sure [1]."
 
     with OpenAIServer(script) as server:
-        rc = main(["eval", "hotpotqa", "--split", "dev", "--data", str(data), "--out", str(tmp_path / "out"),
-                   "--base-url", server.base_url, "-q", "-k", "5"])
+        rc = main(
+            [
+                "eval",
+                "hotpotqa",
+                "--split",
+                "dev",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "out"),
+                "--base-url",
+                server.base_url,
+                "-q",
+                "-k",
+                "5",
+            ]
+        )
     assert rc == 0
     report = json.loads((tmp_path / "out" / "hotpotqa-dev.json").read_text())
     assert report["questions"] == 3

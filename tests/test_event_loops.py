@@ -31,8 +31,9 @@ def test_one_agent_answers_from_many_event_loops(castle_docs):
         async def questions(worker: int) -> list[str]:
             out = []
             for i in range(QUESTIONS_PER_THREAD):
-                state = await graph.ainvoke({"messages": [("user", QUESTION)]},
-                                            {"configurable": {"thread_id": f"w{worker}-{i}"}})
+                state = await graph.ainvoke(
+                    {"messages": [("user", QUESTION)]}, {"configurable": {"thread_id": f"w{worker}-{i}"}}
+                )
                 final = state["messages"][-1]
                 out.append(f"{final.response_metadata['outcome']}: {final.content}")
             return out

@@ -30,10 +30,18 @@ def castle_only(question: str, chunk: str) -> str:
 
 
 async def check(claim: str, script: Script, docs) -> tuple[dict, Script]:
-    agent = await load_example().ClaimChecker(
-        {"retrieval": {"top_k": 3}}, chat_model=ScriptedChatModel(responder=script), retriever=KeywordRetriever(docs=docs)
-    ).async_init()
-    out = await agent.get_compiled_graph().ainvoke({"messages": [("user", claim)]}, {"configurable": {"thread_id": "t"}})
+    agent = (
+        await load_example()
+        .ClaimChecker(
+            {"retrieval": {"top_k": 3}},
+            chat_model=ScriptedChatModel(responder=script),
+            retriever=KeywordRetriever(docs=docs),
+        )
+        .async_init()
+    )
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [("user", claim)]}, {"configurable": {"thread_id": "t"}}
+    )
     return out, script
 
 
@@ -45,7 +53,9 @@ def test_example_is_a_small_agent_flow():
 
 
 async def test_supported_claim_cites_the_relevant_chunk(castle_docs):
-    out, script = await check("Castle Varen was built in 1412 by Duke Albrecht.", Script(relevance=castle_only), castle_docs)
+    out, script = await check(
+        "Castle Varen was built in 1412 by Duke Albrecht.", Script(relevance=castle_only), castle_docs
+    )
     answer = out["messages"][-1]
     assert answer.content == "Supported by the knowledge base."
     assert answer.response_metadata["supported"] is True
@@ -61,7 +71,9 @@ async def test_unsupported_claim_reports_the_graders_reason(castle_docs):
         seen.append(text)
         return '{"grounded": false, "unsupported": "the castle was built in 1412, not 1500"}'
 
-    out, _ = await check("Castle Varen was built in 1500.", Script(relevance=castle_only, grounded=grounded), castle_docs)
+    out, _ = await check(
+        "Castle Varen was built in 1500.", Script(relevance=castle_only, grounded=grounded), castle_docs
+    )
     answer = out["messages"][-1]
     assert answer.content == "Not supported: the castle was built in 1412, not 1500."
     assert answer.response_metadata["supported"] is False

@@ -52,8 +52,9 @@ async def test_rejected_json_schema_falls_back_to_plain_text_once():
 
 async def test_a_real_server_fault_is_still_raised_after_its_retries():
     model = ScriptedChatModel(responder=lambda text, kw: _server_error("Error code: 500 - out of memory"))
-    settings = RagsExpertSettings(grading={"structured_output": "json_schema"},
-                                  llm={"max_retries": 1, "retry_base_delay": 0})
+    settings = RagsExpertSettings(
+        grading={"structured_output": "json_schema"}, llm={"max_retries": 1, "retry_base_delay": 0}
+    )
     ctx = grading.GradingContext.from_settings(settings)
     with pytest.raises(LLMCallError) as info:
         await grading.grade_relevance(model, "When?", "It was built in 1412.", ctx)
@@ -72,8 +73,9 @@ async def test_no_fallback_when_retries_are_off_so_the_request_bound_holds():
     model = ScriptedChatModel(responder=lambda text, kw: _server_error(REJECTED))
     settings = RagsExpertSettings(grading={"structured_output": "json_schema"}, llm={"max_retries": 0})
     with pytest.raises(LLMCallError):
-        await grading.grade_relevance(model, "When?", "It was built in 1412.",
-                                      grading.GradingContext.from_settings(settings))
+        await grading.grade_relevance(
+            model, "When?", "It was built in 1412.", grading.GradingContext.from_settings(settings)
+        )
     assert len(model.calls) == 1
 
 

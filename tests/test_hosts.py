@@ -46,8 +46,10 @@ async def test_load_agents_from_yaml(tmp_path):
         ("- {name: a}", "class_path"),
         ("- {name: a, class_path: no.such.module:X}", "cannot import"),
         ("- {name: a, class_path: 'builtins:dict'}", "not an AgentFlow"),
-        ("- {name: a, class_path: rags_expert.agent:RagsExpert}\n- {name: a, class_path: rags_expert.agent:RagsExpert}",
-         "duplicate"),
+        (
+            "- {name: a, class_path: rags_expert.agent:RagsExpert}\n- {name: a, class_path: rags_expert.agent:RagsExpert}",
+            "duplicate",
+        ),
         ("just a string", "must be a YAML list"),
     ],
 )
@@ -58,8 +60,11 @@ async def test_bad_agent_lists_get_clear_errors(text, message):
 
 async def test_bad_settings_in_an_entry_fail_at_load():
     with pytest.raises(ValueError, match="max_rephrases"):
-        await load_agents("- {name: a, class_path: 'rags_expert.agent:RagsExpert', settings: {max_rephrases: -1}}",
-                          chat_model=ScriptedChatModel(responses=[]), retriever=KeywordRetriever(docs=[]))
+        await load_agents(
+            "- {name: a, class_path: 'rags_expert.agent:RagsExpert', settings: {max_rephrases: -1}}",
+            chat_model=ScriptedChatModel(responses=[]),
+            retriever=KeywordRetriever(docs=[]),
+        )
 
 
 def test_read_specs_accepts_a_plain_list():

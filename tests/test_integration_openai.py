@@ -90,9 +90,7 @@ def make_settings(server: OpenAIServer, **over: Any) -> RagsExpertSettings:
 
 async def make_graph(server: OpenAIServer, docs: list[Document], **over: Any):
     settings = make_settings(server, **over)
-    agent = RagsExpert(
-        settings, chat_model=build_chat_model(settings.llm), retriever=KeywordRetriever(docs=docs)
-    )
+    agent = RagsExpert(settings, chat_model=build_chat_model(settings.llm), retriever=KeywordRetriever(docs=docs))
     await agent.async_init()
     return agent.get_compiled_graph()
 
@@ -148,7 +146,7 @@ async def test_happy_path_tool_call_graders(server, castle_docs):
         else:
             assert "tools" not in req.body
     answer_req = server.of_kind("answer")[0]
-    assert "<chunk n=\"1\"" in answer_req.prompt and "Castle Varen was built in 1412" in answer_req.prompt
+    assert '<chunk n="1"' in answer_req.prompt and "Castle Varen was built in 1412" in answer_req.prompt
     assert "cheese" not in answer_req.prompt.lower()  # irrelevant chunks stay out of the context
 
 
@@ -201,8 +199,9 @@ async def test_plain_text_grader_replies(server, castle_docs):
         ("%%% <garbage>", True, True),
     ],
 )
-async def test_malformed_tool_call_arguments_parse_tolerantly(server, castle_docs, arguments, default_relevant,
-                                                              expected):
+async def test_malformed_tool_call_arguments_parse_tolerantly(
+    server, castle_docs, arguments, default_relevant, expected
+):
     def script(body):
         if request_kind(body) == "relevance" and "Castle Varen" not in tag_content(body, "chunk"):
             return tool("RelevanceGrade", arguments)  # function.arguments is not valid JSON

@@ -95,7 +95,11 @@ def served(tmp_path_factory):
         log = open(tmp_path_factory.mktemp("log") / "langgraph.log", "w+")
         proc = subprocess.Popen(
             [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         url = f"http://127.0.0.1:{port}"
         try:
@@ -127,7 +131,9 @@ async def test_rag_graph_answers_through_the_server(served):
     client = get_client(url=url)
     thread = await client.threads.create()
     result = await client.runs.wait(
-        thread["thread_id"], "rags_expert", input={"messages": [{"role": "user", "content": "When was Castle Varen built?"}]}
+        thread["thread_id"],
+        "rags_expert",
+        input={"messages": [{"role": "user", "content": "When was Castle Varen built?"}]},
     )
     final = result["messages"][-1]
     assert final["type"] == "ai" and final["content"] == "Castle Varen was built in 1412 [1]."
@@ -150,8 +156,10 @@ async def test_streaming_through_the_server(served):
     thread = await client.threads.create()
     nodes, finals = [], []
     async for part in client.runs.stream(
-        thread["thread_id"], "rags_expert",
-        input={"messages": [{"role": "user", "content": "When was Castle Varen built?"}]}, stream_mode="updates",
+        thread["thread_id"],
+        "rags_expert",
+        input={"messages": [{"role": "user", "content": "When was Castle Varen built?"}]},
+        stream_mode="updates",
     ):
         if part.event == "updates":
             nodes.extend(part.data)
@@ -170,7 +178,8 @@ async def test_kg_graph_answers_through_the_server(served):
     client = get_client(url=url)
     thread = await client.threads.create()
     result = await client.runs.wait(
-        thread["thread_id"], "kg_query",
+        thread["thread_id"],
+        "kg_query",
         input={"messages": [{"role": "user", "content": "Which genes are expressed in fibroblasts?"}]},
     )
     attempts = result["attempts"]

@@ -37,10 +37,17 @@ class Run:
             generate=lambda t: self.prompts.append(t) or "Castle Varen was built in 1412 [1].",
         )
         self.model = ScriptedChatModel(
-            responder=lambda text, kw: '{"lesson": %s}' % json.dumps(lesson) if '{"lesson":' in text else script(text, kw)
+            responder=lambda text, kw: (
+                '{"lesson": %s}' % json.dumps(lesson) if '{"lesson":' in text else script(text, kw)
+            )
         )
-        docs = make_docs({"castle": "Castle Varen was built in 1412 by Duke Albrecht.",
-                          "tower": "The Varen tower was built in 1455."}, tags=["A", "B"])
+        docs = make_docs(
+            {
+                "castle": "Castle Varen was built in 1412 by Duke Albrecht.",
+                "tower": "The Varen tower was built in 1455.",
+            },
+            tags=["A", "B"],
+        )
         self.settings = settings
         self.retriever = KeywordRetriever(docs=docs, calls=[])
 
@@ -50,7 +57,8 @@ class Run:
         agent = await RagsExpert(self.settings, chat_model=self.model, retriever=self.retriever).async_init()
         events = []
         async for chunk in agent.get_compiled_graph().astream(
-            {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": thread, **configurable}},
+            {"messages": [HumanMessage(question)]},
+            {"configurable": {"thread_id": thread, **configurable}},
             stream_mode="custom",
         ):
             events.append(chunk)
@@ -71,7 +79,10 @@ def run(tmp_path):
 async def test_a_lesson_learnt_under_tags_a_is_never_recalled_under_b(run):
     events = await run.ask("When was Castle Varen built?", "learn", reject=True, library_tags=["A"])
     assert [e["event"] for e in events if e["event"].startswith("lesson_")] == [
-        "lesson_recalled", "lesson_produced", "lesson_stored"]
+        "lesson_recalled",
+        "lesson_produced",
+        "lesson_stored",
+    ]
     stored_scope = next(e["scope"] for e in events if e["event"] == "lesson_stored")
 
     run.prompts.clear()
@@ -98,8 +109,9 @@ async def test_scope_by_user_separates_users(tmp_path):
         assert _recalled(await run.ask("When was the Varen tower built?", "u2", user_id="bob")) == []
         assert _recalled(await run.ask("When was the Varen tower built?", "u0")) == []  # anonymous
         # tags do not matter with scope_by=["user"]; LangGraph Server's auth user id is read too
-        events = await run.ask("When was the Varen tower built?", "u3", langgraph_auth_user_id="alice",
-                               library_tags=["B"])
+        events = await run.ask(
+            "When was the Varen tower built?", "u3", langgraph_auth_user_id="alice", library_tags=["B"]
+        )
         assert _recalled(events) == [YEAR_LESSON]
     finally:
         close_client(settings.store)

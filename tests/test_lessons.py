@@ -39,8 +39,12 @@ async def test_selective_recall_returns_only_similar_lessons(memory):
 
 async def test_near_duplicates_are_merged(memory):
     first, merged1 = await memory.store(BIRTH_LESSON, "Who was born first, Ada or Charles?", 0.0, "rag")
-    again, merged2 = await memory.store(BIRTH_LESSON.replace("before comparing", "before you compare them"),
-                                        "Which of Mozart and Haydn was born first?", 0.0, "rag")
+    again, merged2 = await memory.store(
+        BIRTH_LESSON.replace("before comparing", "before you compare them"),
+        "Which of Mozart and Haydn was born first?",
+        0.0,
+        "rag",
+    )
     assert (merged1, merged2) == (False, True) and again == first
     assert memory.count("rag") == 1
     lesson = (await memory.recall("Who was born first, Ada or Charles?", "rag"))[0]
@@ -69,7 +73,9 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
     grounded = iter(["no", "yes", "yes"])
     script = Script(
         relevance=lambda q, c: "yes" if "1412" in c else "no",
-        grounded=lambda t: '{"grounded": %s, "unsupported": "the century"}' % ("true" if next(grounded) == "yes" else "false"),
+        grounded=lambda t: (
+            '{"grounded": %s, "unsupported": "the century"}' % ("true" if next(grounded) == "yes" else "false")
+        ),
         generate=lambda t: generate_prompts.append(t) or "Castle Varen was built in 1412 [1].",
     )
 
@@ -79,12 +85,17 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
         return script(text, kwargs)
 
     model = ScriptedChatModel(responder=responder)
-    agent = await RagsExpert(settings, chat_model=model, retriever=KeywordRetriever(docs=castle_docs, calls=[])).async_init()
+    agent = await RagsExpert(
+        settings, chat_model=model, retriever=KeywordRetriever(docs=castle_docs, calls=[])
+    ).async_init()
     graph = agent.get_compiled_graph()
     events, nodes = [], []
     try:
-        async for mode, chunk in graph.astream({"messages": [HumanMessage("When was Castle Varen built?")]},
-                                               {"configurable": {"thread_id": "a"}}, stream_mode=["custom", "updates"]):
+        async for mode, chunk in graph.astream(
+            {"messages": [HumanMessage("When was Castle Varen built?")]},
+            {"configurable": {"thread_id": "a"}},
+            stream_mode=["custom", "updates"],
+        ):
             if mode == "custom":
                 events.append(chunk)
             else:
@@ -96,8 +107,9 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
         assert "<lessons>" not in generate_prompts[0]
 
         # a later, similar question (another thread) gets the lesson in its answer prompt
-        out = await graph.ainvoke({"messages": [HumanMessage("When was the Eiffel Tower built?")]},
-                                  {"configurable": {"thread_id": "b"}})
+        out = await graph.ainvoke(
+            {"messages": [HumanMessage("When was the Eiffel Tower built?")]}, {"configurable": {"thread_id": "b"}}
+        )
         assert YEAR_LESSON in generate_prompts[-1]
         assert out["messages"][-1].response_metadata["llm_calls"] <= agent.llm_call_bound(with_history=False)
     finally:
@@ -107,10 +119,14 @@ async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, 
 async def test_disabled_memory_makes_no_reflection_call(tmp_path, castle_docs):
     script = Script(relevance=lambda q, c: "yes" if "1412" in c else "no", grounded=lambda t: "no")
     model = ScriptedChatModel(responder=script)
-    agent = await RagsExpert({"lessons": {"enabled": False}, "max_generations": 2},
-                             chat_model=model, retriever=KeywordRetriever(docs=castle_docs, calls=[])).async_init()
-    out = await agent.get_compiled_graph().ainvoke({"messages": [HumanMessage("When was Castle Varen built?")]},
-                                                   {"configurable": {"thread_id": "x"}})
+    agent = await RagsExpert(
+        {"lessons": {"enabled": False}, "max_generations": 2},
+        chat_model=model,
+        retriever=KeywordRetriever(docs=castle_docs, calls=[]),
+    ).async_init()
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage("When was Castle Varen built?")]}, {"configurable": {"thread_id": "x"}}
+    )
     assert agent.lesson_memory is None
     assert all('{"lesson":' not in text for text, _ in model.calls)
     assert out["messages"][-1].response_metadata["llm_calls"] == len(model.calls)

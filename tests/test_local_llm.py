@@ -57,8 +57,9 @@ def fake_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalModelSe
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setenv("FAKE_PIDS", str(tmp_path / "pids"))
-    return LocalModelSettings(runner="llama_server", server_binary=str(script), model_path=model,
-                              startup_timeout=10, stop_timeout=2)
+    return LocalModelSettings(
+        runner="llama_server", server_binary=str(script), model_path=model, startup_timeout=10, stop_timeout=2
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -121,8 +122,9 @@ def test_missing_binary_and_missing_model_are_clear_errors(tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     with pytest.raises(LocalModelError, match="could not start"):
-        LocalModelServer(LocalModelSettings(runner="llama_server", server_binary=str(tmp_path / "nope"),
-                                            model_path=model)).start()
+        LocalModelServer(
+            LocalModelSettings(runner="llama_server", server_binary=str(tmp_path / "nope"), model_path=model)
+        ).start()
     with pytest.raises(LocalModelError, match="model file not found"):
         find_model(LocalModelSettings(model_path=tmp_path / "absent.gguf"))
 
@@ -131,7 +133,7 @@ def test_runner_command_lines(tmp_path):
     model = tmp_path / "m.gguf"
     cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, n_ctx=1024), model, 8123)
     assert cmd[:3] == ["llama-server", "-m", str(model)]
-    assert cmd[cmd.index("--port"):cmd.index("--port") + 2] == ["--port", "8123"]
+    assert cmd[cmd.index("--port") : cmd.index("--port") + 2] == ["--port", "8123"]
     assert cmd[-2:] == ["-t", "2"] and "1024" in cmd
     try:
         cmd = server_command(LocalModelSettings(), model, 8123)

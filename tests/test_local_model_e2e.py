@@ -42,8 +42,9 @@ pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
     pytest.mark.slow,
     pytest.mark.local,
-    pytest.mark.skipif(not local_extra_installed(),
-                       reason="the 'local' extra is not installed: pip install 'rags-expert[local]'"),
+    pytest.mark.skipif(
+        not local_extra_installed(), reason="the 'local' extra is not installed: pip install 'rags-expert[local]'"
+    ),
     pytest.mark.skipif(not DEV.is_file(), reason=f"HotpotQA dev split absent ({DEV}): ../shared/data is needed"),
 ]
 
@@ -74,8 +75,12 @@ class BM25Retriever(BaseRetriever):
     def _score(self, query: list[str], tf: Counter) -> float:
         length = sum(tf.values())
         return sum(
-            self._idf.get(t, 0.0) * tf[t] * (self.k1 + 1) / (tf[t] + self.k1 * (1 - self.b + self.b * length / self._avg))
-            for t in query if t in tf
+            self._idf.get(t, 0.0)
+            * tf[t]
+            * (self.k1 + 1)
+            / (tf[t] + self.k1 * (1 - self.b + self.b * length / self._avg))
+            for t in query
+            if t in tf
         )
 
     def _get_relevant_documents(
@@ -99,8 +104,9 @@ def _corpus(rows: list[dict[str, Any]]) -> list[Document]:
             title = para["title"]
             if title not in seen:
                 text = f"{title}: " + "".join(para["sentences"]).strip()
-                seen[title] = Document(text, metadata={"title": title, "source": f"hotpotqa/{title}",
-                                                       "chunk_id": title})
+                seen[title] = Document(
+                    text, metadata={"title": title, "source": f"hotpotqa/{title}", "chunk_id": title}
+                )
     return list(seen.values())
 
 
@@ -140,8 +146,9 @@ HONEST = {
 }
 
 
-async def _run_dev(server: LocalModelServer, rows: list[dict[str, Any]], n: int,
-                   **grading_overrides: Any) -> tuple[list[dict[str, Any]], int]:
+async def _run_dev(
+    server: LocalModelServer, rows: list[dict[str, Any]], n: int, **grading_overrides: Any
+) -> tuple[list[dict[str, Any]], int]:
     """Run the first ``n`` dev questions; check each run's end; return what happened and the call bound."""
     settings = _settings(server, **grading_overrides)
     agent = await RagsExpert(settings, retriever=BM25Retriever(docs=_corpus(rows))).async_init()
@@ -152,8 +159,11 @@ async def _run_dev(server: LocalModelServer, rows: list[dict[str, Any]], n: int,
         began = time.monotonic()
         nodes: list[str] = []
         final: AIMessage | None = None
-        async for update in graph.astream({"messages": [("user", row["question"])]},
-                                          {"configurable": {"thread_id": f"dev-{i}"}}, stream_mode="updates"):
+        async for update in graph.astream(
+            {"messages": [("user", row["question"])]},
+            {"configurable": {"thread_id": f"dev-{i}"}},
+            stream_mode="updates",
+        ):
             for node, value in update.items():
                 nodes.append(node)
                 if node.startswith("finalize_"):
@@ -171,12 +181,19 @@ async def _run_dev(server: LocalModelServer, rows: list[dict[str, Any]], n: int,
             assert nodes[-1] == "finalize_failure" and HONEST[reason] in final.content
         gold = _normalize(row["answer"])
         said = _normalize(final.content)
-        results.append({
-            "question": row["question"], "gold": row["answer"], "outcome": meta["outcome"], "reason": reason,
-            "contains_gold": meta["outcome"] == "success" and bool(gold) and gold in said,
-            "exact": meta["outcome"] == "success" and said == gold,
-            "llm_calls": meta["llm_calls"], "seconds": round(seconds, 1), "answer": final.content[:300],
-        })
+        results.append(
+            {
+                "question": row["question"],
+                "gold": row["answer"],
+                "outcome": meta["outcome"],
+                "reason": reason,
+                "contains_gold": meta["outcome"] == "success" and bool(gold) and gold in said,
+                "exact": meta["outcome"] == "success" and said == gold,
+                "llm_calls": meta["llm_calls"],
+                "seconds": round(seconds, 1),
+                "answer": final.content[:300],
+            }
+        )
     return results, bound
 
 
@@ -195,9 +212,11 @@ def _report(label: str, results: list[dict[str, Any]], bound: int) -> None:
     """Print what the model got right (not asserted: a 135M model is weak)."""
     lines = [f"\nHotpotQA dev on SmolLM2-135M, {label} (llm-call bound {bound}):"]
     for r in results:
-        lines.append(f"- [{r['outcome']}/{r['reason']}] calls={r['llm_calls']} {r['seconds']}s "
-                     f"gold-in-answer={r['contains_gold']} | Q: {r['question'][:80]} | gold: {r['gold']} | "
-                     f"A: {r['answer'][:160]!r}")
+        lines.append(
+            f"- [{r['outcome']}/{r['reason']}] calls={r['llm_calls']} {r['seconds']}s "
+            f"gold-in-answer={r['contains_gold']} | Q: {r['question'][:80]} | gold: {r['gold']} | "
+            f"A: {r['answer'][:160]!r}"
+        )
     n = len(results)
     lines.append(
         f"summary: {n} questions, {sum(r['outcome'] == 'success' for r in results)} success, "

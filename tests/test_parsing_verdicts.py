@@ -105,7 +105,7 @@ def test_the_table_covers_both_directions_for_every_grader():
 
 GRADERS = {
     "relevance": lambda model, ctx: grading.grade_relevance(model, "When was Castle Varen built?", "Built 1412.", ctx),
-    "grounded": lambda model, ctx: grading.grade_grounded(model, "<chunk n=\"1\">Built 1412.</chunk>", "1412 [1]", ctx),
+    "grounded": lambda model, ctx: grading.grade_grounded(model, '<chunk n="1">Built 1412.</chunk>', "1412 [1]", ctx),
     "useful": lambda model, ctx: grading.grade_useful(model, "When was Castle Varen built?", "In 1412 [1].", ctx),
 }
 
@@ -113,8 +113,14 @@ GRADERS = {
 @pytest.mark.parametrize("default", [False, True])
 @pytest.mark.parametrize(("kind", "reply", "expected"), PHRASINGS)
 async def test_graders_apply_the_documented_default_to_unreadable_verdicts(kind, reply, expected, default):
-    settings = RagsExpertSettings(grading={"structured_output": "text", "default_relevant": default,
-                                           "default_grounded": default, "default_useful": default})
+    settings = RagsExpertSettings(
+        grading={
+            "structured_output": "text",
+            "default_relevant": default,
+            "default_grounded": default,
+            "default_useful": default,
+        }
+    )
     model = ScriptedChatModel(responder=lambda text, kwargs: reply)
     verdict = await GRADERS[kind](model, grading.GradingContext.from_settings(settings))
     assert verdict.parsed is (expected is not None)

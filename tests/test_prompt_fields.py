@@ -55,19 +55,30 @@ async def test_a_prompt_dir_override_is_checked_the_same_way(tmp_path):
 async def test_literal_braces_and_plain_fields_are_fine(castle_docs):
     generate = 'Reply as {{"answer": "..."}} from:\n{context}\nQ: {question}'
     script = Script(generate=lambda t: "Built in 1412 [1].")
-    agent = await RagsExpert({"prompts": {"generate": generate}, "llm": {"max_retries": 0}},
-                             chat_model=ScriptedChatModel(responder=script),
-                             retriever=KeywordRetriever(docs=castle_docs, calls=[])).async_init()
-    out = await agent.get_compiled_graph().ainvoke({"messages": [HumanMessage("When was Castle Varen built?")]},
-                                                   {"configurable": {"thread_id": "b"}})
+    agent = await RagsExpert(
+        {"prompts": {"generate": generate}, "llm": {"max_retries": 0}},
+        chat_model=ScriptedChatModel(responder=script),
+        retriever=KeywordRetriever(docs=castle_docs, calls=[]),
+    ).async_init()
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage("When was Castle Varen built?")]}, {"configurable": {"thread_id": "b"}}
+    )
     assert out["messages"][-1].response_metadata["outcome"] == "success"
 
 
 def test_the_cli_reports_a_bad_override_in_one_line(tmp_path):
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(tmp_path),
-           "RAGS_EXPERT_PROMPTS": json.dumps({"generate": "{context} {question.title_case}"})}
-    proc = subprocess.run([sys.executable, "-m", "rags_expert.cli", "ask", "When?", "--base-url",
-                           "http://127.0.0.1:9/v1"], env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "RAGS_EXPERT_DATA_DIR": str(tmp_path),
+        "RAGS_EXPERT_PROMPTS": json.dumps({"generate": "{context} {question.title_case}"}),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", "ask", "When?", "--base-url", "http://127.0.0.1:9/v1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: PromptError: prompt 'generate': field {question.title_case} uses attribute access; "
@@ -81,8 +92,12 @@ def test_the_cli_reports_a_bad_override_in_one_line(tmp_path):
 def _graph(store: PromptStore, script: Script, docs, **settings):
     """The RAG graph over ``store`` as given (``RagsExpert.async_init`` would have refused it)."""
     s = RagsExpertSettings(llm={"max_retries": 0}, **settings)
-    deps = RagDeps(model=ScriptedChatModel(responder=script), retriever=KeywordRetriever(docs=docs, calls=[]),
-                   settings=s, grading=GradingContext.from_settings(s, store))
+    deps = RagDeps(
+        model=ScriptedChatModel(responder=script),
+        retriever=KeywordRetriever(docs=docs, calls=[]),
+        settings=s,
+        grading=GradingContext.from_settings(s, store),
+    )
     return build_graph(deps).compile()
 
 
@@ -106,8 +121,10 @@ async def test_a_render_error_ends_in_finalize_failure(castle_docs, key, templat
     meta = msg.response_metadata
     assert meta["outcome"] == "failure" and meta["reason"] == "prompt_error"
     assert meta["error_class"] == "PromptError" and f"prompt {key!r}" in meta["error"]
-    assert msg.content.strip() == ('I could not answer "When was Castle Varen built?" because the prompt templates '
-                                   "failed (PromptError). Please try again later.")
+    assert msg.content.strip() == (
+        'I could not answer "When was Castle Varen built?" because the prompt templates '
+        "failed (PromptError). Please try again later."
+    )
     assert script.count("generate") == 0  # no answer was asked for with a broken prompt
 
 
@@ -121,6 +138,10 @@ async def test_a_broken_failure_template_still_ends_in_an_honest_failure(castle_
 
 async def test_a_render_error_never_escapes_astream(castle_docs):
     graph = _graph(PromptStore({"generate": "{context} {question[0]}"}), Script(), castle_docs)
-    updates = [u async for u in graph.astream({"messages": [HumanMessage("When was Castle Varen built?")]},
-                                              stream_mode="updates")]
+    updates = [
+        u
+        async for u in graph.astream(
+            {"messages": [HumanMessage("When was Castle Varen built?")]}, stream_mode="updates"
+        )
+    ]
     assert "finalize_failure" in updates[-1]

@@ -13,8 +13,16 @@ from rags_expert.testing import ScriptedChatModel
 
 def test_every_packaged_prompt_is_a_file_with_named_variables():
     store = PromptStore()
-    assert {"grade_document", "grade_grounded", "grade_useful", "rephrase_query", "generate", "answer_system",
-            "condense_question", "score"} <= set(store.keys())
+    assert {
+        "grade_document",
+        "grade_grounded",
+        "grade_useful",
+        "rephrase_query",
+        "generate",
+        "answer_system",
+        "condense_question",
+        "score",
+    } <= set(store.keys())
     assert store.variables("grade_document") == {"question", "document"}
     for key in store.keys():  # noqa: SIM118 - PromptStore is not a mapping
         assert (packaged_prompt_dir() / f"{key}.txt").is_file()
@@ -33,8 +41,11 @@ def test_override_is_validated_with_key_and_variable_named():
 
 
 async def test_async_init_rejects_a_bad_override():
-    agent = RagsExpert({"prompts": {"rephrase_query": "{question} {bogus}"}},
-                       chat_model=ScriptedChatModel(responses=[]), retriever=KeywordRetriever(docs=[]))
+    agent = RagsExpert(
+        {"prompts": {"rephrase_query": "{question} {bogus}"}},
+        chat_model=ScriptedChatModel(responses=[]),
+        retriever=KeywordRetriever(docs=[]),
+    )
     with pytest.raises(PromptError, match="rephrase_query.*bogus"):
         await agent.async_init()
 
@@ -44,12 +55,16 @@ async def test_overrides_from_settings_and_directory_are_used(tmp_path, castle_d
     sent = []
     script = Script(generate=lambda t: sent.append(t) or "Arr, 1412 [1].")
     agent = await RagsExpert(
-        {"prompt_dir": str(tmp_path),
-         "prompts": {"generate": "DATA:\n{context}\n{feedback}\nQ: {question}\nAnswer with [n]."}},
-        chat_model=ScriptedChatModel(responder=script), retriever=KeywordRetriever(docs=castle_docs, calls=[]),
+        {
+            "prompt_dir": str(tmp_path),
+            "prompts": {"generate": "DATA:\n{context}\n{feedback}\nQ: {question}\nAnswer with [n]."},
+        },
+        chat_model=ScriptedChatModel(responder=script),
+        retriever=KeywordRetriever(docs=castle_docs, calls=[]),
     ).async_init()
-    out = await agent.get_compiled_graph().ainvoke({"messages": [("user", "When was Castle Varen built?")]},
-                                                   {"configurable": {"thread_id": "x"}})
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [("user", "When was Castle Varen built?")]}, {"configurable": {"thread_id": "x"}}
+    )
     assert out["messages"][-1].response_metadata["outcome"] == "success"
     assert sent[0].startswith("HOUSE STYLE") and "DATA:\n<chunk" in sent[0]
 

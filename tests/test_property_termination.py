@@ -24,14 +24,37 @@ class BadRequestError(Exception):
 
 
 REPLIES = st.one_of(
-    st.sampled_from(["yes", "no", "Yes.", "NO", '{"relevant": true}', '{"grounded": false}', '{"useful": true}',
-                     "```json\n{\"query\": \"x\"}\n```", "score: 8/10", "", "I am not sure.",
-                     "The answer is [1].", "Answer without citations.", "[7] [1, 99]"]),
+    st.sampled_from(
+        [
+            "yes",
+            "no",
+            "Yes.",
+            "NO",
+            '{"relevant": true}',
+            '{"grounded": false}',
+            '{"useful": true}',
+            '```json\n{"query": "x"}\n```',
+            "score: 8/10",
+            "",
+            "I am not sure.",
+            "The answer is [1].",
+            "Answer without citations.",
+            "[7] [1, 99]",
+        ]
+    ),
     st.text(max_size=40),
-    st.builds(lambda a: AIMessage(content="", invalid_tool_calls=[
-        {"name": "RelevanceGrade", "args": a, "id": "1", "error": "bad"}]), st.text(max_size=20)),
-    st.builds(lambda b: AIMessage(content="", tool_calls=[
-        {"name": "X", "args": {"relevant": b, "grounded": b, "useful": b}, "id": "1"}]), st.booleans()),
+    st.builds(
+        lambda a: AIMessage(
+            content="", invalid_tool_calls=[{"name": "RelevanceGrade", "args": a, "id": "1", "error": "bad"}]
+        ),
+        st.text(max_size=20),
+    ),
+    st.builds(
+        lambda b: AIMessage(
+            content="", tool_calls=[{"name": "X", "args": {"relevant": b, "grounded": b, "useful": b}, "id": "1"}]
+        ),
+        st.booleans(),
+    ),
     st.sampled_from([RateLimitError("429"), BadRequestError("400"), TimeoutError("slow"), ValueError("boom")]),
 )
 
@@ -65,14 +88,17 @@ def test_every_run_finalizes_within_the_llm_call_bound(
     }
 
     async def go():
-        agent = await RagsExpert(settings_, chat_model=model, retriever=KeywordRetriever(docs=docs, calls=[])).async_init()
+        agent = await RagsExpert(
+            settings_, chat_model=model, retriever=KeywordRetriever(docs=docs, calls=[])
+        ).async_init()
         graph = agent.get_compiled_graph()
         messages = [HumanMessage("When was the castle built?")]
         if with_history:
             messages = [HumanMessage("Tell me about the castle."), AIMessage("It is old [1]."), *messages]
         last_node, n_relevant = None, 0
-        async for update in graph.astream({"messages": messages}, {"configurable": {"thread_id": "p"}},
-                                          stream_mode="updates"):
+        async for update in graph.astream(
+            {"messages": messages}, {"configurable": {"thread_id": "p"}}, stream_mode="updates"
+        ):
             last_node = next(iter(update))
             if last_node == "grade_documents":  # the context the next answer is cited against
                 n_relevant = len(update[last_node].get("relevant", []))

@@ -28,12 +28,19 @@ def test_top_level_names():
     assert RagsExpertSettings().retrieval.top_k >= 1
 
 
-@pytest.mark.parametrize("path", [
-    "rags_expert.agent:RagsExpert", "rags_expert.rag:RagsExpert", "rags_expert.kg.flow:KGQueryExpert",
-    "rags_expert.hosts:load_agents", "rags_expert.settings:RagsExpertSettings",
-    "rags_expert.settings:KGExpertSettings", "rags_expert.settings:coerce_settings",
-    "rags_expert.settings:settings_reference",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "rags_expert.agent:RagsExpert",
+        "rags_expert.rag:RagsExpert",
+        "rags_expert.kg.flow:KGQueryExpert",
+        "rags_expert.hosts:load_agents",
+        "rags_expert.settings:RagsExpertSettings",
+        "rags_expert.settings:KGExpertSettings",
+        "rags_expert.settings:coerce_settings",
+        "rags_expert.settings:settings_reference",
+    ],
+)
 def test_documented_paths(path):
     assert callable(_resolve(path))
 
@@ -57,9 +64,20 @@ def test_langgraph_json_graphs_resolve():
 
 
 SETTINGS_MODELS = [
-    "RagsExpertSettings", "KGExpertSettings", "AgentSettings", "KnowledgeBaseSettings", "LLMSettings",
-    "GradingSettings", "LessonSettings", "LocalModelSettings", "RetrievalSettings", "StoreSettings",
-    "EmbeddingSettings", "IngestionSettings", "KnowledgeFlowSettings", "KGSettings",
+    "RagsExpertSettings",
+    "KGExpertSettings",
+    "AgentSettings",
+    "KnowledgeBaseSettings",
+    "LLMSettings",
+    "GradingSettings",
+    "LessonSettings",
+    "LocalModelSettings",
+    "RetrievalSettings",
+    "StoreSettings",
+    "EmbeddingSettings",
+    "IngestionSettings",
+    "KnowledgeFlowSettings",
+    "KGSettings",
 ]
 
 

@@ -24,14 +24,19 @@ def castle_relevant(question: str, chunk: str) -> str:
 async def _agent(script: Script, docs, **settings) -> tuple[RagsExpert, ScriptedChatModel, KeywordRetriever]:
     model = ScriptedChatModel(responder=script)
     retriever = KeywordRetriever(docs=docs, calls=[])
-    agent = await RagsExpert({"llm": {"max_retries": 0}, **settings}, chat_model=model, retriever=retriever).async_init()
+    agent = await RagsExpert(
+        {"llm": {"max_retries": 0}, **settings}, chat_model=model, retriever=retriever
+    ).async_init()
     return agent, model, retriever
 
 
 async def test_options_passed_as_context_reach_the_retriever(castle_docs):
-    agent, _, retriever = await _agent(Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1]."), castle_docs)
+    agent, _, retriever = await _agent(
+        Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1]."), castle_docs
+    )
     out = await agent.get_compiled_graph().ainvoke(
-        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "c", "top_k": 1}},
+        {"messages": [HumanMessage(QUESTION)]},
+        {"configurable": {"thread_id": "c", "top_k": 1}},
         context={"top_k": "2", "library_tags": "beta"},
     )
     # the context wins over configurable; top_k coerced and capped, one tag accepted as a string
@@ -40,9 +45,12 @@ async def test_options_passed_as_context_reach_the_retriever(castle_docs):
 
 
 async def test_a_context_object_is_accepted(castle_docs):
-    agent, _, retriever = await _agent(Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1]."), castle_docs)
+    agent, _, retriever = await _agent(
+        Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1]."), castle_docs
+    )
     await agent.get_compiled_graph().ainvoke(
-        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "o"}},
+        {"messages": [HumanMessage(QUESTION)]},
+        {"configurable": {"thread_id": "o"}},
         context=RequestOptions(top_k=3, document_uids=["d1"]),
     )
     assert (retriever.calls[0]["top_k"], retriever.calls[0]["document_uids"]) == (3, ["d1"])
@@ -51,7 +59,9 @@ async def test_a_context_object_is_accepted(castle_docs):
 async def test_an_invalid_context_option_is_an_honest_failure_before_any_call(castle_docs):
     agent, model, retriever = await _agent(Script(), castle_docs)
     out = await agent.get_compiled_graph().ainvoke(
-        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "bad"}}, context={"top_k": 0},
+        {"messages": [HumanMessage(QUESTION)]},
+        {"configurable": {"thread_id": "bad"}},
+        context={"top_k": 0},
     )
     msg = out["messages"][-1]
     assert (msg.response_metadata["outcome"], msg.response_metadata["reason"]) == ("failure", "invalid_request")
@@ -65,15 +75,19 @@ async def test_options_are_validated_once_per_question_not_per_round(castle_docs
     script = Script(relevance=lambda q, c: "no", rephrase=lambda t: '{"query": "castle founding year"}')
     agent, _, retriever = await _agent(script, castle_docs, max_rephrases=2)
     out = await agent.get_compiled_graph().ainvoke(
-        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "once", "top_k": 2}})
+        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "once", "top_k": 2}}
+    )
     assert out["messages"][-1].response_metadata["reason"] == "no_relevant_documents"
     assert len(retriever.calls) == 3 and all(c["top_k"] == 2 for c in retriever.calls)
     assert len(reads) == 1
 
 
 async def test_each_question_counts_its_own_calls_and_hosts_get_only_the_conversation(castle_docs):
-    script = Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1].",
-                    condense=lambda t: '{"question": "When was Castle Varen built?"}')
+    script = Script(
+        relevance=castle_relevant,
+        generate=lambda t: "In 1412 [1].",
+        condense=lambda t: '{"question": "When was Castle Varen built?"}',
+    )
     agent, model, _ = await _agent(script, castle_docs)
     graph, config = agent.get_compiled_graph(), {"configurable": {"thread_id": "two"}}
     first = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, config)

@@ -53,8 +53,9 @@ class CountingRetriever(QdrantRetriever):
 
 
 async def _ask(settings, retriever, **configurable):
-    script = Script(relevance=lambda q, c: "yes" if "1412" in c else "no",
-                    generate=lambda t: "Castle Varen was built in 1412 [1].")
+    script = Script(
+        relevance=lambda q, c: "yes" if "1412" in c else "no", generate=lambda t: "Castle Varen was built in 1412 [1]."
+    )
     model = ScriptedChatModel(responder=script)
     agent = await RagsExpert(settings, chat_model=model, retriever=retriever).async_init()
     out = await agent.get_compiled_graph().ainvoke(
@@ -77,8 +78,9 @@ async def test_tags_scope_the_search(settings, retriever):
     assert final.response_metadata["reason"] == "no_relevant_documents"
 
 
-@pytest.mark.parametrize("scope", [{"library_tags": []}, {"document_uids": []},
-                                   {"library_tags": ["castles"], "document_uids": []}])
+@pytest.mark.parametrize(
+    "scope", [{"library_tags": []}, {"document_uids": []}, {"library_tags": ["castles"], "document_uids": []}]
+)
 async def test_empty_scope_is_the_honest_not_found_without_a_search(settings, retriever, scope):
     counting = CountingRetriever(kb=retriever.kb, settings=retriever.settings, searches=[])
     final, model = await _ask(settings, counting, **scope)
@@ -97,8 +99,10 @@ def test_retriever_itself_finds_nothing_for_an_empty_scope(retriever):
 
 def test_configured_default_tags_apply_only_when_the_request_names_none(settings, retriever):
     scoped = QdrantRetriever.from_settings(
-        settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"library_tags": ["cheese"]})}))
+        settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"library_tags": ["cheese"]})})
+    )
     assert {t for d in scoped.invoke("castle built", top_k=5) for t in d.metadata["tags"]} == {"cheese"}
-    assert {t for d in scoped.invoke("castle built", top_k=5, library_tags=["castles"])
-            for t in d.metadata["tags"]} == {"castles"}
+    assert {
+        t for d in scoped.invoke("castle built", top_k=5, library_tags=["castles"]) for t in d.metadata["tags"]
+    } == {"castles"}
     assert scoped.invoke("castle built", top_k=5, library_tags=[]) == []

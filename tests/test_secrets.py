@@ -31,15 +31,18 @@ FORBIDDEN = [PASSWORD, B64, B64.rstrip("="), f"{USER}:{PASSWORD}", API_KEY, f"Ba
 # --- redact() and url_secrets() ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    f"POST http://{USER}:{PASSWORD}@127.0.0.1:8080/v1/chat/completions",
-    f"Authorization: Basic {B64}",
-    f'{{"authorization": "Basic {B64}", "x": 1}}',
-    f"headers=[(b'authorization', b'Basic {B64}')]",
-    f"{{'Authorization': 'Bearer {API_KEY}'}}",
-    f"the server said: Basic {B64}",
-    f"Proxy-Authorization=Basic {B64}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"POST http://{USER}:{PASSWORD}@127.0.0.1:8080/v1/chat/completions",
+        f"Authorization: Basic {B64}",
+        f'{{"authorization": "Basic {B64}", "x": 1}}',
+        f"headers=[(b'authorization', b'Basic {B64}')]",
+        f"{{'Authorization': 'Bearer {API_KEY}'}}",
+        f"the server said: Basic {B64}",
+        f"Proxy-Authorization=Basic {B64}",
+    ],
+)
 def test_redact_masks_every_credential_form_without_being_told_the_values(text):
     out = redact(text)
     assert all(secret not in out for secret in FORBIDDEN), out
@@ -76,27 +79,40 @@ def test_settings_secrets_cover_every_configured_credential(monkeypatch):
     store = {"api_key": "qdrant-key-1", "url": "http://q:qdrant-url-pass@q:6333"}
     embeddings = {"base_url": "http://e:emb-pass-1@e/v1", "api_key": "emb-key-1"}
     settings = RagsExpertSettings(
-        llm=llm, store=store, embeddings=embeddings,
+        llm=llm,
+        store=store,
+        embeddings=embeddings,
         knowledge_flow={"token": KF_TOKEN, "base_url": "http://kf:kf-url-pass@kf/v1"},
     )
     common = {PASSWORD, B64, API_KEY, "qdrant-key-1", "qdrant-url-pass", "emb-pass-1", "emb-key-1", "env-pass-123"}
     assert common | {KF_TOKEN, "kf-url-pass"} <= set(settings.secrets())
     kg = KGExpertSettings(
-        llm=llm, store=store, embeddings=embeddings,
-        kg={"neo4j_password": "neo-pass-1", "falkordb_password": "falkor-pass-1",
-            "neo4j_uri": "bolt://neo:neo-uri-pass@db:7687"},
+        llm=llm,
+        store=store,
+        embeddings=embeddings,
+        kg={
+            "neo4j_password": "neo-pass-1",
+            "falkordb_password": "falkor-pass-1",
+            "neo4j_uri": "bolt://neo:neo-uri-pass@db:7687",
+        },
     )
     assert common | {"neo-pass-1", "falkor-pass-1", "neo-uri-pass"} <= set(kg.secrets())
 
 
 def test_settings_secrets_cover_credentials_given_by_their_old_names():
     settings = RagsExpertSettings(
-        retrieval={"kf_token": KF_TOKEN, "kf_base_url": "http://kf:kf-url-pass@kf/v1", "api_key": "qdrant-key-1",
-                   "url": "http://q:qdrant-url-pass@q:6333", "embedding_base_url": "http://e:emb-pass-1@e/v1",
-                   "embedding_api_key": "emb-key-1"},
+        retrieval={
+            "kf_token": KF_TOKEN,
+            "kf_base_url": "http://kf:kf-url-pass@kf/v1",
+            "api_key": "qdrant-key-1",
+            "url": "http://q:qdrant-url-pass@q:6333",
+            "embedding_base_url": "http://e:emb-pass-1@e/v1",
+            "embedding_api_key": "emb-key-1",
+        },
     )
     assert {KF_TOKEN, "kf-url-pass", "qdrant-key-1", "qdrant-url-pass", "emb-pass-1", "emb-key-1"} <= set(
-        settings.secrets())
+        settings.secrets()
+    )
 
 
 def test_env_secrets_are_known_before_the_settings_validate(monkeypatch):
@@ -125,7 +141,8 @@ def test_filter_on_a_handler_redacts_records_of_any_logger_with_args_and_traceba
     try:
         install_log_redaction(lambda: [API_KEY], logger)
         logging.getLogger("test_secrets.isolated.httpx").warning(
-            "HTTP Request: %s %r", f"http://{USER}:{PASSWORD}@h/v1", {"authorization": f"Basic {B64}"})
+            "HTTP Request: %s %r", f"http://{USER}:{PASSWORD}@h/v1", {"authorization": f"Basic {B64}"}
+        )
         try:
             raise RuntimeError(f"server echoed {API_KEY} and Basic {B64}")
         except RuntimeError:
@@ -156,8 +173,10 @@ class _EchoHandler(BaseHTTPRequestHandler):
         if auth.startswith("Basic "):
             decoded = base64.b64decode(auth[6:]).decode()
         host = self.headers.get("Host")
-        message = (f"invalid credentials: Authorization: {auth}; decoded {decoded}; "
-                   f"url http://{decoded}@{host}{self.path}; key {auth.removeprefix('Bearer ')}")
+        message = (
+            f"invalid credentials: Authorization: {auth}; decoded {decoded}; "
+            f"url http://{decoded}@{host}{self.path}; key {auth.removeprefix('Bearer ')}"
+        )
         body = json.dumps({"error": {"message": message, "authorization": auth, "type": "invalid_request_error"}})
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
@@ -181,15 +200,21 @@ def echo_server():
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory):
     """A data dir with a one-document knowledge base, ingested through the CLI."""
-    return ingest_docs(tmp_path_factory.mktemp("secrets_kb"),
-                       {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n"})
+    return ingest_docs(
+        tmp_path_factory.mktemp("secrets_kb"),
+        {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n"},
+    )
 
 
 @pytest.mark.parametrize("userinfo", [f"{USER}:{PASSWORD}@", ""], ids=["basic-in-url", "bearer-key"])
 @pytest.mark.parametrize("flags", [["-vv"], ["-v"], [], ["-vv", "--json"]], ids=["debug", "info", "quiet", "json"])
 def test_ask_never_prints_echoed_credentials(kb_dir, echo_server, userinfo, flags):
-    env = cli_env(kb_dir, RAGS_EXPERT_LLM__BASE_URL=f"http://{userinfo}127.0.0.1:{echo_server}/v1",
-                  RAGS_EXPERT_LLM__API_KEY=API_KEY, RAGS_EXPERT_RETRIEVAL__KF_TOKEN=KF_TOKEN)
+    env = cli_env(
+        kb_dir,
+        RAGS_EXPERT_LLM__BASE_URL=f"http://{userinfo}127.0.0.1:{echo_server}/v1",
+        RAGS_EXPERT_LLM__API_KEY=API_KEY,
+        RAGS_EXPERT_RETRIEVAL__KF_TOKEN=KF_TOKEN,
+    )
     verbose = [f for f in flags if f.startswith("-v")]
     done = run_cli([*verbose, "ask", "When was Castle Varen built?", *[f for f in flags if f not in verbose]], env)
     output = done.stdout + done.stderr

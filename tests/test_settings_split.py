@@ -24,13 +24,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # one valid value per old key, different from the default
 OLD_VALUES = {
-    "data_dir": "/tmp/rags-old-dir", "url": "http://q:6333", "api_key": "qk", "engine": "local",
-    "collection": "old_coll", "timeout": 7.0, "local_wal": False, "embedding_provider": "wordllama",
-    "embedding_model": "m", "embedding_base_url": "http://e/v1", "embedding_api_key": "ek",
-    "embedding_dimensions": 64, "embedding_batch_size": 5, "embedding_threads": 2, "chunk_size": 300,
-    "chunk_overlap": 10, "upsert_batch_size": 9, "kf_base_url": "http://kf/v1", "kf_api": "v1", "kf_token": "kt",
-    "kf_timeout": 3.0, "kf_max_retries": 1, "kf_retry_base_delay": 0.1, "kf_search_policy": "strict",
-    "kf_uid_overfetch_factor": 2, "kf_uid_overfetch_max": 11,
+    "data_dir": "/tmp/rags-old-dir",
+    "url": "http://q:6333",
+    "api_key": "qk",
+    "engine": "local",
+    "collection": "old_coll",
+    "timeout": 7.0,
+    "local_wal": False,
+    "embedding_provider": "wordllama",
+    "embedding_model": "m",
+    "embedding_base_url": "http://e/v1",
+    "embedding_api_key": "ek",
+    "embedding_dimensions": 64,
+    "embedding_batch_size": 5,
+    "embedding_threads": 2,
+    "chunk_size": 300,
+    "chunk_overlap": 10,
+    "upsert_batch_size": 9,
+    "kf_base_url": "http://kf/v1",
+    "kf_api": "v1",
+    "kf_token": "kt",
+    "kf_timeout": 3.0,
+    "kf_max_retries": 1,
+    "kf_retry_base_delay": 0.1,
+    "kf_search_policy": "strict",
+    "kf_uid_overfetch_factor": 2,
+    "kf_uid_overfetch_max": 11,
 }
 
 
@@ -66,8 +85,9 @@ def test_old_environment_variable_moves_to_its_section(old, monkeypatch):
     assert _same(_value(settings, section, new), OLD_VALUES[old])
 
 
-@pytest.mark.parametrize("old", [k for k, (section, _) in LEGACY_RETRIEVAL_KEYS.items()
-                                 if section in ("store", "embeddings")])
+@pytest.mark.parametrize(
+    "old", [k for k, (section, _) in LEGACY_RETRIEVAL_KEYS.items() if section in ("store", "embeddings")]
+)
 def test_kg_agent_reads_the_old_store_and_embedding_names_too(old, monkeypatch):
     """The lesson memory of the KG agent lived on retrieval.data_dir / embedding_*: old env and YAML still work."""
     section, new = LEGACY_RETRIEVAL_KEYS[old]
@@ -102,8 +122,14 @@ def test_new_names_from_the_environment(monkeypatch):
 
 def test_one_block_configures_both_agents():
     """A host's settings block may hold both agents' sections: each agent reads its own, ignores the other's."""
-    block = {"llm": {"model": "m1"}, "retrieval": {"top_k": 5}, "kg": {"max_steps": 2}, "max_rephrases": 1,
-             "knowledge_flow": {"api": "v2"}, "ingestion": {"chunk_size": 500}}
+    block = {
+        "llm": {"model": "m1"},
+        "retrieval": {"top_k": 5},
+        "kg": {"max_steps": 2},
+        "max_rephrases": 1,
+        "knowledge_flow": {"api": "v2"},
+        "ingestion": {"chunk_size": 500},
+    }
     rag, kg = RagsExpertSettings(**block), KGExpertSettings(**block)
     assert (rag.llm.model, rag.retrieval.top_k, rag.max_rephrases) == ("m1", 5, 1) and not hasattr(rag, "kg")
     assert (kg.llm.model, kg.kg.max_steps) == ("m1", 2)
@@ -138,13 +164,33 @@ def test_coerce_settings_per_agent():
 
 def test_cli_kg_reads_kg_settings_and_rag_commands_ignore_them(tmp_path):
     """Through the real CLI: an invalid kg value fails `kg` (exit 2, one line) but not `settings`."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
-           "RAGS_EXPERT_DATA_DIR": str(tmp_path), "RAGS_EXPERT_KG__MAX_STEPS": "0"}
-    kg = subprocess.run([sys.executable, "-m", "rags_expert.cli", "kg", "q", "--schema", "s.yaml"],
-                        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "RAGS_EXPERT_DATA_DIR": str(tmp_path),
+        "RAGS_EXPERT_KG__MAX_STEPS": "0",
+    }
+    kg = subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", "kg", "q", "--schema", "s.yaml"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
     assert kg.returncode == 2 and "Traceback" not in kg.stderr
-    assert kg.stderr.strip() == ("error: invalid setting RAGS_EXPERT_KG__MAX_STEPS (kg.max_steps): "
-                                 "Input should be greater than or equal to 1")
-    ref = subprocess.run([sys.executable, "-m", "rags_expert.cli", "settings"],
-                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert kg.stderr.strip() == (
+        "error: invalid setting RAGS_EXPERT_KG__MAX_STEPS (kg.max_steps): Input should be greater than or equal to 1"
+    )
+    ref = subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", "settings"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
     assert ref.returncode == 0 and "## KG-query agent only (`KGExpertSettings`)" in ref.stdout

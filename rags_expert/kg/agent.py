@@ -82,8 +82,18 @@ from rags_expert.llm import LLMCallError, redact
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 __all__ = [  # the public names, importable from here as before the split
-    "LESSON_SCOPE", "QUERY_LANGUAGE", "TOOL_NAME", "DraftQuery", "KGQueryReflexionAgent", "KGQueryResult",
-    "KGState", "RevisedQuery", "SchemaSelection", "clean_query", "extract_cypher", "read_query_reply",
+    "LESSON_SCOPE",
+    "QUERY_LANGUAGE",
+    "TOOL_NAME",
+    "DraftQuery",
+    "KGQueryReflexionAgent",
+    "KGQueryResult",
+    "KGState",
+    "RevisedQuery",
+    "SchemaSelection",
+    "clean_query",
+    "extract_cypher",
+    "read_query_reply",
 ]
 
 log = logging.getLogger(__name__)
@@ -206,7 +216,11 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         """One INFO line: steps, exit reason, score, rows and the query."""
         log.info(
             "kg answer after %d step(s) (%s): score=%s rows=%d query=%s",
-            result.steps, result.exit_reason, result.score, len(result.rows), result.query,
+            result.steps,
+            result.exit_reason,
+            result.score,
+            len(result.rows),
+            result.query,
         )
 
     async def execute(self, question: str, prompt: str | None = None, **inputs: Any) -> KGQueryResult:

@@ -54,18 +54,25 @@ def answer_text(result: KGQueryResult, prompts: PromptStore, shown: list[dict[st
     if result.exit_reason == "empty_question":
         return prompts.render("empty_question")
     if result.error:
-        return prompts.render("failure_error", question=question, component="the language model",
-                              error=error_class(result.error))
+        return prompts.render(
+            "failure_error", question=question, component="the language model", error=error_class(result.error)
+        )
     if result.ok:
         total = len(result.rows)
         count = f"{total}{'+' if result.truncated else ''} result{'s' if total != 1 else ''}"
-        return prompts.render("kg_answer", question=question, count=count, query=result.query,
-                              rows=format_rows(shown, result.columns, total))
+        return prompts.render(
+            "kg_answer",
+            question=question,
+            count=count,
+            query=result.query,
+            rows=format_rows(shown, result.columns, total),
+        )
     if result.query is not None:
         return prompts.render("kg_no_rows", question=question, steps=result.steps, query=result.query)
     last = result.attempts[-1] if result.attempts else {}
-    return prompts.render("kg_no_query", question=question, steps=result.steps,
-                          error=last.get("error_kind") or "no query")
+    return prompts.render(
+        "kg_no_query", question=question, steps=result.steps, error=last.get("error_kind") or "no query"
+    )
 
 
 def answer_message(result: KGQueryResult, prompts: PromptStore, *, answer_rows: int) -> AIMessage:

@@ -278,7 +278,9 @@ class FalkorDBBackend:
                         await db.connection.aclose()
                 if self.embedded:
                     await asyncio.to_thread(self._shutdown_process)
-                kind: ErrorKind = "auth" if "auth" in str(exc).lower() or "password" in str(exc).lower() else "connection"
+                kind: ErrorKind = (
+                    "auth" if "auth" in str(exc).lower() or "password" in str(exc).lower() else "connection"
+                )
                 raise GraphQueryError(kind, f"cannot reach FalkorDB: {self._redact(str(exc))}") from None
 
     def _spawn(self) -> None:
@@ -461,7 +463,12 @@ def _classify_neo4j(exc: Exception) -> ErrorKind:
         return "connection"
     if isinstance(exc, nx.CypherSyntaxError) or "Statement.Syntax" in code or "Statement.Semantic" in code:
         return "syntax"
-    if "AccessMode" in code or "ForbiddenOnReadOnlyDatabase" in code or "write" in str(exc).lower() and "read" in str(exc).lower():
+    if (
+        "AccessMode" in code
+        or "ForbiddenOnReadOnlyDatabase" in code
+        or "write" in str(exc).lower()
+        and "read" in str(exc).lower()
+    ):
         return "read_only"
     if "TransactionTimedOut" in code or "Timeout" in type(exc).__name__ or "timed out" in str(exc).lower():
         return "timeout"
@@ -519,7 +526,9 @@ class Neo4jBackend:
         auth = (self.user, self._password) if self._password is not None else None
         try:
             self._driver = neo4j.AsyncGraphDatabase.driver(
-                self.uri, auth=auth, connection_timeout=self.connection_timeout,
+                self.uri,
+                auth=auth,
+                connection_timeout=self.connection_timeout,
                 max_transaction_retry_time=self.max_retry_time,
             )
         except Exception as exc:  # a malformed URI, an unsupported scheme
@@ -537,9 +546,7 @@ class Neo4jBackend:
             return list(await result.keys()), records
 
         try:
-            async with self._driver.session(
-                database=self.database, default_access_mode=neo4j.READ_ACCESS
-            ) as session:
+            async with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 columns, records = await asyncio.wait_for(
                     session.execute_read(work), timeout + self.connection_timeout + 5
                 )

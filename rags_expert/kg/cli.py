@@ -31,22 +31,33 @@ def register(subparsers: Any) -> None:
     """Add the ``kg`` subcommand to the top-level CLI."""
     p = subparsers.add_parser("kg", help="answer a question with a Cypher query on a knowledge graph")
     p.add_argument("question", help="the question, in natural language")
-    p.add_argument("--schema", required=True, type=Path,
-                   help="BioCypher schema_config.yaml / schema_info.yaml, or a file of several kg_schemas")
+    p.add_argument(
+        "--schema",
+        required=True,
+        type=Path,
+        help="BioCypher schema_config.yaml / schema_info.yaml, or a file of several kg_schemas",
+    )
     p.add_argument("--schema-name", help="which schema of a kg_schemas file (e.g. gene_kg)")
     p.add_argument("--backend", choices=["falkordb", "neo4j"], help="graph database (default: settings kg.backend)")
-    p.add_argument("--graph", type=setting_type("kg.graph"),
-                   help="FalkorDB graph name (default: the schema name, else settings kg.graph)")
-    p.add_argument("--load-sample", action="store_true",
-                   help="load the packaged sample graph for the schema first (replaces the graph)")
+    p.add_argument(
+        "--graph",
+        type=setting_type("kg.graph"),
+        help="FalkorDB graph name (default: the schema name, else settings kg.graph)",
+    )
+    p.add_argument(
+        "--load-sample",
+        action="store_true",
+        help="load the packaged sample graph for the schema first (replaces the graph)",
+    )
     p.add_argument("--max-steps", type=setting_type("kg.max_steps"), help="queries the agent may execute")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
     p.set_defaults(func=run, settings_flags=FLAGS, settings_class=KGExpertSettings)
 
 
-def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
-        settings: KGExpertSettings | None = None) -> int:
+def run(
+    args: argparse.Namespace, *, chat_model: BaseChatModel | None = None, settings: KGExpertSettings | None = None
+) -> int:
     """Run the ``kg`` subcommand (on a local model started for the call with ``--local``); returns the exit code."""
     from rags_expert.local_llm import maybe_local
 
@@ -60,8 +71,7 @@ def run(args: argparse.Namespace, *, chat_model: BaseChatModel | None = None,
     return asyncio.run(go())
 
 
-async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
-               settings: KGExpertSettings | None) -> int:
+async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, settings: KGExpertSettings | None) -> int:
     from rags_expert.kg import (
         GraphQueryError,
         KGQueryReflexionAgent,
@@ -100,8 +110,10 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None,
         print(redact(json.dumps(result.to_dict(), default=str, ensure_ascii=False, indent=2), secrets))
         return exit_code(result)
     print(f"query: {result.query or '(none executed successfully)'}")
-    print(f"score: {'-' if result.score is None else f'{result.score:g}'}/10   "
-          f"steps: {result.steps}   stopped: {result.exit_reason}")
+    print(
+        f"score: {'-' if result.score is None else f'{result.score:g}'}/10   "
+        f"steps: {result.steps}   stopped: {result.exit_reason}"
+    )
     if result.error:
         print(f"error: {redact(result.error, secrets)}")
     print(f"rows ({len(result.rows)}{', truncated' if result.truncated else ''}):")

@@ -53,8 +53,16 @@ def latest_call(memory: Sequence[AnyMessage], step: int) -> tuple[str, str]:
 def new_attempt(step: int, query: str) -> dict[str, Any]:
     """An attempt record before the query runs (see the module docstring)."""
     return {
-        "step": step, "query": query, "columns": [], "rows": [], "truncated": False,
-        "error": None, "error_kind": None, "score": None, "score_reason": "", "reflection": "",
+        "step": step,
+        "query": query,
+        "columns": [],
+        "rows": [],
+        "truncated": False,
+        "error": None,
+        "error_kind": None,
+        "score": None,
+        "score_reason": "",
+        "reflection": "",
     }
 
 

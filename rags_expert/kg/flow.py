@@ -69,8 +69,9 @@ class KGQueryExpert(AgentFlow):
         kg = self.settings.kg
         source = self.schema if self.schema is not None else kg.schema_file
         if source is None:
-            raise ValueError("KGQueryExpert needs a schema: pass schema=... or set kg.schema_file "
-                             "(RAGS_EXPERT_KG__SCHEMA_FILE)")
+            raise ValueError(
+                "KGQueryExpert needs a schema: pass schema=... or set kg.schema_file (RAGS_EXPERT_KG__SCHEMA_FILE)"
+            )
         schema = await asyncio.to_thread(load_schema, source, kg.schema_name)
         if self.backend is None:
             self.backend = backend_from_settings(kg, graph=schema.name or None)

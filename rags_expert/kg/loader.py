@@ -83,7 +83,9 @@ def plan_sample(schema: KGSchema, name: str | None = None, data: dict[str, Any] 
             if src not in rel.sources or tgt not in rel.targets:
                 raise SchemaError(f"{rel.label} edge ({src})->({tgt}) does not match the schema's patterns")
             if unknown := set(props or {}) - allowed:
-                raise SchemaError(f"{rel.label} edge {source}->{target}: properties {sorted(unknown)} not in the schema")
+                raise SchemaError(
+                    f"{rel.label} edge {source}->{target}: properties {sorted(unknown)} not in the schema"
+                )
             edges.setdefault((rel.label, src, tgt), []).append({"s": source, "t": target, "props": dict(props or {})})
     return LoadPlan(nodes, edges)
 

@@ -121,7 +121,11 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     def reset_state(self) -> dict[str, Any]:
         """The per-question fields at the start of every run; subclasses add theirs."""
         return {
-            "question": "", "steps": 0, "log": [], "error": "", "exit_reason": "",
+            "question": "",
+            "steps": 0,
+            "log": [],
+            "error": "",
+            "exit_reason": "",
             "memory": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
         }
 

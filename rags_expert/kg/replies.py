@@ -63,7 +63,7 @@ def extract_cypher(text: str) -> str | None:
     m = _STATEMENT_START.search(text or "")
     if not m:
         return None
-    body = text[m.start():].split("\n\n", 1)[0]
+    body = text[m.start() :].split("\n\n", 1)[0]
     return clean_query(body) or None
 
 

@@ -148,9 +148,7 @@ class KGSchema:
         if not ents and not rels:
             return self
         kept_rels = [
-            r
-            for r in self.relationships
-            if r.label in rels or (set(r.sources) & ents and set(r.targets) & ents)
+            r for r in self.relationships if r.label in rels or (set(r.sources) & ents and set(r.targets) & ents)
         ]
         for r in kept_rels:
             ents.update(r.sources)

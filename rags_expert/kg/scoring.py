@@ -33,13 +33,23 @@ async def score_attempt(
 
 
 async def learn_from_attempt(
-    lessons: LessonMemory | None, model: BaseChatModel, ctx: GradingContext, prompter: KGPrompter,
-    question: str, attempt: dict[str, Any],
+    lessons: LessonMemory | None,
+    model: BaseChatModel,
+    ctx: GradingContext,
+    prompter: KGPrompter,
+    question: str,
+    attempt: dict[str, Any],
 ) -> None:
     """Store a lesson from ``attempt`` when its score is below the threshold (no-op without lesson memory)."""
     if attempt["score"] >= prompter.kg.score_threshold:
         return
     await learn_from_failure(
-        lessons, model, ctx, scope=LESSON_SCOPE, question=question, attempt=prompter.brief(attempt),
-        feedback=attempt["score_reason"] or "low score", score=float(attempt["score"]),
+        lessons,
+        model,
+        ctx,
+        scope=LESSON_SCOPE,
+        question=question,
+        attempt=prompter.brief(attempt),
+        feedback=attempt["score_reason"] or "low score",
+        score=float(attempt["score"]),
     )

@@ -78,7 +78,8 @@ def missing_hooks(cls: type) -> list[str]:
     """The required hooks ``cls`` implements under neither our name nor the seed's."""
     seed_of = {ours: seed for seed, ours in SEED_HOOKS.items()}
     return [
-        f"{name}() or {seed_of[name]}()" for name in REQUIRED_HOOKS
+        f"{name}() or {seed_of[name]}()"
+        for name in REQUIRED_HOOKS
         if getattr(cls, name) is getattr(SeedHooks, name) and not hasattr(cls, seed_of[name])
     ]
 

@@ -91,8 +91,10 @@ def template_variables(template: str) -> set[str]:
     for name, conversion, spec in fields:
         if problem := _field_problem(name, conversion, spec):
             shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-            raise PromptError(f"field {shown} {problem}; only plain {{name}} placeholders are allowed "
-                              "(write literal braces as {{ }})")
+            raise PromptError(
+                f"field {shown} {problem}; only plain {{name}} placeholders are allowed "
+                "(write literal braces as {{ }})"
+            )
         names.add(name)
     return names
 

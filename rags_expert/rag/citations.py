@@ -41,8 +41,13 @@ def _fenced_blocks(text: str) -> list[tuple[int, int]]:
         match = _FENCE_LINE.match(line.rstrip("\r\n"))
         if opened < 0 and match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
             opened, fence = offset, match.group(1)
-        elif opened >= 0 and match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
-                and not match.group(2).strip():
+        elif (
+            opened >= 0
+            and match
+            and match.group(1)[0] == fence[0]
+            and len(match.group(1)) >= len(fence)
+            and not match.group(2).strip()
+        ):
             blocks.append((opened, offset + len(line)))
             opened = -1
         offset += len(line)
@@ -94,7 +99,7 @@ def _is_subscript(text: str, start: int) -> bool:
         return True
     if not (before.isalnum() or before == "_"):
         return False
-    token = re.split(r"[^\w.:>-]", text[max(0, start - 80):start])[-1]
+    token = re.split(r"[^\w.:>-]", text[max(0, start - 80) : start])[-1]
     if _CODE_TOKEN.search(token):
         return True
     line = text[text.rfind("\n", 0, start) + 1 : start]

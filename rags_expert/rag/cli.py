@@ -37,8 +37,12 @@ PROGRESS = {
 }
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
 """Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
-ASK_FLAGS = {"model": "llm.model", "base_url": "llm.base_url", "top_k": "retrieval.top_k",
-             "collection": "store.collection"}
+ASK_FLAGS = {
+    "model": "llm.model",
+    "base_url": "llm.base_url",
+    "top_k": "retrieval.top_k",
+    "collection": "store.collection",
+}
 """Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
 
 
@@ -117,6 +121,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--thread", default="cli", help="conversation thread id")
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--local", action="store_true",
-                   help="answer offline with a local model server started for this call (needs the 'local' extra)")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="answer offline with a local model server started for this call (needs the 'local' extra)",
+    )
     p.set_defaults(func=lambda a: asyncio.run(ask(a)), settings_flags=ASK_FLAGS)

@@ -104,7 +104,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
-    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload]  # langgraph stub gap
+    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload,arg-type]  # langgraph stub gap
     builder.add_node("retrieve", nodes.retrieve)
     builder.add_node("grade_documents", nodes.grade_documents)
     builder.add_node("rephrase_query", nodes.rephrase_query)

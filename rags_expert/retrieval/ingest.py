@@ -89,9 +89,18 @@ def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: i
             cid = chunk_id(source, unit.key, index, text)
             payload = dict(unit.metadata)
             payload.update(
-                content=text, title=unit.title, source=source, page=unit.page, chunk_index=index,
-                section=chunk.section, tags=list(tags), doc_id=doc_id(source), file_hash=file_hash,
-                chunk_id=cid, unit=unit.key, chunking=chunking,
+                content=text,
+                title=unit.title,
+                source=source,
+                page=unit.page,
+                chunk_index=index,
+                section=chunk.section,
+                tags=list(tags),
+                doc_id=doc_id(source),
+                file_hash=file_hash,
+                chunk_id=cid,
+                unit=unit.key,
+                chunking=chunking,
             )
             records.append(ChunkRecord(cid, text, payload))
     return records
@@ -100,16 +109,20 @@ def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: i
 def _source_filter(source: str, keep_hash: str | None = None, keep_chunking: str | None = None) -> models.Filter:
     """Points of ``source``, except those of file version ``keep_hash`` and chunking ``keep_chunking`` (if given)."""
     must = [models.FieldCondition(key="source", match=models.MatchValue(value=source))]
-    keep = [models.FieldCondition(key=key, match=models.MatchValue(value=value))
-            for key, value in (("file_hash", keep_hash), ("chunking", keep_chunking)) if value]
+    keep = [
+        models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        for key, value in (("file_hash", keep_hash), ("chunking", keep_chunking))
+        if value
+    ]
     return models.Filter(must=must, must_not=[models.Filter(must=keep)] if keep else [])
 
 
 class Ingestor:
     """Ingests files into one knowledge base (a Qdrant collection)."""
 
-    def __init__(self, kb: KnowledgeBase, tags: list[str] | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, tags: list[str] | None = None, progress: Callable[[int], None] | None = None
+    ) -> None:
         self.kb = kb
         self.tags = sorted(set(tags or []))
         self.progress = progress or (lambda n: None)
@@ -140,7 +153,9 @@ class Ingestor:
             batch = todo[start : start + self.batch]
             vectors = self.kb.embeddings.embed_documents([r.text for r in batch])
             points = [
-                models.PointStruct(id=r.id, vector={DENSE: v, SPARSE: sparse.document_vector(r.text)}, payload=r.payload)
+                models.PointStruct(
+                    id=r.id, vector={DENSE: v, SPARSE: sparse.document_vector(r.text)}, payload=r.payload
+                )
                 for r, v in zip(batch, vectors)
             ]
             self.kb.upsert(points)
@@ -187,8 +202,9 @@ class Ingestor:
         # Only now that the new version is complete do older versions (and older chunkings) go.
         self._drop_versions(path, hashlib.sha256(data).hexdigest(), report, chunking)
 
-    def _drop_versions(self, path: Path, keep_hash: str | None, report: IngestReport,
-                       keep_chunking: str | None = None) -> None:
+    def _drop_versions(
+        self, path: Path, keep_hash: str | None, report: IngestReport, keep_chunking: str | None = None
+    ) -> None:
         """Delete the stored chunks of ``path`` except those of version ``keep_hash`` chunked as
         ``keep_chunking`` (all of them when ``keep_hash`` is None)."""
         older = _source_filter(str(path.resolve()), keep_hash, keep_chunking)
@@ -233,7 +249,12 @@ class Ingestor:
             self.prune([p for p in paths if p.is_dir()], report)
         if report.rechunked:
             n, old = report.rechunked, ", ".join(sorted(report.previous_chunkings))
-            log.warning("chunking changed (%s → %s): %d file%s re-chunked, their old chunks replaced",
-                        old, chunking_label(self.size, self.overlap), n, "" if n == 1 else "s")
+            log.warning(
+                "chunking changed (%s → %s): %d file%s re-chunked, their old chunks replaced",
+                old,
+                chunking_label(self.size, self.overlap),
+                n,
+                "" if n == 1 else "s",
+            )
         report.seconds = time.perf_counter() - start
         return report

@@ -88,8 +88,9 @@ class _RetryableOutcome:
 def _log_retry(state: RetryCallState) -> None:
     """One warning per retry: what failed, the attempt, the wait."""
     wait = state.next_action.sleep if state.next_action else 0.0
-    log.warning("knowledge-flow %s (attempt %d), retrying in %.2fs",
-                _problem(last_failure(state)), state.attempt_number, wait)
+    log.warning(
+        "knowledge-flow %s (attempt %d), retrying in %.2fs", _problem(last_failure(state)), state.attempt_number, wait
+    )
 
 
 def v1_body(question: str, top_k: int, tags: list[str] | None) -> dict[str, Any]:
@@ -100,8 +101,9 @@ def v1_body(question: str, top_k: int, tags: list[str] | None) -> dict[str, Any]
     return body
 
 
-def v2_body(question: str, top_k: int, tags: list[str] | None, uids: list[str] | None,
-            policy: str | None) -> dict[str, Any]:
+def v2_body(
+    question: str, top_k: int, tags: list[str] | None, uids: list[str] | None, policy: str | None
+) -> dict[str, Any]:
     """The current request body (``top_k`` clamped to the service's 1-100)."""
     body: dict[str, Any] = {"question": question, "top_k": max(1, min(100, top_k))}
     if tags:
@@ -213,11 +215,14 @@ class KnowledgeFlowClient:
         if len(text) > BODY_CHARS:
             text = text[:BODY_CHARS] + "…"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
-        message = (f"knowledge-flow {self._where()} answered HTTP {resp.status_code}{tries}: "
-                   f"{redact(text, self._secrets())!r}")
+        message = (
+            f"knowledge-flow {self._where()} answered HTTP {resp.status_code}{tries}: {redact(text, self._secrets())!r}"
+        )
         if tags and resp.status_code in TAG_ERRORS:
-            message += (f" (the request filtered on tags {redact(str(list(tags)), self._secrets())}: tags are "
-                        "knowledge-flow tag ids, not tag names; an unknown id makes the service fail)")
+            message += (
+                f" (the request filtered on tags {redact(str(list(tags)), self._secrets())}: tags are "
+                "knowledge-flow tag ids, not tag names; an unknown id makes the service fail)"
+            )
         return KnowledgeFlowError(message)
 
     def _fetch_k(self, top_k: int, document_uids: list[str] | None) -> int:
@@ -227,15 +232,23 @@ class KnowledgeFlowClient:
         s = self.settings
         return max(top_k, min(top_k * s.uid_overfetch_factor, s.uid_overfetch_max))
 
-    def _body(self, api: str, question: str, top_k: int, tags: list[str] | None,
-              document_uids: list[str] | None, policy: str | None) -> dict[str, Any]:
+    def _body(
+        self,
+        api: str,
+        question: str,
+        top_k: int,
+        tags: list[str] | None,
+        document_uids: list[str] | None,
+        policy: str | None,
+    ) -> dict[str, Any]:
         """The request body of one generation."""
         if api == "v1":
             return v1_body(question, self._fetch_k(top_k, document_uids), tags)
         return v2_body(question, top_k, tags, document_uids, policy)
 
-    def _exchange(self, question: str, top_k: int, tags: list[str] | None,
-                  document_uids: list[str] | None, policy: str | None) -> tuple[requests.Response, str]:
+    def _exchange(
+        self, question: str, top_k: int, tags: list[str] | None, document_uids: list[str] | None, policy: str | None
+    ) -> tuple[requests.Response, str]:
         """Send the request, switching generation once when ``auto`` and a 422 names the other's field."""
         api = self._api or "v2"
         for _ in range(2):  # at most one generation switch
@@ -255,8 +268,14 @@ class KnowledgeFlowClient:
             self._api = api
         return resp, api
 
-    def search(self, question: str, top_k: int, tags: list[str] | None = None,
-               document_uids: list[str] | None = None, search_policy: str | None = None) -> list[Document]:
+    def search(
+        self,
+        question: str,
+        top_k: int,
+        tags: list[str] | None = None,
+        document_uids: list[str] | None = None,
+        search_policy: str | None = None,
+    ) -> list[Document]:
         """Search the service; returns Documents in the service's order.
 
         ``None`` means no filter; an empty ``tags`` or ``document_uids`` list puts nothing in scope, so no
@@ -265,8 +284,7 @@ class KnowledgeFlowClient:
         if (tags is not None and not tags) or (document_uids is not None and not document_uids):
             log.debug("knowledge-flow: an empty tag or document list puts nothing in scope")
             return []
-        resp, api = self._exchange(question, top_k, tags, document_uids,
-                                   search_policy or self.settings.search_policy)
+        resp, api = self._exchange(question, top_k, tags, document_uids, search_policy or self.settings.search_policy)
         try:
             hits = resp.json()
         except (ValueError, json.JSONDecodeError):
@@ -295,26 +313,48 @@ class KnowledgeFlowRetriever(BaseRetriever):
         """Build the retriever from the knowledge-flow and retrieval settings."""
         return cls(client=KnowledgeFlowClient(settings.knowledge_flow), settings=settings)
 
-    def _search(self, query: str, top_k: int | None, library_tags: list[str] | None,
-                document_uids: list[str] | None, search_policy: str | None) -> list[Document]:
+    def _search(
+        self,
+        query: str,
+        top_k: int | None,
+        library_tags: list[str] | None,
+        document_uids: list[str] | None,
+        search_policy: str | None,
+    ) -> list[Document]:
         """Resolve per-request options against the settings and search.
 
         ``library_tags=None`` falls back to the ``library_tags`` setting (``[]`` there: no filter); a request's
         own empty list (tags or document uids) means nothing is in scope: no hits.
         """
         tags = library_tags if library_tags is not None else (self.settings.retrieval.library_tags or None)
-        return self.client.search(query, int(top_k or self.settings.retrieval.top_k), tags, document_uids, search_policy)
+        return self.client.search(
+            query, int(top_k or self.settings.retrieval.top_k), tags, document_uids, search_policy
+        )
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                top_k: int | None = None, library_tags: list[str] | None = None,
-                                document_uids: list[str] | None = None, search_policy: str | None = None,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        top_k: int | None = None,
+        library_tags: list[str] | None = None,
+        document_uids: list[str] | None = None,
+        search_policy: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         """Synchronous search."""
         return self._search(query, top_k, library_tags, document_uids, search_policy)
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       top_k: int | None = None, library_tags: list[str] | None = None,
-                                       document_uids: list[str] | None = None, search_policy: str | None = None,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        top_k: int | None = None,
+        library_tags: list[str] | None = None,
+        document_uids: list[str] | None = None,
+        search_policy: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         """Asynchronous search: the blocking HTTP call runs in a worker thread."""
         return await asyncio.to_thread(self._search, query, top_k, library_tags, document_uids, search_policy)

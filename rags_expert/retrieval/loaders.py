@@ -154,8 +154,13 @@ def load_jsonl(path: Path, data: bytes) -> list[TextUnit]:
         extra = {k: v for k, v in obj.items() if k not in TEXT_KEYS and k not in ("title", "page")}
         page = obj.get("page") if isinstance(obj.get("page"), int) else None
         units.append(
-            TextUnit(text=text, title=str(obj.get("title") or f"{path.stem} #{lineno}"), page=page,
-                     key=f"L{lineno}", metadata=extra)
+            TextUnit(
+                text=text,
+                title=str(obj.get("title") or f"{path.stem} #{lineno}"),
+                page=page,
+                key=f"L{lineno}",
+                metadata=extra,
+            )
         )
     return units
 

@@ -33,8 +33,18 @@ from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
 
-__all__ = ["DENSE", "SPARSE", "Hit", "KnowledgeBase", "KnowledgeBaseError", "QdrantRetriever", "build_filter", "get_client", "get_store",
-           "nothing_in_scope"]
+__all__ = [
+    "DENSE",
+    "SPARSE",
+    "Hit",
+    "KnowledgeBase",
+    "KnowledgeBaseError",
+    "QdrantRetriever",
+    "build_filter",
+    "get_client",
+    "get_store",
+    "nothing_in_scope",
+]
 
 SPARSE_SCHEME = "bm25-crc32-v1"
 POLICY_TO_MODE: dict[str, RetrievalMode] = {"semantic": "dense", "hybrid": "hybrid", "strict": "sparse"}
@@ -188,7 +198,8 @@ class KnowledgeBase:
         with self.lock:
             if not self.store.exists(self.collection):
                 self.store.create(
-                    self.collection, dimension,
+                    self.collection,
+                    dimension,
                     {"embedding_model": model_name, "dimension": dimension, "sparse": SPARSE_SCHEME},
                 )
                 self.store.prepare(self.collection)
@@ -310,8 +321,14 @@ class KnowledgeBase:
         """Search with precomputed query vectors (fusion parameters from the settings)."""
         s = self.settings.retrieval
         q = VectorQuery(
-            mode=mode, limit=top_k, dense=dense_q, sparse=sparse_q, flt=flt,
-            prefetch_limit=max(top_k * s.prefetch_factor, top_k), fusion=s.fusion, rrf_k=s.rrf_k,
+            mode=mode,
+            limit=top_k,
+            dense=dense_q,
+            sparse=sparse_q,
+            flt=flt,
+            prefetch_limit=max(top_k * s.prefetch_factor, top_k),
+            fusion=s.fusion,
+            rrf_k=s.rrf_k,
             weights=(s.dense_weight, s.sparse_weight),
         )
         with self.lock:
@@ -349,7 +366,9 @@ class QdrantRetriever(BaseRetriever):
     settings: KnowledgeBaseSettings
 
     @classmethod
-    def from_settings(cls, settings: KnowledgeBaseSettings, embeddings: NamedEmbeddings | None = None) -> QdrantRetriever:
+    def from_settings(
+        cls, settings: KnowledgeBaseSettings, embeddings: NamedEmbeddings | None = None
+    ) -> QdrantRetriever:
         """Build a retriever (the client is shared per data directory / URL)."""
         return cls(kb=KnowledgeBase(settings, embeddings), settings=settings)
 

@@ -129,12 +129,17 @@ class ClientStore:
         pts = self.client.retrieve(name, ids=ids, with_payload=fields, with_vectors=False)
         return [(str(p.id), p.payload or {}) for p in pts]
 
-    def scroll(self, name: str, fields: list[str], flt: models.Filter | None, limit: int,
-               offset: Any) -> tuple[list[tuple[str, dict]], Any]:
+    def scroll(
+        self, name: str, fields: list[str], flt: models.Filter | None, limit: int, offset: Any
+    ) -> tuple[list[tuple[str, dict]], Any]:
         """One page of (id, payload subset) and the next offset (None at the end)."""
         recs, nxt = self.client.scroll(
-            name, scroll_filter=flt, limit=limit, offset=offset,
-            with_payload=models.PayloadSelectorInclude(include=fields), with_vectors=False,
+            name,
+            scroll_filter=flt,
+            limit=limit,
+            offset=offset,
+            with_payload=models.PayloadSelectorInclude(include=fields),
+            with_vectors=False,
         )
         return [(str(r.id), r.payload or {}) for r in recs], nxt
 

@@ -84,11 +84,10 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
         8, ge=0, le=100, description="Earlier messages of the thread shown to the condense step."
     )
     prompts: dict[str, str] = Field(
-        default_factory=dict, description="Prompt overrides by key (the file name under rags_expert/prompts/ without .txt)."
+        default_factory=dict,
+        description="Prompt overrides by key (the file name under rags_expert/prompts/ without .txt).",
     )
-    prompt_dir: Path | None = Field(
-        None, description="A directory of <key>.txt files overriding the packaged prompts."
-    )
+    prompt_dir: Path | None = Field(None, description="A directory of <key>.txt files overriding the packaged prompts.")
 
     @model_validator(mode="before")
     @classmethod
@@ -111,8 +110,12 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
         """Secret values that must never appear in logs, events or exceptions: every ``SecretStr`` of every
         section (keys, tokens, passwords), ``OPENAI_API_KEY``, and every form of the credentials inside
         configured URLs."""
-        out = [value.get_secret_value() for section in self.sections() for value in _field_values(section)
-               if isinstance(value, SecretStr)]
+        out = [
+            value.get_secret_value()
+            for section in self.sections()
+            for value in _field_values(section)
+            if isinstance(value, SecretStr)
+        ]
         env_key = os.environ.get("OPENAI_API_KEY")
         if env_key:
             out.append(env_key)
@@ -122,8 +125,12 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
 
     def credential_urls(self) -> list[str]:
         """Every configured URL that may carry ``user:password@`` credentials (``OPENAI_BASE_URL`` too)."""
-        urls = [getattr(section, name) for section in self.sections() for name in URL_FIELDS
-                if name in type(section).model_fields]
+        urls = [
+            getattr(section, name)
+            for section in self.sections()
+            for name in URL_FIELDS
+            if name in type(section).model_fields
+        ]
         return [u for u in [*urls, os.environ.get("OPENAI_BASE_URL")] if isinstance(u, str) and u]
 
 
@@ -137,12 +144,8 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
 
     FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset({"kg"})
 
-    max_rephrases: int = Field(
-        2, ge=0, le=10, description="Times the query may be rephrased for one question (R)."
-    )
-    max_generations: int = Field(
-        3, ge=1, le=10, description="Answers that may be generated for one question (G)."
-    )
+    max_rephrases: int = Field(2, ge=0, le=10, description="Times the query may be rephrased for one question (R).")
+    max_generations: int = Field(3, ge=1, le=10, description="Answers that may be generated for one question (G).")
     max_context_chunks: int = Field(
         12, ge=1, le=200, description="Relevant chunks kept (accumulated over retrieval rounds) for generation."
     )
@@ -170,7 +173,9 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
 class KGExpertSettings(AgentSettings):
     """All settings of the KG-query reflexion agent (``KGQueryExpert``, ``rags-expert kg``)."""
 
-    FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset(set(RagsExpertSettings.model_fields) - set(AgentSettings.model_fields))
+    FOREIGN_KEYS: ClassVar[frozenset[str]] = frozenset(
+        set(RagsExpertSettings.model_fields) - set(AgentSettings.model_fields)
+    )
 
     kg: KGSettings = Field(default_factory=KGSettings)
 

@@ -12,8 +12,9 @@ class KGSettings(BaseModel):
     """The KG-query reflexion agent (:mod:`rags_expert.kg`) and its graph database."""
 
     schema_file: Path | None = Field(
-        None, description="BioCypher schema (schema_config.yaml, schema_info.yaml or a kg_schemas file) used by "
-        "hosts and LangGraph Server; the CLI takes --schema instead."
+        None,
+        description="BioCypher schema (schema_config.yaml, schema_info.yaml or a kg_schemas file) used by "
+        "hosts and LangGraph Server; the CLI takes --schema instead.",
     )
     schema_name: str | None = Field(None, description="Which schema of a multi-schema file (e.g. gene_kg).")
     load_sample: bool = Field(
@@ -40,11 +41,16 @@ class KGSettings(BaseModel):
     )
     query_timeout: float = Field(10.0, gt=0, le=600, description="Seconds one generated query may run in the database.")
     max_rows: int = Field(100, ge=1, le=100_000, description="Rows kept from one query result; the rest are dropped.")
-    preview_rows: int = Field(10, ge=1, le=1000, description="Rows of a result shown to the model when it scores and revises.")
+    preview_rows: int = Field(
+        10, ge=1, le=1000, description="Rows of a result shown to the model when it scores and revises."
+    )
     preview_chars: int = Field(2000, ge=100, le=100_000, description="Characters of a result shown to the model.")
     answer_rows: int = Field(
-        20, ge=1, le=10_000, description="Rows listed in the final answer message and carried in its "
-        "response_metadata (the rest are counted in row_count)."
+        20,
+        ge=1,
+        le=10_000,
+        description="Rows listed in the final answer message and carried in its "
+        "response_metadata (the rest are counted in row_count).",
     )
     backend: Literal["falkordb", "neo4j"] = Field("falkordb", description="Graph database used by the CLI and hosts.")
     graph: str = Field("kg", min_length=1, description="FalkorDB graph name (one database can hold many graphs).")

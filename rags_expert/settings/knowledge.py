@@ -39,9 +39,7 @@ class RetrievalSettings(BaseModel):
     prefetch_factor: int = Field(
         4, ge=1, le=50, description="Hybrid: each of dense and sparse prefetches top_k * prefetch_factor candidates."
     )
-    dense_weight: float = Field(
-        1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the dense ranking."
-    )
+    dense_weight: float = Field(1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the dense ranking.")
     sparse_weight: float = Field(
         1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the sparse (BM25) ranking."
     )
@@ -57,8 +55,6 @@ class RetrievalSettings(BaseModel):
         default_factory=list,
         description="Default tag filter (Qdrant payload tags / knowledge-flow library tags) when a request names none.",
     )
-
-
 
 
 class StoreSettings(BaseModel):
@@ -104,16 +100,12 @@ class EmbeddingSettings(BaseModel):
     base_url: str | None = Field(
         None, description="openai provider: OpenAI-compatible base URL (None: OPENAI_BASE_URL or api.openai.com)."
     )
-    api_key: SecretStr | None = Field(
-        None, description="openai provider: API key (None: OPENAI_API_KEY)."
-    )
+    api_key: SecretStr | None = Field(None, description="openai provider: API key (None: OPENAI_API_KEY).")
     dimensions: int | None = Field(
         None, ge=1, description="openai provider: requested dimensions (None: the model's native size)."
     )
     batch_size: int = Field(32, ge=1, le=4096, description="Texts embedded per call.")
-    threads: int = Field(
-        0, ge=0, le=256, description="Threads for local embedding engines (0: the engine's default)."
-    )
+    threads: int = Field(0, ge=0, le=256, description="Threads for local embedding engines (0: the engine's default).")
 
 
 class IngestionSettings(BaseModel):
@@ -144,11 +136,15 @@ class KnowledgeFlowSettings(BaseModel):
         "hybrid", description="knowledge-flow v2 search_policy when the request names none."
     )
     uid_overfetch_factor: int = Field(
-        5, ge=1, le=100,
+        5,
+        ge=1,
+        le=100,
         description="knowledge-flow v1 (no server-side document filter): with document_uids, ask for "
         "top_k * this many hits, keep those of the named documents, return top_k.",
     )
     uid_overfetch_max: int = Field(
-        100, ge=1, le=1000,
+        100,
+        ge=1,
+        le=1000,
         description="knowledge-flow v1 with document_uids: at most this many hits asked for (never fewer than top_k).",
     )

@@ -22,8 +22,17 @@ _PLAIN = {
 }
 _PREFIXED = {
     "embeddings": ("provider", "model", "base_url", "api_key", "dimensions", "batch_size", "threads"),
-    "knowledge_flow": ("base_url", "api", "token", "timeout", "max_retries", "retry_base_delay", "search_policy",
-                       "uid_overfetch_factor", "uid_overfetch_max"),
+    "knowledge_flow": (
+        "base_url",
+        "api",
+        "token",
+        "timeout",
+        "max_retries",
+        "retry_base_delay",
+        "search_policy",
+        "uid_overfetch_factor",
+        "uid_overfetch_max",
+    ),
 }
 
 
@@ -72,7 +81,7 @@ def legacy_env_retrieval(prefix: str = "RAGS_EXPERT_RETRIEVAL__") -> dict[str, s
     out = {}
     for name, value in os.environ.items():
         if name.upper().startswith(prefix):
-            key = name[len(prefix):].lower()
+            key = name[len(prefix) :].lower()
             if key in LEGACY_RETRIEVAL_KEYS:
                 out[key] = value
     return out

@@ -65,8 +65,16 @@ def _walk(model: type[BaseModel], prefix: str, skip: set[str], lines: list[str],
         else:
             rows.append(_row(prefix, name, info))
     if rows:
-        lines.extend([f"### {title}", "", "| setting | type | default | environment | meaning |",
-                      "|---|---|---|---|---|", *rows, ""])
+        lines.extend(
+            [
+                f"### {title}",
+                "",
+                "| setting | type | default | environment | meaning |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
+        )
     for name, sub in nested:
         _walk(sub, f"{prefix}{name}.", set(), lines, f"{prefix}{name} (`{sub.__name__}`)")
 

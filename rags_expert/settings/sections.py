@@ -82,8 +82,9 @@ class LocalModelSettings(BaseModel):
     port: int = Field(0, ge=0, le=65535, description="Port of the server; 0 picks a free one.")
     n_ctx: int = Field(4096, ge=256, description="Context window in tokens (prompt plus reply).")
     threads: int | None = Field(
-        None, ge=1, description="CPU threads for the model; None uses every core (llama-cpp-python's own default "
-        "is half of them)."
+        None,
+        ge=1,
+        description="CPU threads for the model; None uses every core (llama-cpp-python's own default is half of them).",
     )
     startup_timeout: float = Field(
         90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
@@ -106,7 +107,9 @@ class LocalModelSettings(BaseModel):
     )
     grading_timeout: float = Field(60.0, gt=0, description="grading.timeout used with the local model.")
     grading_concurrency: int = Field(
-        1, ge=1, le=128,
+        1,
+        ge=1,
+        le=128,
         description="grading.concurrency used with the local model (the server answers one request at a time).",
     )
 
@@ -114,16 +117,23 @@ class LocalModelSettings(BaseModel):
 class LessonSettings(BaseModel):
     """Reflexion lesson memory: one-sentence lessons from failed attempts, recalled by similarity."""
 
-    enabled: bool = Field(True, description="Write a lesson after each failed attempt and recall lessons before answering.")
+    enabled: bool = Field(
+        True, description="Write a lesson after each failed attempt and recall lessons before answering."
+    )
     collection: str = Field("rags_expert_lessons", min_length=1, description="Qdrant collection holding the lessons.")
     top_k: int = Field(3, ge=1, le=20, description="Lessons recalled at most per question.")
     min_similarity: float = Field(
-        0.80, ge=-1.0, le=1.0,
+        0.80,
+        ge=-1.0,
+        le=1.0,
         description="Cosine similarity floor between the current and the failing question; below it nothing is "
         "recalled. Model-dependent: 0.80 suits the default e5 model (unrelated questions score ~0.70-0.78).",
     )
     merge_similarity: float = Field(
-        0.95, ge=-1.0, le=1.0, description="Lessons whose advice is at least this similar are merged (counted, not duplicated)."
+        0.95,
+        ge=-1.0,
+        le=1.0,
+        description="Lessons whose advice is at least this similar are merged (counted, not duplicated).",
     )
     max_chars: int = Field(400, ge=40, le=4000, description="A lesson is cut to this many characters.")
     scope_by: list[Literal["library_tags", "user"]] = Field(
@@ -136,6 +146,7 @@ class LessonSettings(BaseModel):
         200, ge=1, le=100_000, description="Lessons kept per scope; storing one more evicts the least recently updated."
     )
     max_age_days: float = Field(
-        180.0, ge=0.0,
+        180.0,
+        ge=0.0,
         description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
     )

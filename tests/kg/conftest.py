@@ -81,4 +81,3 @@ def scripted(
         raise AssertionError(f"unexpected call for tool {tool}")
 
     return ScriptedChatModel(responder=respond)
-

@@ -45,7 +45,10 @@ def test_all_seven_public_cases_are_covered():
 async def test_case_runs_on_the_sample_graph_and_matches_its_regexes(falkordb, case):
     model = scripted([QUERIES[case.case]], scores=[9])
     agent = KGQueryReflexionAgent(
-        chat_model=model, backend=falkordb.for_graph(case.schema), schema=SCHEMA_FILE, schema_name=case.schema,
+        chat_model=model,
+        backend=falkordb.for_graph(case.schema),
+        schema=SCHEMA_FILE,
+        schema_name=case.schema,
         settings=KGExpertSettings(),
     )
     result = await agent.execute(case.question)

@@ -16,11 +16,19 @@ QUERY = "MATCH (m:ModelSystem)-[:ModelSystemRelevantToOrgan]->(o:Organ) WHERE o.
 
 def test_kg_prints_query_rows_and_steps(capsys, falkordb_reason):
     args = build_parser().parse_args(
-        ["kg", "Which model systems are used in the brain?", "--schema", str(SCHEMA_FILE),
-         "--schema-name", "safety_kg", "--load-sample"]
+        [
+            "kg",
+            "Which model systems are used in the brain?",
+            "--schema",
+            str(SCHEMA_FILE),
+            "--schema-name",
+            "safety_kg",
+            "--load-sample",
+        ]
     )
-    code = run(args, chat_model=scripted(["MATCH (m:ModelSystem) WHERE m.name = 'x' RETURN m.name", QUERY],
-                                         scores=[1, 9]))
+    code = run(
+        args, chat_model=scripted(["MATCH (m:ModelSystem) WHERE m.name = 'x' RETURN m.name", QUERY], scores=[1, 9])
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert f"query: {QUERY}" in out and "brain organoids" in out and "LUHMES cells" in out
@@ -29,11 +37,22 @@ def test_kg_prints_query_rows_and_steps(capsys, falkordb_reason):
 
 def test_kg_json_and_failure_exit_code(capsys, falkordb_reason):
     args = build_parser().parse_args(
-        ["kg", "Which organs?", "--schema", str(SCHEMA_FILE), "--schema-name", "safety_kg", "--load-sample",
-         "--json", "--max-steps", "2"]
+        [
+            "kg",
+            "Which organs?",
+            "--schema",
+            str(SCHEMA_FILE),
+            "--schema-name",
+            "safety_kg",
+            "--load-sample",
+            "--json",
+            "--max-steps",
+            "2",
+        ]
     )
-    code = run(args, chat_model=scripted(lambda p: "MATCH (x:Nothing) RETURN x", scores=0.0),
-               settings=KGExpertSettings())
+    code = run(
+        args, chat_model=scripted(lambda p: "MATCH (x:Nothing) RETURN x", scores=0.0), settings=KGExpertSettings()
+    )
     data = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the "loaded sample graph" line
     assert code == 1 and data["exit_reason"] == "max_steps" and data["steps"] == 2 and data["rows"] == []
 

@@ -25,7 +25,10 @@ FIBROBLAST_GENES = {"COL1A1", "COL1A2", "THY1", "TGFB1", "VIM"}
 def make_agent(falkordb, model, **kg) -> KGQueryReflexionAgent:
     settings = KGExpertSettings(kg=kg, llm={"max_retries": 0})
     return KGQueryReflexionAgent(
-        chat_model=model, backend=falkordb.for_graph("gene_kg"), schema=SCHEMA_FILE, schema_name="gene_kg",
+        chat_model=model,
+        backend=falkordb.for_graph("gene_kg"),
+        schema=SCHEMA_FILE,
+        schema_name="gene_kg",
         settings=settings,
     )
 
@@ -47,7 +50,9 @@ async def test_good_first_draft_stops_after_one_step(falkordb):
 
 
 async def test_failing_query_is_fixed_from_the_database_error(falkordb):
-    broken = "MATCH (g:Gene)-[:GENE_EXPRESSED_IN_CELL_TYPE]->(c:CellType WHERE c.cell_type_name = 'fibroblast' RETURN g.name"
+    broken = (
+        "MATCH (g:Gene)-[:GENE_EXPRESSED_IN_CELL_TYPE]->(c:CellType WHERE c.cell_type_name = 'fibroblast' RETURN g.name"
+    )
     model = scripted([broken, GOOD], scores=[9])  # the error is scored 0 without a model call
     result = await make_agent(falkordb, model).execute("Which genes are expressed in fibroblasts?")
     assert result.steps == 2 and result.query == GOOD and result.exit_reason == "score"
@@ -89,7 +94,9 @@ async def test_nonempty_result_stops_even_with_low_score(falkordb):
     result = await make_agent(falkordb, model).execute("Which genes are expressed in fibroblasts?")
     assert result.exit_reason == "non_empty" and result.steps == 1 and result.score == 3
     model2 = scripted([query, GOOD], scores=[3, 9])
-    result2 = await make_agent(falkordb, model2, stop_on_nonempty=False).execute("Which genes are expressed in fibroblasts?")
+    result2 = await make_agent(falkordb, model2, stop_on_nonempty=False).execute(
+        "Which genes are expressed in fibroblasts?"
+    )
     assert result2.exit_reason == "score" and result2.steps == 2 and result2.query == GOOD
 
 

@@ -26,11 +26,12 @@ PASSWORD = "s3cret-pw-42"
 
 def _failure(code: str, message: str) -> bytes:
     """A chunked Bolt FAILURE message {code, message} (PackStream, short strings)."""
+
     def s(text: str) -> bytes:
         raw = text.encode()
-        return (bytes([0x80 + len(raw)]) if len(raw) < 16 else b"\xD0" + bytes([len(raw)])) + raw
+        return (bytes([0x80 + len(raw)]) if len(raw) < 16 else b"\xd0" + bytes([len(raw)])) + raw
 
-    body = b"\xB1\x7F\xA2" + s("code") + s(code) + s("message") + s(message)
+    body = b"\xb1\x7f\xa2" + s("code") + s(code) + s("message") + s(message)
     return len(body).to_bytes(2, "big") + body + b"\x00\x00"
 
 
@@ -69,7 +70,7 @@ async def test_credentials_are_sent_in_the_bolt_hello_and_never_leak():
         server.close()
     assert fake.handshake[:4] == bytes.fromhex("6060b017")
     hello = bytes(fake.received)
-    assert b"\xB1\x01" in hello  # a HELLO message
+    assert b"\xb1\x01" in hello  # a HELLO message
     assert b"principal\x85alice" in hello and b"credentials\x8c" + PASSWORD.encode() in hello
     assert info.value.kind == "auth"
     assert PASSWORD not in str(info.value) and PASSWORD not in repr(info.value)
@@ -82,7 +83,9 @@ def _free_port() -> int:
 
 
 async def test_unreachable_server_is_a_clean_connection_error():
-    backend = Neo4jBackend(f"bolt://127.0.0.1:{_free_port()}", "neo4j", PASSWORD, connection_timeout=2, max_retry_time=0)
+    backend = Neo4jBackend(
+        f"bolt://127.0.0.1:{_free_port()}", "neo4j", PASSWORD, connection_timeout=2, max_retry_time=0
+    )
     with pytest.raises(GraphQueryError) as info:
         await backend.run_read("MATCH (n) RETURN n", timeout=2, max_rows=5)
     await backend.close()
@@ -97,7 +100,9 @@ async def test_bad_uri_is_a_clean_error():
 
 @needs_shared
 async def test_agent_on_unreachable_neo4j_ends_with_a_result():
-    backend = Neo4jBackend(f"bolt://127.0.0.1:{_free_port()}", "neo4j", PASSWORD, connection_timeout=1, max_retry_time=0)
+    backend = Neo4jBackend(
+        f"bolt://127.0.0.1:{_free_port()}", "neo4j", PASSWORD, connection_timeout=1, max_retry_time=0
+    )
     model = scripted(lambda prompt: "MATCH (g:Gene) RETURN g.name", scores=0.0)
     settings = KGExpertSettings(kg={"max_steps": 2, "neo4j_password": PASSWORD})
     agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=settings)

@@ -22,8 +22,11 @@ GOOD = "MATCH (g:Gene) RETURN g.name"
 
 
 async def gene_fingerprint(backend) -> list:
-    result = await backend.run_read("MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN count(DISTINCT n), count(r), "
-                                    "collect(DISTINCT n.name)", timeout=5, max_rows=5)
+    result = await backend.run_read(
+        "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN count(DISTINCT n), count(r), collect(DISTINCT n.name)",
+        timeout=5,
+        max_rows=5,
+    )
     return list(result.rows[0].values())
 
 

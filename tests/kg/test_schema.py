@@ -40,8 +40,12 @@ def test_schema_info_and_dict_shapes():
 
 @pytest.mark.parametrize(
     "source, message",
-    [("/nonexistent/schema.yaml", "not found"), ({"kg_schemas": {"a": {}, "b": {}}}, "several schemas"),
-     ({"x": "not an entry"}, "no entities"), ([1, 2], "mapping")],
+    [
+        ("/nonexistent/schema.yaml", "not found"),
+        ({"kg_schemas": {"a": {}, "b": {}}}, "several schemas"),
+        ({"x": "not an entry"}, "no entities"),
+        ([1, 2], "mapping"),
+    ],
 )
 def test_bad_schemas_get_clear_errors(source, message):
     with pytest.raises(SchemaError, match=message):
@@ -55,16 +59,24 @@ def test_sample_graph_follows_the_schemas():
     bad = {"gene_kg": {"nodes": {"gene": [{"id": "g1", "colour": "red"}]}, "edges": {}}}
     with pytest.raises(SchemaError, match="colour"):
         plan_sample(load_schema(SCHEMA_FILE, "gene_kg"), data=bad)
-    wrong_direction = {"gene_kg": {"nodes": {"gene": [{"id": "g"}], "disease": [{"id": "d"}]},
-                                   "edges": {"gene to phenotype association": [["g", "d", {}]]}}}
+    wrong_direction = {
+        "gene_kg": {
+            "nodes": {"gene": [{"id": "g"}], "disease": [{"id": "d"}]},
+            "edges": {"gene to phenotype association": [["g", "d", {}]]},
+        }
+    }
     with pytest.raises(SchemaError, match="patterns"):
         plan_sample(load_schema(SCHEMA_FILE, "gene_kg"), data=wrong_direction)
 
 
 async def test_narrowed_schema_is_per_question():
     """With narrow_schema, each question's prompt shows only what the model picked for it."""
-    picks = iter([{"entities": ["Gene", "CellType"], "relationships": ["GENE_EXPRESSED_IN_CELL_TYPE"]},
-                  {"entities": ["Disease"], "relationships": []}])
+    picks = iter(
+        [
+            {"entities": ["Gene", "CellType"], "relationships": ["GENE_EXPRESSED_IN_CELL_TYPE"]},
+            {"entities": ["Disease"], "relationships": []},
+        ]
+    )
 
     def respond(prompt, kwargs):
         tool = kwargs["tools"][0]
@@ -83,6 +95,7 @@ async def test_narrowed_schema_is_per_question():
 
         async def run_read(self, query, *, timeout, max_rows):
             from rags_expert.kg import QueryResult
+
             return QueryResult(["n"], [])
 
     model = ScriptedChatModel(responder=respond)

@@ -96,8 +96,9 @@ class CalculatorReflexionAgent(ReflexionAgent):
 
 def scripted_run() -> ScriptedChatModel:
     """Draft 6+7 (wrong), revise to 6*7 with score 3, then confirm 6*7 with score 9."""
-    return ScriptedChatModel(responses=[calc_call("6+7", call_id="c1"), calc_call("6*7", 3, "c2"),
-                                        calc_call("6*7", 9, "c3")])
+    return ScriptedChatModel(
+        responses=[calc_call("6+7", call_id="c1"), calc_call("6*7", 3, "c2"), calc_call("6*7", 9, "c3")]
+    )
 
 
 @session_loop
@@ -159,8 +160,11 @@ def test_a_subclass_missing_a_required_hook_under_both_names_is_refused():
     with pytest.raises(TypeError) as info:
         ToolOnly(3)
     message = str(info.value)
-    for pair in ("draft() or _create_initial_responder()", "revise() or _create_revise_responder()",
-                 "parse_final_result() or _parse_final_result()"):
+    for pair in (
+        "draft() or _create_initial_responder()",
+        "revise() or _create_revise_responder()",
+        "parse_final_result() or _parse_final_result()",
+    ):
         assert pair in message
     assert "_tool_function" not in message
 
@@ -185,8 +189,9 @@ async def test_kg_agent_execute_takes_the_seeds_prompt_as_its_schema_text():
             return QueryResult(["g.name"], [{"g.name": "TP53"}])
 
     own_schema = "Node types: Protein {uniprot}. Only Protein exists in this graph. CUSTOM-INSTRUCTION-7"
-    model = scripted(["MATCH (p:Protein) RETURN p.uniprot", "MATCH (p:Protein) RETURN p.uniprot LIMIT 5"],
-                     scores=[3, 9])
+    model = scripted(
+        ["MATCH (p:Protein) RETURN p.uniprot", "MATCH (p:Protein) RETURN p.uniprot LIMIT 5"], scores=[3, 9]
+    )
     settings = KGExpertSettings(kg={"narrow_schema": True, "stop_on_nonempty": False, "max_steps": 3})
     db = OneRowDB()
     agent = KGQueryReflexionAgent(model, db, SCHEMA_FILE, schema_name="gene_kg", settings=settings)

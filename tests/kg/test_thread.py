@@ -37,8 +37,13 @@ Q4 = "Which cell types are fibroblasts?"
 class Script:
     """A scripted model keyed by question: queries and scores per standalone question, condensed follow-ups."""
 
-    def __init__(self, queries: dict[str, list[str]], scores: dict[str, list[float]],
-                 standalone: dict[str, str] | None = None, fail: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        queries: dict[str, list[str]],
+        scores: dict[str, list[float]],
+        standalone: dict[str, str] | None = None,
+        fail: tuple[str, ...] = (),
+    ) -> None:
         self.queries = {q: list(v) for q, v in queries.items()}
         self.scores = {q: list(v) for q, v in scores.items()}
         self.standalone = standalone or {}
@@ -96,7 +101,12 @@ async def test_each_question_on_a_thread_answers_its_own_last_message(falkordb):
     meta = answer.response_metadata
     assert meta["outcome"] == "success" and meta["question"] == Q1 and meta["query"] == GENES
     assert meta["columns"] == ["g.name"] and [r["g.name"] for r in meta["rows"]] == [
-        "COL1A1", "COL1A2", "TGFB1", "THY1", "VIM"]
+        "COL1A1",
+        "COL1A2",
+        "TGFB1",
+        "THY1",
+        "VIM",
+    ]
     assert (meta["score"], meta["steps"], meta["exit_reason"], meta["row_count"]) == (9, 1, "score", 5)
     assert "Found 5 results" in answer.content and "- COL1A1\n- COL1A2" in answer.content and GENES in answer.content
     assert "Stopping" not in answer.content
@@ -159,14 +169,25 @@ async def test_honest_failures_and_the_thread_goes_on(falkordb):
     out = await ask(graph, "f", "Broken genes?")  # no query ever ran
     answer = out["messages"][-1]
     meta = answer.response_metadata
-    assert (meta["outcome"], meta["query"], meta["rows"], meta["score"], meta["steps"]) == ("failure", None, [], None, 2)
+    assert (meta["outcome"], meta["query"], meta["rows"], meta["score"], meta["steps"]) == (
+        "failure",
+        None,
+        [],
+        None,
+        2,
+    )
     assert meta["exit_reason"] == "max_steps"
     assert "none of the 2 queries I wrote could run (last error: syntax)" in answer.content
 
     out = await ask(graph, "f", "   ")  # an empty message: no model call, no query
     calls = len(script.model.calls)
     meta = out["messages"][-1].response_metadata
-    assert (meta["outcome"], meta["exit_reason"], meta["steps"], meta["query"]) == ("failure", "empty_question", 0, None)
+    assert (meta["outcome"], meta["exit_reason"], meta["steps"], meta["query"]) == (
+        "failure",
+        "empty_question",
+        0,
+        None,
+    )
     assert out["messages"][-1].content == "Please ask a question: the message was empty."
     assert out["attempts"] == [] and out["log"] == []
 
@@ -184,8 +205,10 @@ async def test_model_failures_end_in_an_honest_answer(falkordb):
     meta = answer.response_metadata
     assert (meta["outcome"], meta["exit_reason"], meta["steps"], meta["query"]) == ("failure", "llm_error", 0, None)
     assert meta["error_class"] == "RuntimeError" and "DraftQuery is down" in meta["error"]
-    assert answer.content == f'I could not answer "{Q1}" because the language model failed (RuntimeError). ' \
+    assert (
+        answer.content == f'I could not answer "{Q1}" because the language model failed (RuntimeError). '
         "Please try again later."
+    )
 
     script.fail = ("StandaloneQuestion",)  # a follow-up whose condense step fails
     drafts = len(script.prompts("DraftQuery"))

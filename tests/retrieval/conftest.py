@@ -19,8 +19,14 @@ def make_settings(data_dir: Path, **kw) -> KnowledgeBaseSettings:
 
     Keyword arguments use the flat names (``engine``, ``embedding_provider``, ``chunk_size``, ``fusion`` ...),
     each put in its section (``store``, ``embeddings``, ``ingestion``; the rest in ``retrieval``)."""
-    base = {"data_dir": data_dir, "embedding_provider": "wordllama", "collection": "test", "chunk_size": 300,
-            "chunk_overlap": 60, "upsert_batch_size": 8}
+    base = {
+        "data_dir": data_dir,
+        "embedding_provider": "wordllama",
+        "collection": "test",
+        "chunk_size": 300,
+        "chunk_overlap": 60,
+        "upsert_batch_size": 8,
+    }
     base.update(kw)
     sections: dict[str, dict] = {}
     for key, value in base.items():

@@ -24,18 +24,42 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 CORPUS = [
-    {"uid": "48b7sec", "file_name": "security_policy.md", "tags": ["tag-sec"],
-     "content": "Passwords must be rotated every 90 days under the security policy."},
-    {"uid": "48b7sec", "file_name": "security_policy.md", "tags": ["tag-sec"],
-     "content": "The security policy requires two-factor authentication for remote access."},
-    {"uid": "77hr", "file_name": "holidays.md", "tags": ["tag-hr"],
-     "content": "Employees get 25 days of paid holidays per year under the policy."},
-    {"uid": "77hr", "file_name": "holidays.md", "tags": ["tag-hr"],
-     "content": "Holidays policy: unused days expire at the end of March."},
-    {"uid": "91ops", "file_name": "backup.md", "tags": ["tag-ops"],
-     "content": "Backups run every night; the backup policy keeps 30 days of copies."},
-    {"uid": "91ops", "file_name": "backup.md", "tags": ["tag-ops"],
-     "content": "Restore tests of the backup policy happen every quarter."},
+    {
+        "uid": "48b7sec",
+        "file_name": "security_policy.md",
+        "tags": ["tag-sec"],
+        "content": "Passwords must be rotated every 90 days under the security policy.",
+    },
+    {
+        "uid": "48b7sec",
+        "file_name": "security_policy.md",
+        "tags": ["tag-sec"],
+        "content": "The security policy requires two-factor authentication for remote access.",
+    },
+    {
+        "uid": "77hr",
+        "file_name": "holidays.md",
+        "tags": ["tag-hr"],
+        "content": "Employees get 25 days of paid holidays per year under the policy.",
+    },
+    {
+        "uid": "77hr",
+        "file_name": "holidays.md",
+        "tags": ["tag-hr"],
+        "content": "Holidays policy: unused days expire at the end of March.",
+    },
+    {
+        "uid": "91ops",
+        "file_name": "backup.md",
+        "tags": ["tag-ops"],
+        "content": "Backups run every night; the backup policy keeps 30 days of copies.",
+    },
+    {
+        "uid": "91ops",
+        "file_name": "backup.md",
+        "tags": ["tag-ops"],
+        "content": "Restore tests of the backup policy happen every quarter.",
+    },
 ]
 INTERNAL_ERROR = b"Internal Server Error"
 
@@ -53,23 +77,53 @@ def rank(question: str, chunks: list[dict[str, Any]]) -> list[tuple[dict[str, An
 
 def v1_hit(chunk: dict[str, Any], score: float, n: int) -> dict[str, Any]:
     """A hit as the measured v1 service writes it: "Unknown" wherever it has no metadata."""
-    return {"content": chunk["content"], "file_path": "Unknown", "file_name": chunk["file_name"], "page": None,
-            "uid": chunk["uid"], "modified": "Unknown", "title": "Unknown", "author": "Unknown",
-            "created": "Unknown", "type": "document", "score": score, "rank": n,
-            "embedding_model": "text-embedding-3-large", "vector_index": "in-memory",
-            "token_count": len(chunk["content"].split()), "retrieved_at": "2025-07-30T10:00:00+00:00",
-            "retrieval_session_id": None}
+    return {
+        "content": chunk["content"],
+        "file_path": "Unknown",
+        "file_name": chunk["file_name"],
+        "page": None,
+        "uid": chunk["uid"],
+        "modified": "Unknown",
+        "title": "Unknown",
+        "author": "Unknown",
+        "created": "Unknown",
+        "type": "document",
+        "score": score,
+        "rank": n,
+        "embedding_model": "text-embedding-3-large",
+        "vector_index": "in-memory",
+        "token_count": len(chunk["content"].split()),
+        "retrieved_at": "2025-07-30T10:00:00+00:00",
+        "retrieval_session_id": None,
+    }
 
 
 def v2_hit(chunk: dict[str, Any], score: float, n: int) -> dict[str, Any]:
     """A hit as the current service writes it (title falls back to the file name there)."""
-    return {"content": chunk["content"], "page": None, "section": None, "uid": chunk["uid"],
-            "title": chunk["file_name"], "author": None, "created": None, "modified": None,
-            "file_name": chunk["file_name"], "file_path": None, "type": "document", "tag_ids": chunk["tags"],
-            "tag_names": [], "preview_url": f"/documents/{chunk['uid']}",
-            "citation_url": f"/documents/{chunk['uid']}", "score": score, "rank": n,
-            "embedding_model": "unknown_model", "vector_index": "unknown_index", "token_count": None,
-            "retrieved_at": "2025-10-30T10:00:00+00:00", "retrieval_session_id": None}
+    return {
+        "content": chunk["content"],
+        "page": None,
+        "section": None,
+        "uid": chunk["uid"],
+        "title": chunk["file_name"],
+        "author": None,
+        "created": None,
+        "modified": None,
+        "file_name": chunk["file_name"],
+        "file_path": None,
+        "type": "document",
+        "tag_ids": chunk["tags"],
+        "tag_names": [],
+        "preview_url": f"/documents/{chunk['uid']}",
+        "citation_url": f"/documents/{chunk['uid']}",
+        "score": score,
+        "rank": n,
+        "embedding_model": "unknown_model",
+        "vector_index": "unknown_index",
+        "token_count": None,
+        "retrieved_at": "2025-10-30T10:00:00+00:00",
+        "retrieval_session_id": None,
+    }
 
 
 class KnowledgeFlowService:
@@ -142,4 +196,3 @@ class KnowledgeFlowService:
                 self.wfile.write(data)
 
         return Handler
-

@@ -54,9 +54,11 @@ def test_comment_lines_in_fences_are_code_not_headings():
     chunks = chunk_text(FENCED, 1200, 200)
     assert _sections(chunks) == ["Setup", "Setup > Usage"]
     setup = chunks[0].text
-    for block in ("```bash\n# install it\npip install tool\n```",
-                  "~~~python\n# a comment, not a heading\n```\nstill code after a backtick line\n~~~",
-                  "````md\n```\n# inner\n```\n````"):
+    for block in (
+        "```bash\n# install it\npip install tool\n```",
+        "~~~python\n# a comment, not a heading\n```\nstill code after a backtick line\n~~~",
+        "````md\n```\n# inner\n```\n````",
+    ):
         assert block in setup
     assert chunks[1].text == "Run it."
 
@@ -66,22 +68,27 @@ def test_fenced_blocks_stay_whole_at_small_sizes():
         chunks = chunk_text(FENCED, size, 30)
         assert all(len(c.text) <= size for c in chunks)
         texts = [c.text for c in chunks]
-        assert any("~~~python\n# a comment, not a heading\n```\nstill code after a backtick line\n~~~" in t
-                   for t in texts), size
+        assert any(
+            "~~~python\n# a comment, not a heading\n```\nstill code after a backtick line\n~~~" in t for t in texts
+        ), size
         assert any("```bash\n# install it\npip install tool\n```" in t for t in texts), size
         assert {c.section for c in chunks if "# a comment" in c.text} == {"Setup"}
 
 
 def test_newlines_and_nested_list_indentation_are_kept():
-    text = ("# Notes\n\nFirst line\nsecond line of the same paragraph.\n\n"
-            "- top\n  - nested\n    - deeper\n      continued\n- next\n\n1. one\n   1. one.one\n")
+    text = (
+        "# Notes\n\nFirst line\nsecond line of the same paragraph.\n\n"
+        "- top\n  - nested\n    - deeper\n      continued\n- next\n\n1. one\n   1. one.one\n"
+    )
     (chunk,) = chunk_text(text, 1200, 200)
-    assert chunk.text == text[len("# Notes\n\n"):].rstrip()
+    assert chunk.text == text[len("# Notes\n\n") :].rstrip()
 
 
 def test_heading_paths_setext_and_quoted_headings():
-    text = ("Guide\n=====\n\nIntro.\n\n## Install ##\n\nSteps.\n\n### Linux\n\napt.\n\n"
-            "> # quoted, not a section\n\n## Use\n\n    # indented code, not a heading\n")
+    text = (
+        "Guide\n=====\n\nIntro.\n\n## Install ##\n\nSteps.\n\n### Linux\n\napt.\n\n"
+        "> # quoted, not a section\n\n## Use\n\n    # indented code, not a heading\n"
+    )
     chunks = chunk_text(text, 1200, 200)
     assert [(c.section, c.text) for c in chunks] == [
         ("Guide", "Intro."),
@@ -194,7 +201,9 @@ def _legacy_records(path, records: list[ChunkRecord]) -> list[ChunkRecord]:
     out = []
     for r in records:
         text = re.sub(r"\s+", " ", r.text)
-        cid = r.id if text == r.text else chunk_id(r.payload["source"], r.payload["unit"], r.payload["chunk_index"], text)
+        cid = (
+            r.id if text == r.text else chunk_id(r.payload["source"], r.payload["unit"], r.payload["chunk_index"], text)
+        )
         payload = {k: v for k, v in r.payload.items() if k != "chunking"}
         out.append(ChunkRecord(cid, text, {**payload, "content": text, "chunk_id": cid}))
     return out
@@ -210,14 +219,20 @@ def test_cli_reingest_of_a_v1_knowledge_base_rechunks_once(settings, docs):
     Ingestor(kb).store(legacy)
     assert {r.id for r in legacy} != v2 and {r.id for r in legacy} & v2  # some ids change, some stay
     close_client(settings.store)  # the CLI runs in another process
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(settings.store.data_dir),
-           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_STORE__ENGINE": settings.store.engine,
-           "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300", "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60"}
+    env = {
+        **os.environ,
+        "RAGS_EXPERT_DATA_DIR": str(settings.store.data_dir),
+        "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama",
+        "RAGS_EXPERT_STORE__ENGINE": settings.store.engine,
+        "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300",
+        "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60",
+    }
     cmd = [sys.executable, "-m", "rags_expert.cli", "ingest", str(docs), "--collection", "test", "-q"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    notice = f"chunking changed (v1 → {CHUNKER_VERSION} size=300 overlap=60): 4 files re-chunked, " \
-             "their old chunks replaced"
+    notice = (
+        f"chunking changed (v1 → {CHUNKER_VERSION} size=300 overlap=60): 4 files re-chunked, their old chunks replaced"
+    )
     lines = [ln for ln in first.stderr.splitlines() if "chunking" in ln]
     assert len(lines) == 1 and lines[0].startswith("WARNING") and lines[0].endswith(notice), first.stderr
     assert "Traceback" not in first.stderr

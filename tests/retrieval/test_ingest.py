@@ -92,8 +92,10 @@ def test_binary_and_unreadable_files_are_skipped_with_a_warning(kb, docs, caplog
 
 def test_jsonl_lines_become_documents_with_metadata(kb, tmp_path):
     f = tmp_path / "corpus.jsonl"
-    f.write_text('{"title": "Alpha", "text": "Alpha is the first letter.", "lang": "en"}\n\n'
-                 '{"title": "Beta", "content": "Beta is the second letter.", "page": 2}\n')
+    f.write_text(
+        '{"title": "Alpha", "text": "Alpha is the first letter.", "lang": "en"}\n\n'
+        '{"title": "Beta", "content": "Beta is the second letter.", "page": 2}\n'
+    )
     Ingestor(kb).run([f])
     payloads = sorted((p for _, p in kb.scroll_payloads(["title", "page", "lang", "unit"])), key=lambda p: p["title"])
     assert payloads == [
@@ -174,8 +176,10 @@ def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
             kb = KnowledgeBase(s)
             Ingestor(kb).run([docs])
             results[engine] = {
-                mode: [(h.payload["source"], h.payload["chunk_index"], round(h.score, 3))
-                       for h in kb.search("Which tower stands in Paris? cats sleep", 4, mode)]
+                mode: [
+                    (h.payload["source"], h.payload["chunk_index"], round(h.score, 3))
+                    for h in kb.search("Which tower stands in Paris? cats sleep", 4, mode)
+                ]
                 for mode in ("dense", "sparse", "hybrid")
             }
         finally:
@@ -198,8 +202,13 @@ def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
     s = make_settings(tmp_path / "data", engine="edge")
     Ingestor(KnowledgeBase(s)).run([docs])
     close_client(s.store)
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(s.store.data_dir), "RAGS_EXPERT_STORE__COLLECTION": "test",
-           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_STORE__ENGINE": "edge"}
+    env = {
+        **os.environ,
+        "RAGS_EXPERT_DATA_DIR": str(s.store.data_dir),
+        "RAGS_EXPERT_STORE__COLLECTION": "test",
+        "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama",
+        "RAGS_EXPERT_STORE__ENGINE": "edge",
+    }
     holder = subprocess.Popen([sys.executable, "-c", HOLD_SHARD], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert int(holder.stdout.readline()) > 0  # the other process has the shard open

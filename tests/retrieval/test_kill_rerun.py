@@ -37,15 +37,26 @@ def test_sigkill_mid_ingest_then_rerun_converges(tmp_path, engine):
         body = " ".join(f"Document {i} sentence {j} talks about topic {i * 7 + j}." for j in range(12))
         (docs / f"doc{i:02d}.md").write_text(f"# Doc {i}\n{body}\n")
     data = tmp_path / "data"
-    env = {**os.environ, "RAGS_EXPERT_DATA_DIR": str(data), "RAGS_EXPERT_STORE__COLLECTION": "test",
-           "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama", "RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE": "1",
-           "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300", "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60",
-           "RAGS_EXPERT_STORE__ENGINE": engine}
+    env = {
+        **os.environ,
+        "RAGS_EXPERT_DATA_DIR": str(data),
+        "RAGS_EXPERT_STORE__COLLECTION": "test",
+        "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama",
+        "RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE": "1",
+        "RAGS_EXPERT_INGESTION__CHUNK_SIZE": "300",
+        "RAGS_EXPERT_INGESTION__CHUNK_OVERLAP": "60",
+        "RAGS_EXPERT_STORE__ENGINE": engine,
+    }
     settings = make_settings(data, engine=engine)
     expected = {r.id for p in iter_files([docs]) for r in file_records(p, p.read_bytes(), [], 300, 60)}
 
-    proc = subprocess.Popen([sys.executable, "-c", INGEST_WITH_PROGRESS, str(docs)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INGEST_WITH_PROGRESS, str(docs)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     reported = 0
     for line in proc.stdout:  # kill as soon as a few chunks are stored
         reported += int(line)

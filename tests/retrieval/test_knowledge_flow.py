@@ -16,13 +16,37 @@ from rags_expert.settings import KnowledgeBaseSettings, RagsExpertSettings
 
 pytestmark = pytest.mark.integration
 
-V1_HIT = {"content": "Qdrant is written in Rust.", "file_path": "/kb/qdrant.md", "file_name": "qdrant.md", "page": 3,
-          "uid": "doc-1", "modified": "2025-01-01", "title": "Qdrant", "author": "a", "created": "2024-01-01",
-          "type": "md", "score": 0.91, "rank": 1, "embedding_model": "m", "vector_index": "idx", "token_count": 7,
-          "retrieved_at": "now", "retrieval_session_id": "s"}
-V2_HIT = {**V1_HIT, "uid": "doc-2", "section": "Intro", "tag_ids": ["t1"], "tag_names": ["tech"],
-          "mime_type": "text/markdown", "citation_url": "http://x/doc-2", "preview_url": "http://x/p", "repository": "r",
-          "language": "en"}
+V1_HIT = {
+    "content": "Qdrant is written in Rust.",
+    "file_path": "/kb/qdrant.md",
+    "file_name": "qdrant.md",
+    "page": 3,
+    "uid": "doc-1",
+    "modified": "2025-01-01",
+    "title": "Qdrant",
+    "author": "a",
+    "created": "2024-01-01",
+    "type": "md",
+    "score": 0.91,
+    "rank": 1,
+    "embedding_model": "m",
+    "vector_index": "idx",
+    "token_count": 7,
+    "retrieved_at": "now",
+    "retrieval_session_id": "s",
+}
+V2_HIT = {
+    **V1_HIT,
+    "uid": "doc-2",
+    "section": "Intro",
+    "tag_ids": ["t1"],
+    "tag_names": ["tech"],
+    "mime_type": "text/markdown",
+    "citation_url": "http://x/doc-2",
+    "preview_url": "http://x/p",
+    "repository": "r",
+    "language": "en",
+}
 
 
 class FakeKnowledgeFlow:
@@ -66,7 +90,9 @@ class FakeKnowledgeFlow:
                     return self._send(200, [{"title": "no content"}])
                 need = "query" if owner.generation == "v1" else "question"
                 if need not in body:
-                    return self._send(422, {"detail": [{"type": "missing", "loc": ["body", need], "msg": "Field required"}]})
+                    return self._send(
+                        422, {"detail": [{"type": "missing", "loc": ["body", need], "msg": "Field required"}]}
+                    )
                 if owner.generation == "v2" and not 1 <= body["top_k"] <= 100:
                     return self._send(422, {"detail": [{"type": "less_than_equal", "loc": ["body", "top_k"]}]})
                 hit = V1_HIT if owner.generation == "v1" else V2_HIT
@@ -121,8 +147,12 @@ def test_auto_detects_the_generation_and_maps_hits(server):
         assert last == {"query": "what is qdrant?", "top_k": 5, "tags": ["tech"]}
         assert len(server.requests) == 2  # one v2 try answered 422, then v1
     else:
-        assert last == {"question": "what is qdrant?", "top_k": 5, "document_library_tags_ids": ["tech"],
-                        "search_policy": "hybrid"}
+        assert last == {
+            "question": "what is qdrant?",
+            "top_k": 5,
+            "document_library_tags_ids": ["tech"],
+            "search_policy": "hybrid",
+        }
         assert d.metadata["tags"] == ["tech"] and d.metadata["section"] == "Intro"
         assert len(server.requests) == 1
     r.invoke("again")  # the detected generation is remembered
@@ -194,8 +224,10 @@ def test_timeout_is_retried_then_reported(server):
         r.invoke("q")
 
 
-@pytest.mark.parametrize("fault,message", [("403", "HTTP 403"), ("notjson", "not JSON"),
-                                           ("dict", "expected a list"), ("badhit", "malformed hit #0")])
+@pytest.mark.parametrize(
+    "fault,message",
+    [("403", "HTTP 403"), ("notjson", "not JSON"), ("dict", "expected a list"), ("badhit", "malformed hit #0")],
+)
 def test_other_4xx_and_malformed_bodies_are_clear_errors(server, fault, message):
     server.faults = [fault]
     r = _retriever(server.url, kf_api=server.generation, kf_token="s3cret-token")
@@ -235,7 +267,9 @@ async def test_ainvoke_does_not_block_the_event_loop(server):
 
 
 def test_factory_builds_the_configured_backend(server, tmp_path):
-    r = build_retriever(RagsExpertSettings(retrieval={"backend": "knowledge_flow"}, knowledge_flow={"base_url": server.url}))
+    r = build_retriever(
+        RagsExpertSettings(retrieval={"backend": "knowledge_flow"}, knowledge_flow={"base_url": server.url})
+    )
     assert isinstance(r, KnowledgeFlowRetriever)
     from rags_expert.retrieval.qdrant import QdrantRetriever
 

@@ -26,10 +26,22 @@ def service():
 def rags_expert(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a fresh process configured for the knowledge-flow service at ``url``."""
     # the old names RAGS_EXPERT_RETRIEVAL__KF_* on purpose: the CLI still reads them (knowledge_flow.*)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAGS_EXPERT_RETRIEVAL__BACKEND": "knowledge_flow",
-           "RAGS_EXPERT_RETRIEVAL__KF_BASE_URL": url, "RAGS_EXPERT_RETRIEVAL__KF_RETRY_BASE_DELAY": "0.05"}
-    return subprocess.run([sys.executable, "-m", "rags_expert.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=180, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAGS_EXPERT_RETRIEVAL__BACKEND": "knowledge_flow",
+        "RAGS_EXPERT_RETRIEVAL__KF_BASE_URL": url,
+        "RAGS_EXPERT_RETRIEVAL__KF_RETRY_BASE_DELAY": "0.05",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "rags_expert.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=180,
+        check=False,
+    )
 
 
 def test_search_uses_the_configured_knowledge_flow_service(service):
@@ -69,8 +81,9 @@ def _model(body):
 def test_ask_prints_file_names_as_sources(service):
     with OpenAIServer(_model) as model:
         done = rags_expert(service.url, "ask", "How often are passwords rotated?", "--base-url", model.base_url, "-q")
-        as_json = rags_expert(service.url, "ask", "How often are passwords rotated?", "--base-url", model.base_url,
-                              "--json")
+        as_json = rags_expert(
+            service.url, "ask", "How often are passwords rotated?", "--base-url", model.base_url, "--json"
+        )
     assert done.returncode == 0, done.stderr
     assert "[1] security_policy.md (security_policy.md)" in done.stdout and "Unknown" not in done.stdout
     sources = json.loads(as_json.stdout)["sources"]

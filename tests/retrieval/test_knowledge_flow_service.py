@@ -16,8 +16,17 @@ from rags_expert.testing import ScriptedChatModel
 from .kf_service import INTERNAL_ERROR, KnowledgeFlowService
 
 pytestmark = pytest.mark.integration
-META_FIELDS = ("title", "source", "file_path", "author", "created", "modified", "uid", "embedding_model",
-               "vector_index")
+META_FIELDS = (
+    "title",
+    "source",
+    "file_path",
+    "author",
+    "created",
+    "modified",
+    "uid",
+    "embedding_model",
+    "vector_index",
+)
 
 
 @pytest.fixture(params=["v1", "v2"])
@@ -37,7 +46,8 @@ def retriever(url: str, **kw) -> KnowledgeFlowRetriever:
     kf = {key.removeprefix("kf_"): value for key, value in kw.items() if key.startswith("kf_")}
     retrieval = {key: value for key, value in kw.items() if not key.startswith("kf_")}
     return KnowledgeFlowRetriever.from_settings(
-        KnowledgeBaseSettings(knowledge_flow={"base_url": url, **kf}, retrieval=retrieval))
+        KnowledgeBaseSettings(knowledge_flow={"base_url": url, **kf}, retrieval=retrieval)
+    )
 
 
 def test_placeholders_are_missing_and_names_come_from_file_name(service):
@@ -61,8 +71,11 @@ def test_unknown_tag_id_fails_fast_with_the_body_and_a_hint(v1):
     message = str(info.value)
     assert "HTTP 500 after 2 attempts: 'Internal Server Error'" in message
     assert "tags ['security']" in message and "tag ids, not tag names" in message
-    assert [sorted(b) for b in v1.bodies()] == [["document_library_tags_ids", "question", "search_policy", "top_k"],
-                                                 ["query", "tags", "top_k"], ["query", "tags", "top_k"]]
+    assert [sorted(b) for b in v1.bodies()] == [
+        ["document_library_tags_ids", "question", "search_policy", "top_k"],
+        ["query", "tags", "top_k"],
+        ["query", "tags", "top_k"],
+    ]
     assert elapsed < 2.0  # auto-detection's v2 try, then the same 500 twice: deterministic (was 4 tries, ~3.5 s)
     assert r.invoke("security policy", library_tags=["tag-sec"])  # a real tag id works
 
@@ -96,8 +109,9 @@ def test_v1_document_uids_over_fetch_then_filter(v1):
     assert v1.bodies()[-1] == {"query": "security policy passwords", "top_k": 10}  # 2 x kf_uid_overfetch_factor
     capped = retriever(v1.url, kf_uid_overfetch_max=3).invoke("security policy", top_k=2, document_uids=["91ops"])
     assert v1.bodies()[-1]["top_k"] == 3 and len(capped) <= 2
-    exact = retriever(v1.url, kf_uid_overfetch_factor=1).invoke("security policy passwords", top_k=2,
-                                                                 document_uids=["91ops"])
+    exact = retriever(v1.url, kf_uid_overfetch_factor=1).invoke(
+        "security policy passwords", top_k=2, document_uids=["91ops"]
+    )
     assert exact == []  # without over-fetch the document's chunks fall below top_k
 
 
@@ -121,17 +135,22 @@ async def test_empty_lists_put_nothing_in_scope(service):
 
 
 def _graph_agent(url: str) -> RagsExpert:
-    script = Script(relevance=lambda q, chunk: "yes" if "rotated" in chunk else "no",
-                    generate=lambda t: "Passwords are rotated every 90 days [1].")
-    return RagsExpert({"llm": {"max_retries": 0}, "retrieval": {"backend": "knowledge_flow"}, "knowledge_flow": {"base_url": url}},
-                      chat_model=ScriptedChatModel(responder=script))
+    script = Script(
+        relevance=lambda q, chunk: "yes" if "rotated" in chunk else "no",
+        generate=lambda t: "Passwords are rotated every 90 days [1].",
+    )
+    return RagsExpert(
+        {"llm": {"max_retries": 0}, "retrieval": {"backend": "knowledge_flow"}, "knowledge_flow": {"base_url": url}},
+        chat_model=ScriptedChatModel(responder=script),
+    )
 
 
 async def test_graph_sources_show_the_file_name(service):
     agent = await _graph_agent(service.url).async_init()
     config = {"configurable": {"thread_id": "kf"}}
-    out = await agent.get_compiled_graph().ainvoke({"messages": [HumanMessage("How often are passwords rotated?")]},
-                                                   config)
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage("How often are passwords rotated?")]}, config
+    )
     meta = out["messages"][-1].response_metadata
     assert meta["outcome"] == "success"
     assert [(s["title"], s["source"]) for s in meta["sources"]] == [("security_policy.md", "security_policy.md")]
@@ -141,7 +160,8 @@ async def test_graph_sources_show_the_file_name(service):
 async def test_graph_with_an_empty_tag_list_finds_nothing(v1):
     agent = await _graph_agent(v1.url).async_init()
     config = {"configurable": {"thread_id": "kf", "library_tags": []}}
-    out = await agent.get_compiled_graph().ainvoke({"messages": [HumanMessage("How often are passwords rotated?")]},
-                                                   config)
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage("How often are passwords rotated?")]}, config
+    )
     meta = out["messages"][-1].response_metadata
     assert meta["outcome"] == "failure" and meta["sources"] == [] and v1.requests == []
