@@ -16,7 +16,6 @@ unknown id makes it answer a plain ``500 Internal Server Error``, which is not r
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -25,14 +24,12 @@ import time
 from typing import Any, Literal
 
 import requests
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
 from tenacity import RetryCallState, Retrying, stop_after_attempt
 
 from rags_expert.backoff import last_failure, wait_backoff
 from rags_expert.llm import redact
+from rags_expert.retrieval.base import ScopedRetriever
 from rags_expert.settings import KnowledgeBaseSettings, KnowledgeFlowSettings
 
 log = logging.getLogger(__name__)
@@ -300,13 +297,10 @@ class KnowledgeFlowClient:
         return docs[:top_k]
 
 
-class KnowledgeFlowRetriever(BaseRetriever):
+class KnowledgeFlowRetriever(ScopedRetriever):
     """A ``BaseRetriever`` over a knowledge-flow service; per-request options come as ``invoke`` kwargs."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     client: KnowledgeFlowClient
-    settings: KnowledgeBaseSettings
 
     @classmethod
     def from_settings(cls, settings: KnowledgeBaseSettings) -> KnowledgeFlowRetriever:
@@ -326,35 +320,6 @@ class KnowledgeFlowRetriever(BaseRetriever):
         ``library_tags=None`` falls back to the ``library_tags`` setting (``[]`` there: no filter); a request's
         own empty list (tags or document uids) means nothing is in scope: no hits.
         """
-        tags = library_tags if library_tags is not None else (self.settings.retrieval.library_tags or None)
         return self.client.search(
-            query, int(top_k or self.settings.retrieval.top_k), tags, document_uids, search_policy
+            query, self.resolve_top_k(top_k), self.resolve_tags(library_tags), document_uids, search_policy
         )
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """Synchronous search."""
-        return self._search(query, top_k, library_tags, document_uids, search_policy)
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """Asynchronous search: the blocking HTTP call runs in a worker thread."""
-        return await asyncio.to_thread(self._search, query, top_k, library_tags, document_uids, search_policy)

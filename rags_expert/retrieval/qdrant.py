@@ -15,20 +15,17 @@ collection's metadata records the embedding model and dimension; a different mod
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import threading
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
 from qdrant_client import QdrantClient, models
 
 from rags_expert.retrieval import sparse
+from rags_expert.retrieval.base import ScopedRetriever, nothing_in_scope
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
@@ -139,14 +136,6 @@ def _close_all() -> None:
 
 
 # --- the knowledge base -----------------------------------------------------------------------
-
-
-def nothing_in_scope(library_tags: list[str] | None, document_uids: list[str] | None) -> bool:
-    """Whether a request scopes the search to nothing: an empty list (not None) of tags or of documents.
-
-    ``None`` means "no filter"; ``[]`` means "none of them", so the search has no hits at all.
-    """
-    return (library_tags is not None and not library_tags) or (document_uids is not None and not document_uids)
 
 
 def build_filter(library_tags: list[str] | None, document_uids: list[str] | None) -> models.Filter | None:
@@ -351,7 +340,7 @@ def hit_to_document(hit: Hit) -> Document:
     return Document(page_content=content, metadata=meta, id=hit.id)
 
 
-class QdrantRetriever(BaseRetriever):
+class QdrantRetriever(ScopedRetriever):
     """RagsExpert's default retriever: hybrid search over the Qdrant knowledge base.
 
     Per-request options (``top_k``, ``library_tags``, ``document_uids``,
@@ -360,10 +349,7 @@ class QdrantRetriever(BaseRetriever):
     default tags (none: no filter); an empty list of tags or documents finds nothing.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     kb: KnowledgeBase
-    settings: KnowledgeBaseSettings
 
     @classmethod
     def from_settings(
@@ -381,38 +367,10 @@ class QdrantRetriever(BaseRetriever):
         search_policy: str | None,
     ) -> list[Document]:
         """Resolve per-request options against the settings and search."""
-        k = int(top_k or self.settings.retrieval.top_k)
+        k = self.resolve_top_k(top_k)
         mode = POLICY_TO_MODE.get(search_policy or "", self.settings.retrieval.mode)
-        tags = library_tags if library_tags is not None else (self.settings.retrieval.library_tags or None)
+        tags = self.resolve_tags(library_tags)
         if nothing_in_scope(tags, document_uids):
             return []
         hits = self.kb.search(query, k, mode, build_filter(tags, document_uids))
         return [hit_to_document(h) for h in hits]
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """Synchronous search."""
-        return self._search(query, top_k, library_tags, document_uids, search_policy)
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """Asynchronous search: embedding and Qdrant calls run in a worker thread, never on the event loop."""
-        return await asyncio.to_thread(self._search, query, top_k, library_tags, document_uids, search_policy)
