@@ -37,7 +37,7 @@ from qdrant_client import QdrantClient, models
 from rags_expert.events import emit
 from rags_expert.grading import GradingContext, reflect
 from rags_expert.llm import LLMCallError, redact
-from rags_expert.prompts import neutralise
+from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, LessonSettings
 
 log = logging.getLogger(__name__)
@@ -295,6 +295,11 @@ def _scope_filter(scope: str) -> models.Filter:
 def format_lessons(lessons: list[str]) -> str:
     """Recalled lessons as a neutralised bullet list for the ``lessons_block`` prompt ("" when none)."""
     return "\n".join(f"- {neutralise(text)}" for text in lessons)
+
+
+def lessons_block(prompts: PromptStore, lessons: list[str] | None) -> str:
+    """The ``lessons_block`` prompt framing recalled lessons as data, or "" when there are none (both graphs)."""
+    return prompts.render("lessons_block", lessons=format_lessons(lessons)) if lessons else ""
 
 
 # --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from cli_run import run_cli
 from conftest import KeywordRetriever
 from langchain_core.messages import AIMessage, HumanMessage
 from scripts import Script
@@ -72,13 +71,7 @@ def test_the_cli_reports_a_bad_override_in_one_line(tmp_path):
         "RAGS_EXPERT_DATA_DIR": str(tmp_path),
         "RAGS_EXPERT_PROMPTS": json.dumps({"generate": "{context} {question.title_case}"}),
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "rags_expert.cli", "ask", "When?", "--base-url", "http://127.0.0.1:9/v1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_cli(["ask", "When?", "--base-url", "http://127.0.0.1:9/v1"], env)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: PromptError: prompt 'generate': field {question.title_case} uses attribute access; "

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from pydantic import SecretStr, ValidationError
 
 from rags_expert.settings import (
@@ -171,26 +170,10 @@ def test_cli_kg_reads_kg_settings_and_rag_commands_ignore_them(tmp_path):
         "RAGS_EXPERT_DATA_DIR": str(tmp_path),
         "RAGS_EXPERT_KG__MAX_STEPS": "0",
     }
-    kg = subprocess.run(
-        [sys.executable, "-m", "rags_expert.cli", "kg", "q", "--schema", "s.yaml"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    kg = run_cli(["kg", "q", "--schema", "s.yaml"], env, cwd=tmp_path)
     assert kg.returncode == 2 and "Traceback" not in kg.stderr
     assert kg.stderr.strip() == (
         "error: invalid setting RAGS_EXPERT_KG__MAX_STEPS (kg.max_steps): Input should be greater than or equal to 1"
     )
-    ref = subprocess.run(
-        [sys.executable, "-m", "rags_expert.cli", "settings"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    ref = run_cli(["settings"], env, cwd=tmp_path)
     assert ref.returncode == 0 and "## KG-query agent only (`KGExpertSettings`)" in ref.stdout

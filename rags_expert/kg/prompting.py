@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from rags_expert.lessons import lessons_block
 from rags_expert.prompts import PromptStore
 from rags_expert.settings import KGSettings
 
@@ -46,7 +47,7 @@ class KGPrompter:
 
     def draft(self, schema_prompt: str, question: str, lessons: list[str]) -> list[BaseMessage]:
         """System + draft prompt for the first query, with recalled lessons when there are any."""
-        block = self.render("lessons_block", lessons="\n".join(f"- {t}" for t in lessons)) if lessons else ""
+        block = lessons_block(self.prompts, lessons)
         return [self.system(schema_prompt), HumanMessage(self.render("kg_draft", question=question, lessons=block))]
 
     def revise(self, schema_prompt: str, question: str, attempts: list[dict[str, Any]]) -> list[BaseMessage]:

@@ -30,8 +30,8 @@ from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
 from rags_expert.lessons import (
     LessonMemory,
-    format_lessons,
     learn_from_failure,
+    lessons_block,
     recall_lessons,
     scope_key,
 )
@@ -266,9 +266,7 @@ class RagNodes:
                     context=format_context(state["relevant"]),
                     question=state["question"],
                     feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
-                    lessons=prompts.render("lessons_block", lessons=format_lessons(lessons))
-                    if (lessons := state.get("lessons"))
-                    else "",
+                    lessons=lessons_block(prompts, state.get("lessons")),
                 )
             ),
         ]
