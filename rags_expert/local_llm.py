@@ -304,7 +304,8 @@ class LocalModelServer:
 
 
 def local_settings(base: S, base_url: str) -> S:
-    """``base`` pointed at a local server: its URL, a dummy key, and the grading settings of ``base.local``.
+    """``base`` pointed at a local server: its URL, a dummy key, the grading settings and model profile of
+    ``base.local``.
 
     Reusable by every agent's CLI (RAG and KG). Never sends a real API key to the local server.
     """
@@ -326,7 +327,11 @@ def local_settings(base: S, base_url: str) -> S:
             "concurrency": loc.grading_concurrency,
         }
     )
-    return base.model_copy(update={"llm": llm, "grading": grading})
+    update: dict[str, object] = {"llm": llm, "grading": grading}
+    evidence = getattr(base, "evidence", None)  # the RAG agent's model profile (the KG agent has none)
+    if evidence is not None:
+        update["evidence"] = evidence.model_copy(update={"profile": loc.profile})
+    return base.model_copy(update=update)
 
 
 def local_extra_installed() -> bool:

@@ -335,7 +335,7 @@ async def test_uncited_answer_is_rejected_without_grading_calls(castle_docs):
     answers = iter(["It was built in 1412.", "It was built in 1412 [1]."])
     prompts = []
     script = Script(relevance=castle_relevant, generate=lambda t: prompts.append(t) or next(answers))
-    agent, _, _ = await make_agent(script, castle_docs)
+    agent, _, _ = await make_agent(script, castle_docs, evidence={"attribution": False})
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success" and msg.content == "It was built in 1412 [1]."
     assert script.count("generate") == 2
@@ -343,9 +343,17 @@ async def test_uncited_answer_is_rejected_without_grading_calls(castle_docs):
     assert "cites no chunk" in prompts[1]
 
 
+async def test_uncited_supported_answer_gets_its_citation_from_the_evidence(castle_docs):
+    script = Script(relevance=castle_relevant, generate=lambda t: "It was built in 1412.")
+    agent, _, _ = await make_agent(script, castle_docs)
+    _, msg = await run(agent, "When was Castle Varen built?")
+    assert msg.response_metadata["outcome"] == "success" and msg.content == "It was built in 1412 [1]."
+    assert script.count("generate") == 1 and script.count("grounded") == 1  # attributed, then graded as usual
+
+
 async def test_citations_can_be_optional(castle_docs):
     script = Script(relevance=castle_relevant, generate=lambda t: "It was built in 1412.")
-    agent, _, _ = await make_agent(script, castle_docs, require_citations=False)
+    agent, _, _ = await make_agent(script, castle_docs, require_citations=False, evidence={"attribution": False})
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success" and msg.response_metadata["sources"] == []
 

@@ -19,12 +19,15 @@ built here keeps one HTTP connection pool per loop (``llm.build_chat_model``). A
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Self
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import StateGraph
 
+from rags_expert.evidence import EvidenceScorer
 from rags_expert.grading import GradingContext
 from rags_expert.host import AgentFlow
 from rags_expert.lessons import LessonMemory
@@ -60,12 +63,14 @@ class RagsExpert(AgentFlow):
         chat_model: BaseChatModel | None = None,
         retriever: BaseRetriever | None = None,
         lesson_memory: LessonMemory | None = None,
+        embeddings: Embeddings | None = None,
     ) -> None:
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model
         self.retriever = retriever
         self.lesson_memory = lesson_memory
+        self.embeddings = embeddings
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
@@ -98,6 +103,7 @@ class RagsExpert(AgentFlow):
             settings=settings,
             grading=GradingContext.from_settings(settings, self.prompts),
             lessons=self.lesson_memory if settings.lessons.enabled else None,
+            evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
         )
         return build_graph(deps)
 
@@ -107,6 +113,12 @@ class RagsExpert(AgentFlow):
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question; see :meth:`RagsExpertSettings.llm_call_bound`."""
         return self.settings.llm_call_bound(with_history)
+
+
+def _retriever_embeddings(retriever: BaseRetriever) -> Callable[[], Embeddings | None] | None:
+    """The embedding model of our own knowledge-base retriever (loaded on first use), for the evidence."""
+    kb = getattr(retriever, "kb", None)
+    return (lambda: kb.embeddings) if kb is not None and hasattr(type(kb), "embeddings") else None
 
 
 def _default_retriever(settings: RagsExpertSettings) -> BaseRetriever:

@@ -1,8 +1,9 @@
 """The ``ask`` subcommand of ``rags-expert``: one question through the corrective-RAG agent.
 
-``rags-expert ask "question"`` streams the answer's tokens as they are generated,
-notes on stderr when a draft is rejected and regenerated, then prints the
-sources. Settings come from ``RAGS_EXPERT_*`` environment variables; the flags
+``rags-expert ask "question"`` shows its progress on stderr (searching, grading,
+writing, checking, a draft rejected and why) and prints the answer once, when it
+has passed its checks, then its sources. Drafts are never printed as answers: a
+draft that is later rejected would look like one. Settings come from ``RAGS_EXPERT_*`` environment variables; the flags
 below override the common ones.
 
 Exit codes: 0 answered; 1 an honest "not found" (no grounded answer in the
@@ -28,13 +29,14 @@ if TYPE_CHECKING:
     from rags_expert.settings import RagsExpertSettings
 
 PROGRESS = {
-    "prepare": "reading the question",
     "retrieve": "searching the knowledge base",
     "grade_documents": "grading the chunks",
     "rephrase_query": "rephrasing the search",
-    "generate": "writing the answer",
-    "grade_generation": "checking the answer",
+    "generate": "writing a draft",
+    "grade_generation": "checking the draft",
+    "extract_answer": "quoting the best matching sentence of the sources",
 }
+"""The line printed when a node starts."""
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
 """Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
 ASK_FLAGS = {
@@ -75,22 +77,17 @@ async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
     if args.tags:
         config["configurable"]["library_tags"] = [t for t in args.tags.split(",") if t]
     final = None
-    streamed = False
-    stream = graph.astream({"messages": [("user", args.question)]}, config, stream_mode=["messages", "updates"])
-    async for mode, chunk in cast("AsyncIterator[tuple[str, Any]]", stream):  # a list stream_mode yields (mode, chunk)
-        if mode == "messages":
-            message, meta = chunk
-            if meta.get("langgraph_node") == "generate" and not args.json and message.content:
-                print(message.content, end="", flush=True)
-                streamed = True
-            continue
-        for node, update in chunk.items():
-            if not args.json and not args.quiet and node in PROGRESS:
-                print(f"[{PROGRESS[node]}]", file=sys.stderr, flush=True)
-            if node == "grade_generation" and update and update.get("feedback") and not args.json:
-                print(f"\n[draft rejected: {update['feedback']}]", file=sys.stderr, flush=True)
-            if node.startswith("finalize_") and update:
-                final = update["messages"][-1]
+    # "tasks" events: one when a node starts (with its input), one when it ends (with its update)
+    stream = graph.astream({"messages": [("user", args.question)]}, config, stream_mode="tasks")
+    async for event in cast("AsyncIterator[dict[str, Any]]", stream):
+        node, ended = event.get("name", ""), "result" in event
+        update = dict(event.get("result") or []) if ended else {}
+        if not args.json and not args.quiet:
+            line = progress_line(node, update) if ended else PROGRESS.get(node)
+            if line:
+                print(f"[{line}]", file=sys.stderr, flush=True)
+        if ended and node.startswith("finalize_") and update.get("messages"):
+            final = update["messages"][-1]
     if final is None:
         print("error: the run ended without an answer", file=sys.stderr)
         return 2
@@ -98,15 +95,24 @@ async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
     if args.json:
         print(json.dumps({"answer": final.content, **meta}, indent=2, default=str))
     else:
-        if meta["outcome"] != "success" or not streamed:
-            print(("\n" if streamed else "") + final.content)
-        else:
-            print()
+        print(final.content)
         for src in meta["sources"]:
             where = src.get("source") or ""
             page = f", p. {src['page']}" if src.get("page") is not None else ""
             print(f"[{src['n']}] {src.get('title') or where}{page} ({where})")
     return exit_code(meta)
+
+
+def progress_line(node: str, update: dict[str, Any]) -> str | None:
+    """What to tell the user when ``node`` has ended with ``update`` (None: nothing worth a line)."""
+    if node == "grade_documents" and "graded" in update:
+        return f"{update.get('new_relevant', 0)} new relevant chunk(s)"
+    if node == "rephrase_query" and update.get("query"):
+        return f"new search: {update['query']}"
+    if node == "grade_generation" and "grounded" in update:
+        feedback = update.get("feedback")
+        return f"draft rejected: {feedback}" if feedback else "draft accepted"
+    return None
 
 
 def register(subparsers: Any) -> None:

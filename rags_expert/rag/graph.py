@@ -10,12 +10,15 @@ grade_generation ─┬─ grounded and useful ─────────→ fi
                   └─ rejected ────────────────────→ reflect (lesson memory) ─┐
 reflect ─┬─ not grounded, G left ─────────────────→ generate                 ←┘
          ├─ not useful, R and G left ─────────────→ rephrase_query
-         └─ otherwise ────────────────────────────→ finalize_failure
+         ├─ otherwise, with the extractive fallback → extract_answer ─┬─ a sentence to quote → finalize_success
+         └─ otherwise ────────────────────────────→ finalize_failure  └─ none ─────────────→ finalize_failure
 ```
 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
-the model says; the recursion limit is set above that and never decides.
+the model says; the recursion limit is set above that and never decides. The
+extractive fallback (on in the ``small`` model profile) quotes the best matching
+sentence of the relevant chunks where the run would otherwise give up.
 """
 
 from __future__ import annotations
@@ -49,7 +52,17 @@ def route_after_retrieve(state: RagState) -> Literal["grade_documents", "finaliz
     return "finalize_failure" if state.get("error") else "grade_documents"
 
 
-def route_after_grading(state: RagState) -> Literal["generate", "rephrase_query", "finalize_failure"]:
+def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
+    """Where a run without an accepted answer goes: the extractive fallback when it is on and there is
+    something relevant to quote, else the honest failure."""
+    if state.get("fallback") and state.get("relevant") and not state.get("error"):
+        return "extract_answer"
+    return "finalize_failure"
+
+
+def route_after_grading(
+    state: RagState,
+) -> Literal["generate", "rephrase_query", "extract_answer", "finalize_failure"]:
     """Generate from new relevant chunks; with none, rephrase while rephrases remain."""
     if state.get("error"):
         return "finalize_failure"
@@ -57,7 +70,7 @@ def route_after_grading(state: RagState) -> Literal["generate", "rephrase_query"
         return "generate"
     if _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
-    return "finalize_failure"
+    return _give_up(state)
 
 
 def route_after_rephrase(state: RagState) -> Literal["retrieve", "finalize_failure"]:
@@ -79,19 +92,28 @@ def route_after_generation_grading(state: RagState) -> Literal["finalize_success
     return "reflect"
 
 
-def route_after_reflect(state: RagState) -> Literal["generate", "rephrase_query", "finalize_failure"]:
+def route_after_reflect(
+    state: RagState,
+) -> Literal["generate", "rephrase_query", "extract_answer", "finalize_failure"]:
     """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
     if not state.get("grounded") and _generations_left(state):
         return "generate"
     if state.get("grounded") and _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
+    return _give_up(state)
+
+
+def route_after_extract(state: RagState) -> Literal["finalize_success", "finalize_failure"]:
+    """A quoted sentence is an answer; without one the run ends in the honest failure."""
+    if state.get("answer_kind") == "extractive" and not state.get("error"):
+        return "finalize_success"
     return "finalize_failure"
 
 
 def max_node_steps(max_rephrases: int, max_generations: int) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases,
-    G generate/grade/reflect rounds, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1
+    G generate/grade/reflect rounds, the extractive fallback, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1 + 1
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
@@ -111,6 +133,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_node("generate", nodes.generate)
     builder.add_node("grade_generation", nodes.grade_generation)
     builder.add_node("reflect", nodes.reflect)
+    builder.add_node("extract_answer", nodes.extract_answer)
     builder.add_node("finalize_success", nodes.finalize_success)
     builder.add_node("finalize_failure", nodes.finalize_failure)
 
@@ -122,6 +145,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_conditional_edges("generate", route_after_generate)
     builder.add_conditional_edges("grade_generation", route_after_generation_grading)
     builder.add_conditional_edges("reflect", route_after_reflect)
+    builder.add_conditional_edges("extract_answer", route_after_extract)
     builder.add_edge("finalize_success", END)
     builder.add_edge("finalize_failure", END)
     return builder

@@ -6,21 +6,19 @@ run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
 and keeps them there. Each node returns the LLM calls it made; the ``llm_calls``
-reducer adds them up.
+reducer adds them up. The agent's model profile (:mod:`rags_expert.rag.profiles`) decides
+which checks the chat model makes and which the evidence (:mod:`rags_expert.evidence`) makes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import inspect
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -28,29 +26,28 @@ from langgraph.runtime import Runtime
 from rags_expert import grading
 from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
+from rags_expert.evidence import EvidenceScorer
 from rags_expert.lessons import (
     LessonMemory,
     learn_from_failure,
-    lessons_block,
     recall_lessons,
     scope_key,
 )
 from rags_expert.llm import LLMCallError, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.citations import (
-    chunk_id,
-    cited_numbers,
-    cited_sources,
-    format_context,
-)
+from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
+from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.rag.final import failure_message, success_message
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
     RequestOptions,
+    ainvoke_retriever,
     read_request,
     scopes_nothing,
 )
-from rags_expert.rag.state import RagState, new_count
+from rags_expert.rag.profiles import ModelProfile, profile_for
+from rags_expert.rag.state import RagState, fresh_question, new_count
 from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -68,6 +65,17 @@ class RagDeps:
     settings: RagsExpertSettings
     grading: grading.GradingContext
     lessons: LessonMemory | None = None
+    evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
+    """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
+
+    def __post_init__(self) -> None:
+        if self.evidence is None:
+            object.__setattr__(self, "evidence", EvidenceScorer(self.settings.evidence))
+
+    @property
+    def profile(self) -> ModelProfile:
+        """Which checks the chat model makes and which the evidence makes."""
+        return profile_for(self.settings.evidence)
 
     @property
     def prompts(self) -> PromptStore:
@@ -78,57 +86,8 @@ class RagDeps:
 LESSON_SCOPE = "rag"
 
 
-def _per_question_reset(settings: RagsExpertSettings) -> dict[str, Any]:
-    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
-    return {
-        "question": "",
-        "query": "",
-        "queries": [],
-        "documents": [],
-        "relevant": [],
-        "graded": {},
-        "new_relevant": 0,
-        "answer": "",
-        "grounded": False,
-        "useful": False,
-        "feedback": "",
-        "partial_answer": "",
-        "partial_sources": [],
-        "rephrases": 0,
-        "generations": 0,
-        "max_rephrases": settings.max_rephrases,
-        "max_generations": settings.max_generations,
-        "error": "",
-        "failure_reason": "",
-        "search": {},
-        "lesson_scope": "",
-        "lessons": [],
-    }
-
-
 def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
     return bool(cited_numbers(answer, len(relevant)))
-
-
-def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
-    params = inspect.signature(method).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return options
-    return {k: v for k, v in options.items() if k in params}
-
-
-async def _ainvoke_retriever(
-    retriever: BaseRetriever, query: str, config: RunnableConfig, options: dict[str, Any]
-) -> list[Document]:
-    """Call any retriever with the per-request options it accepts (LangChain's default async
-    path drops extra keyword arguments, so sync-only retrievers run in a thread)."""
-    own_async = type(retriever)._aget_relevant_documents is not BaseRetriever._aget_relevant_documents
-    if own_async:
-        return await retriever.ainvoke(query, config, **_accepted(retriever._aget_relevant_documents, options))
-    kwargs = _accepted(retriever._get_relevant_documents, options)
-    if not kwargs:
-        return await retriever.ainvoke(query, config)
-    return await asyncio.to_thread(retriever.invoke, query, config, **kwargs)
 
 
 class RagNodes:
@@ -155,7 +114,7 @@ class RagNodes:
     ) -> dict[str, Any]:
         """Start a question: reset the working state and the call count, validate the request's options
         once, take the last user message, make a follow-up standalone, recall lessons."""
-        update = _per_question_reset(self.deps.settings) | {"llm_calls": new_count()}
+        update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
         question, history = last_question(state.get("messages", []))
         if not question:
             return update | {"failure_reason": "empty_question"}
@@ -192,41 +151,58 @@ class RagNodes:
         if scopes_nothing(options):  # nothing in scope: no search, and no rephrasing can find more
             return {"documents": [], "queries": queries, "max_rephrases": state.get("rephrases", 0)}
         try:
-            docs = await _ainvoke_retriever(self.deps.retriever, query, config, options)
+            docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
             log.error("retrieval failed: %s", self._error(exc))
             return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
         return {"documents": list(docs)[: options["top_k"]], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Grade the new chunks concurrently (bounded); keep the relevant ones, never re-grade a chunk."""
+        """Grade the new chunks (the LLM concurrently, bounded; or the evidence, per the profile); keep the
+        relevant ones, never re-grade a chunk."""
         graded = dict(state.get("graded", {}))
         fresh: dict[str, Document] = {}
         for doc in state.get("documents", []):
             cid = chunk_id(doc)
             if cid not in graded and cid not in fresh:
                 fresh[cid] = doc
+        by_llm = self.deps.profile.relevance == "llm"
+        update: dict[str, Any] = {"llm_calls": len(fresh) if by_llm else 0}
+        try:
+            verdicts = await (self._llm_relevance if by_llm else self._evidence_relevance)(
+                state["question"], list(fresh.values()), config
+            )
+        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
+            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        relevant = list(state.get("relevant", []))
+        added = 0
+        for (cid, doc), verdict in zip(fresh.items(), verdicts, strict=True):
+            graded[cid] = verdict
+            if verdict:
+                relevant.append(doc)
+                added += 1
+        relevant = relevant[-self.deps.settings.max_context_chunks :]
+        return update | {"graded": graded, "relevant": relevant, "new_relevant": added}
+
+    async def _llm_relevance(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
+        """One grading call per chunk, at most ``grading.concurrency`` at once; raises the first failure."""
         limit = asyncio.Semaphore(self.deps.grading.settings.concurrency)
 
         async def grade(doc: Document) -> grading.Verdict:
             async with limit:
                 return await grading.grade_relevance(
-                    self.deps.model, state["question"], doc.page_content, self.deps.grading, config=config
+                    self.deps.model, question, doc.page_content, self.deps.grading, config=config
                 )
 
-        results = await asyncio.gather(*(grade(d) for d in fresh.values()), return_exceptions=True)
-        update: dict[str, Any] = {"llm_calls": len(fresh)}
-        relevant = list(state.get("relevant", []))
-        added = 0
-        for (cid, doc), result in zip(fresh.items(), results, strict=True):
-            if isinstance(result, BaseException):
-                return update | {"error": self._error(result), "failure_reason": "llm_error"}
-            graded[cid] = result.value
-            if result.value:
-                relevant.append(doc)
-                added += 1
-        relevant = relevant[-self.deps.settings.max_context_chunks :]
-        return update | {"graded": graded, "relevant": relevant, "new_relevant": added}
+        results = await asyncio.gather(*(grade(d) for d in docs), return_exceptions=True)
+        if failed := next((r for r in results if isinstance(r, BaseException)), None):
+            raise failed
+        return [bool(r) for r in results]
+
+    async def _evidence_relevance(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
+        """A chunk is relevant when its best sentence matches the question well enough (no LLM call)."""
+        floor = self.deps.settings.evidence.min_relevance
+        return [score >= floor for score in await self.deps.evidence.relevance(question, docs)]
 
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
@@ -256,20 +232,17 @@ class RagNodes:
             return {"error": self._error(exc), "failure_reason": "prompt_error"}
 
     async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        prompts = self.deps.prompts
-        feedback = state.get("feedback", "")
-        messages = [
-            SystemMessage(prompts.render("answer_system", date=dt.date.today().isoformat())),
-            HumanMessage(
-                prompts.render(
-                    "generate",
-                    context=format_context(state["relevant"]),
-                    question=state["question"],
-                    feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
-                    lessons=lessons_block(prompts, state.get("lessons")),
-                )
-            ),
-        ]
+        evidence = self.deps.settings.evidence
+        messages = await answer_messages(
+            self.deps.prompts,
+            self.deps.profile,
+            question=state["question"],
+            relevant=state["relevant"],
+            scorer=self.deps.evidence,
+            per_chunk=evidence.focus_sentences,
+            feedback=state.get("feedback", ""),
+            lessons=state.get("lessons"),
+        )
         update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
         try:
             reply = await call_model(
@@ -284,31 +257,56 @@ class RagNodes:
         return update | {"answer": message_text(reply).strip()}
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Check the answer is grounded in the chunks and useful for the question (two concurrent calls).
+        """Check the answer is grounded in the chunks and useful for the question.
 
-        An empty answer, or one that cites no chunk while ``require_citations`` is on, is rejected
-        without asking the model.
+        Citations first: an answer that cites no chunk gets those of the chunks supporting its sentences
+        (``evidence.attribution``; the small profile re-attributes every answer). An empty answer, or one
+        still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
+        the LLM graders (two concurrent calls) or, in the small profile, the evidence decide.
         """
         answer = state.get("answer", "")
-        if not answer or (self.deps.settings.require_citations and not _cites_a_chunk(answer, state["relevant"])):
+        relevant = state["relevant"]
+        profile, settings = self.deps.profile, self.deps.settings
+        update: dict[str, Any] = {}
+        unsupported = ""
+        if answer and (profile.reattribute or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))):
+            attribution = attribute(answer, relevant, self.deps.evidence, replace=profile.reattribute)
+            if attribution.complete:
+                answer = update["answer"] = attribution.text
+            else:
+                unsupported = attribution.unsupported[0][:200]
+        if not answer or (settings.require_citations and not _cites_a_chunk(answer, relevant)):
             feedback = (
                 "the answer was empty"
                 if not answer
-                else ("the answer cites no chunk; support every claim with the chunk number in brackets, like [1]")
+                else f"no chunk supports: {unsupported}"
+                if unsupported
+                else "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
             )
             emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
-            return {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
-        context = format_context(state["relevant"])
-        update: dict[str, Any] = {"llm_calls": 2}
-        grounded, useful = await asyncio.gather(
-            grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
-            grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
-            return_exceptions=True,
-        )
-        if isinstance(grounded, BaseException) or isinstance(useful, BaseException):
-            failed = next(r for r in (grounded, useful) if isinstance(r, BaseException))
-            return update | {"error": self._error(failed), "failure_reason": "llm_error"}
-        update |= {"grounded": grounded.value, "useful": useful.value}
+            return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
+        if profile.grounded == "evidence":
+            verdicts = await evidence_verdicts(state["question"], answer, relevant, self.deps.evidence)
+            grounded = grading.Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
+            useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
+        else:
+            update["llm_calls"] = 2
+            context = format_context(relevant)
+            results = await asyncio.gather(
+                grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
+                grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
+                return_exceptions=True,
+            )
+            if failed := next((r for r in results if isinstance(r, BaseException)), None):
+                return update | {"error": self._error(failed), "failure_reason": "llm_error"}
+            grounded, useful = results  # type: ignore[assignment]  # no exception left
+        return update | self._verdict_update(state, answer, grounded, useful)
+
+    def _verdict_update(
+        self, state: RagState, answer: str, grounded: grading.Verdict, useful: grading.Verdict
+    ) -> dict[str, Any]:
+        """The state update of the two verdicts: accept, or the feedback (and partial answer) of a rejection."""
+        update: dict[str, Any] = {"grounded": grounded.value, "useful": useful.value}
         if not (grounded.value and useful.value):
             emit(
                 "answer_rejected",
@@ -330,9 +328,10 @@ class RagNodes:
         return update | {"feedback": "", "failure_reason": ""}
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """After a rejected answer, write one sentence of advice and store it in the lesson memory."""
+        """After a rejected answer, write one sentence of advice and store it in the lesson memory
+        (not in the small profile: a weak model's advice is noise)."""
         scope = state.get("lesson_scope", "")
-        if self.deps.lessons is None or not scope:
+        if self.deps.lessons is None or not scope or not self.deps.profile.write_lessons:
             return {}
         await learn_from_failure(
             self.deps.lessons,
@@ -347,75 +346,24 @@ class RagNodes:
         )
         return {"llm_calls": 1}
 
+    async def extract_answer(self, state: RagState) -> dict[str, Any]:
+        """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
+        holds an answer of its type, cited; with none, leave the answer empty (the run ends in failure)."""
+        match = await self.deps.evidence.best_answer(state["question"], state["relevant"])
+        if match is None:
+            return {"answer_kind": ""}
+        try:
+            quote = extractive_answer(self.deps.prompts, match).strip()
+        except PromptError as exc:
+            return {"error": self._error(exc), "failure_reason": "prompt_error"}
+        emit("answer_extracted", chunk=match.doc + 1, score=round(match.score, 3))
+        return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}
+
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
-        """Emit the graded answer with exactly the cited chunks as sources, and clear the working state."""
-        content, sources = cited_sources(state["answer"], state["relevant"])
-        message = AIMessage(
-            content=content,
-            response_metadata={
-                "outcome": "success",
-                "sources": sources,
-                "question": state["question"],
-                "llm_calls": state.get("llm_calls", 0),
-            },
-        )
-        return _per_question_reset(self.deps.settings) | {"messages": [message]}
+        """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""
+        return fresh_question(self.deps.settings) | {"messages": [success_message(state)]}
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
-        """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise.
-
-        A PromptError from any node is a fault of the prompt templates (``prompt_error``), not of the
-        model; when a failure template itself cannot be rendered, the packaged one says so.
-        """
-        question = state.get("question", "")
-        reason = state.get("failure_reason") or "no_relevant_documents"
-        error = state.get("error", "")
-        if error.startswith("PromptError:"):
-            reason = "prompt_error"
-        try:
-            content, sources = self._failure_content(state, reason, error)
-        except PromptError as exc:  # a broken failure template must not hide the failure
-            reason, error, sources = "prompt_error", self._error(exc), []
-            content = PromptStore().render(  # the packaged template
-                "failure_error", question=question, component="the prompt templates", error="PromptError"
-            )
-        metadata: dict[str, Any] = {
-            "outcome": "failure",
-            "reason": reason,
-            "sources": sources,
-            "question": question,
-            "llm_calls": state.get("llm_calls", 0),
-        }
-        if error:
-            metadata["error"] = error
-            metadata["error_class"] = _error_class(error)
-        return _per_question_reset(self.deps.settings) | {"messages": [AIMessage(content, response_metadata=metadata)]}
-
-    def _failure_content(self, state: RagState, reason: str, error: str) -> tuple[str, list[dict[str, Any]]]:
-        """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
-        prompts = self.deps.prompts
-        question = state.get("question", "")
-        error_class = _error_class(error)
-        sources: list[dict[str, Any]] = []
-        if reason == "empty_question":
-            content = prompts.render("empty_question")
-        elif reason == "invalid_request":
-            content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
-        elif reason == "retrieval_error":
-            detail = error.split(":", 1)[1].strip() if ":" in error else error
-            content = prompts.render("failure_retrieval", question=question, error=error_class, detail=detail)
-        elif error:
-            component = "the prompt templates" if reason == "prompt_error" else "the language model"
-            content = prompts.render("failure_error", question=question, component=component, error=error_class)
-        else:
-            partial = ""
-            if state.get("partial_answer"):
-                sources = list(state.get("partial_sources", []))
-                partial = prompts.render("failure_partial", answer=state["partial_answer"])
-            content = prompts.render("failure_not_found", question=question, partial=partial)
-        return content, sources
-
-
-def _error_class(error: str) -> str:
-    """``"RateLimitError"`` from ``"RateLimitError: ..."``."""
-    return error.split(" ", 1)[0].rstrip(":")
+        """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
+        message = failure_message(self.deps.prompts, state, self._error)
+        return fresh_question(self.deps.settings) | {"messages": [message]}

@@ -10,9 +10,13 @@ parses them again. An invalid option is reported, never raised: the run ends in 
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import (
     AliasChoices,
@@ -103,3 +107,24 @@ def _as_dict(context: Any) -> dict[str, Any]:
     if isinstance(context, BaseModel):
         return context.model_dump(exclude_none=True)
     return {k: v for k, v in vars(context).items() if v is not None}
+
+
+def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
+    params = inspect.signature(method).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return options
+    return {k: v for k, v in options.items() if k in params}
+
+
+async def ainvoke_retriever(
+    retriever: BaseRetriever, query: str, config: RunnableConfig, options: dict[str, Any]
+) -> list[Document]:
+    """Call any retriever with the per-request options it accepts (LangChain's default async
+    path drops extra keyword arguments, so sync-only retrievers run in a thread)."""
+    own_async = type(retriever)._aget_relevant_documents is not BaseRetriever._aget_relevant_documents
+    if own_async:
+        return await retriever.ainvoke(query, config, **_accepted(retriever._aget_relevant_documents, options))
+    kwargs = _accepted(retriever._get_relevant_documents, options)
+    if not kwargs:
+        return await retriever.ainvoke(query, config)
+    return await asyncio.to_thread(retriever.invoke, query, config, **kwargs)

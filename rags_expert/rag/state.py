@@ -18,6 +18,9 @@ from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from rags_expert.rag.profiles import profile_for
+from rags_expert.settings import RagsExpertSettings
+
 
 def count_calls(total: int, calls: int) -> int:
     """Reducer of ``llm_calls``: add a node's calls; a :func:`new_count` write starts a new count.
@@ -62,7 +65,9 @@ class RagState(InputState, total=False):
     new_relevant: int
     """How many relevant chunks the latest grading added."""
     answer: str
-    """The latest generated answer."""
+    """The latest generated answer (or the extractive fallback's quote)."""
+    answer_kind: str
+    """``"extractive"`` once the extractive fallback found a sentence to quote; else empty (generated)."""
     grounded: bool
     useful: bool
     feedback: str
@@ -75,6 +80,8 @@ class RagState(InputState, total=False):
     generations: int
     max_rephrases: int
     max_generations: int
+    fallback: bool
+    """Whether the extractive fallback may answer when no generated answer passes (the profile's choice)."""
     search: dict[str, Any]
     """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
     lesson_scope: str
@@ -86,3 +93,33 @@ class RagState(InputState, total=False):
     error: str
     """``ErrorClass: message`` (redacted) when a model or retriever failed for good."""
     failure_reason: str
+
+
+def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
+    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
+    return {
+        "question": "",
+        "query": "",
+        "queries": [],
+        "documents": [],
+        "relevant": [],
+        "graded": {},
+        "new_relevant": 0,
+        "answer": "",
+        "answer_kind": "",
+        "grounded": False,
+        "useful": False,
+        "feedback": "",
+        "partial_answer": "",
+        "partial_sources": [],
+        "rephrases": 0,
+        "generations": 0,
+        "max_rephrases": settings.max_rephrases,
+        "max_generations": settings.max_generations,
+        "fallback": profile_for(settings.evidence).extractive_fallback,
+        "error": "",
+        "failure_reason": "",
+        "search": {},
+        "lesson_scope": "",
+        "lessons": [],
+    }

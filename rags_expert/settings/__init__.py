@@ -21,6 +21,7 @@ from rags_expert.settings.agents import (
     VectorStoreSettings,
     coerce_settings,
 )
+from rags_expert.settings.evidence import EvidenceSettings, ModelProfileName
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
     EmbeddedEngine,
@@ -53,6 +54,7 @@ __all__ = [
     "EmbeddedEngine",
     "EmbeddingProvider",
     "EmbeddingSettings",
+    "EvidenceSettings",
     "Fusion",
     "GradingSettings",
     "IngestionSettings",
@@ -65,6 +67,7 @@ __all__ = [
     "LessonSettings",
     "LocalModelSettings",
     "LocalRunner",
+    "ModelProfileName",
     "RagsExpertSettings",
     "RetrievalMode",
     "RetrievalSettings",

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rags_expert.redaction import url_secrets
+from rags_expert.settings.evidence import EvidenceSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
     EmbeddingSettings,
@@ -152,8 +153,10 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     require_citations: bool = Field(
         True,
         description="Reject an answer that cites no chunk as [n] (without a grading call) and regenerate; an "
-        "uncited answer cannot be checked against its sources.",
+        "uncited answer cannot be checked against its sources. With evidence.attribution the supported "
+        "sentences of an uncited answer get their citations first.",
     )
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question (not counting transport retries).

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
+from rags_expert.settings.evidence import ModelProfileName
+
 StructuredOutputMethod = Literal["function_calling", "json_schema", "json_mode", "text"]
 
 
@@ -111,6 +113,11 @@ class LocalModelSettings(BaseModel):
         ge=1,
         le=128,
         description="grading.concurrency used with the local model (the server answers one request at a time).",
+    )
+    profile: ModelProfileName = Field(
+        "small",
+        description="evidence.profile used with the local model: 'small' lets the evidence grade and keeps the "
+        "model to writing a short answer (its own graders are at chance); 'standard' trusts it like an API model.",
     )
 
 

@@ -1,0 +1,121 @@
+"""What kind of answer a question asks for, and whether a sentence holds one.
+
+A sentence can only answer "When was X built?" if it holds a year or a date that the question does not
+already hold; "Who ...?" needs a name (a capitalised word the question does not contain); "How many
+...?" a number. This is a cheap, model-free check that keeps a sentence which merely repeats the
+question's words from passing as its answer.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from rags_expert.evidence.text import stem, terms, words
+from rags_expert.retrieval.sparse import STOPWORDS
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_YEAR_OR_DATE = re.compile(rf"\b(?:1\d{{3}}|20\d{{2}}|\d{{1,2}}(?:st|nd|rd|th)? century|(?:{_MONTHS})\b)", re.I)
+_NUMBER_WORDS = frozenset(
+    [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "dozen",
+        "half",
+        "once",
+        "twice",
+        "single",
+        "double",
+    ]
+)
+_MEASURES = (
+    "many|much|tall|long|far|high|old|big|large|deep|wide|heavy|hot|fast|often|small|short|cold|warm|steep|expensive"
+)
+_NUMBER_QUESTION = re.compile(rf"\bhow ({_MEASURES})\b", re.I)
+_YEAR_QUESTION = re.compile(r"\b(when|what year|which year|what date|which date|in what year|since when)\b", re.I)
+_NAME_QUESTION = re.compile(r"\b(who|whom|whose|where)\b", re.I)
+
+
+class AnswerType(StrEnum):
+    """The kind of answer a question asks for."""
+
+    DATE = "date"
+    NUMBER = "number"
+    NAME = "name"
+    ANY = "any"
+
+
+def expected_type(question: str) -> AnswerType:
+    """The answer type of a question: a date, a number, a name (who/where) or anything new."""
+    if _YEAR_QUESTION.search(question):
+        return AnswerType.DATE
+    if _NUMBER_QUESTION.search(question):
+        return AnswerType.NUMBER
+    if _NAME_QUESTION.search(question):
+        return AnswerType.NAME
+    return AnswerType.ANY
+
+
+def _has_number(text: str, known: set[str]) -> bool:
+    for word in words(text):
+        low = word.lower()
+        if (word[0].isdigit() and stem(low) not in known) or low in _NUMBER_WORDS:
+            return True
+    return False
+
+
+def _has_name(text: str, known: set[str]) -> bool:
+    """A capitalised word that is not a word of the question (the first word counts only when the next
+    one is capitalised too: "Mara Quill built it", not "Since 1998 ...")."""
+    tokens = words(text)
+    for i, word in enumerate(tokens):
+        if not word[0].isupper() or stem(word.lower()) in known or word.lower() in STOPWORDS:
+            continue
+        if i > 0 or (len(tokens) > 1 and tokens[1][0].isupper()):
+            return True
+    return False
+
+
+def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:
+    """Whether ``text`` holds something of the question's answer type that the question itself does not."""
+    kind = kind or expected_type(question)
+    known = terms(question)
+    if kind is AnswerType.DATE:
+        return any(stem(m.lower()) not in known for m in _YEAR_OR_DATE.findall(text))
+    if kind is AnswerType.NUMBER:
+        return _has_number(text, known)
+    if kind is AnswerType.NAME:
+        return _has_name(text, known)
+    return bool(terms(text) - known)

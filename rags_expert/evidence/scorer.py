@@ -1,0 +1,213 @@
+"""Evidence signals that need no capable model: how well a chunk's sentences match a question, and
+which chunk supports each sentence of an answer.
+
+* **match** (question → sentence): the share of the question's content terms the sentence holds (terms of
+  its chunk's title or heading, the subject a sentence's "it" refers to, count ``context_weight``), each
+  term weighted by its rarity among the sentences scored, blended with the cosine
+  similarity of question and sentence under the knowledge base's own embedding model when one is given,
+  and whether the sentence holds an answer of the expected type (:mod:`.answer_type`).
+* **support** (answer sentence → chunk): the share of the answer sentence's content terms found in one
+  sentence of the chunk or two neighbouring ones (the chunk's title counts too). Numbers must match exactly.
+
+:class:`EvidenceScorer` is shared by all runs of an agent; its only state is a bounded cache of
+sentence embeddings (the embedding model is called in a worker thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rags_expert.evidence.answer_type import holds_answer
+from rags_expert.evidence.text import name_phrases, question_terms, split_sentences, strip_citations, terms
+from rags_expert.settings import EvidenceSettings
+
+_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Match:
+    """One sentence of a chunk, scored against the question."""
+
+    doc: int
+    """Index of the chunk in the list that was scored."""
+    sentence: str
+    coverage: float
+    similarity: float | None
+    missing: float
+    """Weighted share of the question's terms found neither in the sentence nor anywhere in its chunk."""
+    answers: bool
+    """Whether the sentence can answer: it holds something of the question's answer type the question does
+    not, and its chunk holds every term of the question (a chunk that never says "painted" cannot say who
+    painted the lighthouse)."""
+    score: float
+
+
+@dataclass(frozen=True)
+class Support:
+    """The best support one answer sentence finds among the chunks."""
+
+    claim: str
+    doc: int | None
+    """Index of the supporting chunk; None when no chunk supports the claim well enough."""
+    score: float
+
+
+def _heading(sentences: list[str]) -> str:
+    """The chunk's first sentence when it is a heading (a short line without end punctuation), else ""."""
+    first = sentences[0] if sentences else ""
+    return first if first and first[-1] not in ".!?" and len(first.split()) <= 12 else ""
+
+
+def _chunk_header(doc: Document) -> str:
+    meta = doc.metadata or {}
+    return " ".join(str(meta.get(k) or "") for k in ("title", "section", "heading"))
+
+
+def _local_idf(wanted: set[str], sentence_terms: list[set[str]]) -> dict[str, float]:
+    """``log(1 + N / df)`` of each question term over the ``N`` sentences scored; a term no sentence holds
+    counts as the rarest (df 1), so that missing it weighs most."""
+    n = max(1, len(sentence_terms))
+    return {t: math.log(1 + n / max(1, sum(t in held for held in sentence_terms))) for t in wanted}
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+class EvidenceScorer:
+    """Scores questions against sentences and answers against chunks (see the module docstring)."""
+
+    def __init__(
+        self, settings: EvidenceSettings, embeddings: Embeddings | Callable[[], Embeddings | None] | None = None
+    ) -> None:
+        """``embeddings``: the knowledge base's embedding model, or a function returning it on first use."""
+        self.settings = settings
+        self._embeddings = embeddings if settings.use_embeddings else None
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- embeddings -----------------------------------------------------------------------------
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The embedding model (resolved on first use when a function was given), or None."""
+        if callable(self._embeddings) and not isinstance(self._embeddings, Embeddings):
+            self._embeddings = self._embeddings()
+        return self._embeddings
+
+    def _embed_sync(self, question: str, sentences: list[str]) -> tuple[list[float], list[list[float]]]:
+        model = self.embeddings
+        assert model is not None
+        with self._lock:
+            known = {s: self._cache[s] for s in sentences if s in self._cache}
+        missing = [s for s in dict.fromkeys(sentences) if s not in known]
+        known |= dict(zip(missing, model.embed_documents(missing) if missing else [], strict=True))
+        query = model.embed_query(question)
+        with self._lock:
+            for text in missing:
+                self._cache[text] = known[text]
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return query, [known[s] for s in sentences]
+
+    async def _similarities(self, question: str, sentences: list[str]) -> list[float | None]:
+        if self.embeddings is None or not sentences:
+            return [None] * len(sentences)
+        query, vectors = await asyncio.to_thread(self._embed_sync, question, sentences)
+        return [_cosine(query, v) for v in vectors]
+
+    def _blend(self, coverage: float, similarity: float | None) -> float:
+        if similarity is None:
+            return coverage
+        s = self.settings
+        scaled = min(1.0, max(0.0, (similarity - s.similarity_floor) / (s.similarity_ceiling - s.similarity_floor)))
+        return (1 - s.similarity_weight) * coverage + s.similarity_weight * scaled
+
+    # --- question → sentences -------------------------------------------------------------------
+
+    async def matches(self, question: str, docs: Sequence[Document]) -> list[Match]:
+        """Every sentence of ``docs`` scored against ``question``, best first; a chunk that holds none of the
+        question's names in full (:func:`~rags_expert.evidence.text.name_phrases`) has no match at all.
+
+        Question terms are weighted by how rare they are among the sentences scored (a local IDF): the
+        subject that every sentence of a document repeats weighs little, the verb that picks the one
+        sentence about it weighs much ("Who *organised* the Tidewater Festival?").
+        """
+        wanted = question_terms(question)
+        names = [p & wanted for p in name_phrases(question) if p & wanted]
+        chunks = []
+        for i, doc in enumerate(docs):
+            sentences = split_sentences(doc.page_content)
+            held = terms(_chunk_header(doc) + " " + doc.page_content) & wanted
+            if names and not any(name <= held for name in names):
+                continue  # about something else: none of the question's names in full
+            subject = terms(_chunk_header(doc) + " " + _heading(sentences)) & wanted
+            chunks += [(i, sentence, terms(sentence) & wanted, subject, held) for sentence in sentences]
+        weight = _local_idf(wanted, [own for _, _, own, _, _ in chunks])
+        total = sum(weight.values()) or 1.0
+        rows = []
+        for i, sentence, own, subject, held in chunks:
+            covered = sum(weight[t] for t in own) + self.settings.context_weight * sum(weight[t] for t in subject - own)
+            rows.append((i, sentence, covered / total, sum(weight[t] for t in wanted - held) / total))
+        sims = await self._similarities(question, [r[1] for r in rows])
+        out = [
+            Match(i, sentence, cov, sim, missing, self._answers(sentence, question, missing), self._blend(cov, sim))
+            for (i, sentence, cov, missing), sim in zip(rows, sims, strict=True)
+        ]
+        return sorted(out, key=lambda m: (m.score, m.answers), reverse=True)
+
+    @staticmethod
+    def _answers(sentence: str, question: str, missing: float) -> bool:
+        return missing == 0 and holds_answer(sentence, question)
+
+    async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
+        """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""
+        best = [0.0] * len(docs)
+        for m in await self.matches(question, docs):
+            best[m.doc] = max(best[m.doc], m.score)
+        return best
+
+    async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
+        """The best sentence that holds an answer of the expected type and matches well enough, or None."""
+        for m in await self.matches(question, docs):
+            if m.score < self.settings.min_answer_score:
+                return None
+            if m.answers:
+                return m
+        return None
+
+    # --- answer → chunks ------------------------------------------------------------------------
+
+    def support(self, claims: Sequence[str], docs: Sequence[Document]) -> list[Support]:
+        """For each claim, the chunk whose sentence (or pair of neighbouring sentences) holds most of its terms."""
+        windows: list[tuple[int, set[str]]] = []
+        for i, doc in enumerate(docs):
+            sentences = split_sentences(doc.page_content)
+            header = terms(_chunk_header(doc) + " " + _heading(sentences))
+            sentence_terms = [terms(s) for s in sentences] or [set()]
+            for j, own in enumerate(sentence_terms):
+                nxt = sentence_terms[j + 1] if j + 1 < len(sentence_terms) else set()
+                windows.append((i, header | own | nxt))
+        out = []
+        for claim in claims:
+            wanted = terms(strip_citations(claim))
+            if not wanted:
+                out.append(Support(claim, None, 1.0))
+                continue
+            best: tuple[int | None, float] = max(
+                ((i, len(wanted & held) / len(wanted)) for i, held in windows), key=lambda t: t[1], default=(None, 0.0)
+            )
+            index, score = best
+            out.append(Support(claim, index if score >= self.settings.min_support else None, score))
+        return out

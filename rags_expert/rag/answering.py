@@ -1,0 +1,137 @@
+"""The answer's side of the graph, apart from the model call: its prompt, its citations, its evidence checks.
+
+* :func:`answer_messages`: the answer prompt for the profile (whole chunks, or each chunk's best sentences).
+* :func:`attribute`: give the sentences of an answer the chunks that support them (``evidence.attribution``).
+* :func:`evidence_verdicts`: grounded / useful from the evidence (the ``small`` profile's graders).
+* :func:`extractive_answer`: the best matching sentence, quoted and cited (the extractive fallback).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from rags_expert.evidence import EvidenceScorer, Match, holds_answer, split_sentences, strip_citations, terms
+from rags_expert.lessons import lessons_block
+from rags_expert.prompts import PromptStore
+from rags_expert.rag.citations import cited_numbers, format_context
+from rags_expert.rag.profiles import ModelProfile
+
+
+async def focused(question: str, docs: Sequence[Document], scorer: EvidenceScorer, per_chunk: int) -> list[Document]:
+    """``docs`` with each chunk cut to its ``per_chunk`` best-matching sentences (kept in document order)."""
+    if per_chunk <= 0:
+        return list(docs)
+    keep: dict[int, set[str]] = {}
+    for m in await scorer.matches(question, docs):
+        chosen = keep.setdefault(m.doc, set())
+        if len(chosen) < per_chunk:
+            chosen.add(m.sentence)
+    out = []
+    for i, doc in enumerate(docs):
+        sentences = [s for s in split_sentences(doc.page_content) if s in keep.get(i, set())]
+        out.append(Document(page_content=" ".join(sentences) or doc.page_content, metadata=doc.metadata, id=doc.id))
+    return out
+
+
+async def answer_messages(
+    prompts: PromptStore,
+    profile: ModelProfile,
+    *,
+    question: str,
+    relevant: Sequence[Document],
+    scorer: EvidenceScorer,
+    per_chunk: int,
+    feedback: str = "",
+    lessons: list[str] | None = None,
+) -> list[BaseMessage]:
+    """The system and user messages of the answer call (chunks numbered as in ``relevant``)."""
+    docs = await focused(question, relevant, scorer, per_chunk) if profile.focus_context else list(relevant)
+    return [
+        SystemMessage(prompts.render("answer_system", date=dt.date.today().isoformat())),
+        HumanMessage(
+            prompts.render(
+                profile.answer_prompt,
+                context=format_context(docs),
+                question=question,
+                feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
+                lessons=lessons_block(prompts, lessons),
+            )
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """An answer with citations added from the evidence; ``unsupported`` lists the sentences no chunk supports."""
+
+    text: str
+    unsupported: list[str]
+
+    @property
+    def complete(self) -> bool:
+        """Every sentence of the answer is supported (and now cited)."""
+        return not self.unsupported
+
+
+def attribute(answer: str, relevant: Sequence[Document], scorer: EvidenceScorer, *, replace: bool) -> Attribution:
+    """Cite each sentence of ``answer`` with the chunk that supports it.
+
+    With ``replace`` the model's own citations are dropped first (a weak model's ``[n]`` are noise);
+    otherwise sentences that already cite a chunk keep their citations and only the others are attributed.
+    """
+    sentences = split_sentences(answer)
+    out, unsupported = [], []
+    for sentence, support in zip(
+        sentences, scorer.support([strip_citations(s) for s in sentences], relevant), strict=True
+    ):
+        if not replace and cited_numbers(sentence, len(relevant)):
+            out.append(sentence)
+            continue
+        bare = strip_citations(sentence) if replace else sentence
+        if support.doc is None:
+            if terms(bare):
+                unsupported.append(bare)
+            out.append(bare)
+            continue
+        body, end = (bare[:-1], bare[-1]) if bare[-1:] in ".!?" else (bare, "")
+        out.append(f"{body} [{support.doc + 1}]{end}")
+    return Attribution(" ".join(out), unsupported)
+
+
+@dataclass(frozen=True)
+class EvidenceVerdicts:
+    """The evidence's verdicts on an answer, with the reason of a rejection."""
+
+    grounded: bool
+    useful: bool
+    reason: str = ""
+
+
+async def evidence_verdicts(
+    question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer
+) -> EvidenceVerdicts:
+    """Grounded: every sentence is supported by a chunk. Useful: the answer holds something of the
+    question's answer type, and a sentence of the chunks that matches the question holds it too."""
+    attribution = attribute(answer, relevant, scorer, replace=True)
+    if not attribution.complete:
+        return EvidenceVerdicts(False, False, f"no chunk supports: {attribution.unsupported[0][:200]}")
+    answer = strip_citations(answer)
+    if not holds_answer(answer, question):
+        return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
+    new_terms = terms(answer) - terms(question)
+    for m in await scorer.matches(question, relevant):
+        if m.score < scorer.settings.min_answer_score:
+            break
+        if m.answers and new_terms & terms(m.sentence):
+            return EvidenceVerdicts(True, True)
+    return EvidenceVerdicts(True, False, "no sentence of the chunks that matches the question says this")
+
+
+def extractive_answer(prompts: PromptStore, match: Match) -> str:
+    """The extractive fallback's answer: the sentence, quoted, with its chunk's citation."""
+    return prompts.render("extractive_answer", quote=match.sentence, n=match.doc + 1)

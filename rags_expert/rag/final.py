@@ -1,0 +1,94 @@
+"""The final message of a question: the checked answer with its sources, or the honest failure.
+
+Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
+read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
+``llm_calls``; on success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on
+failure ``reason`` and, after a fault, ``error`` and ``error_class``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag.citations import cited_sources
+from rags_expert.rag.state import RagState
+
+
+def error_class(error: str) -> str:
+    """``"RateLimitError"`` from ``"RateLimitError: ..."``."""
+    return error.split(" ", 1)[0].rstrip(":")
+
+
+def success_message(state: RagState) -> AIMessage:
+    """The graded answer with exactly the chunks it cites as sources."""
+    content, sources = cited_sources(state["answer"], state["relevant"])
+    return AIMessage(
+        content=content,
+        response_metadata={
+            "outcome": "success",
+            "answer_kind": state.get("answer_kind") or "generated",
+            "sources": sources,
+            "question": state["question"],
+            "llm_calls": state.get("llm_calls", 0),
+        },
+    )
+
+
+def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) -> AIMessage:
+    """Say honestly that no grounded answer was found (offering a grounded partial answer).
+
+    A PromptError from any node is a fault of the prompt templates (``prompt_error``), not of the model;
+    when a failure template itself cannot be rendered, the packaged one says so. ``redacted_error`` turns
+    an exception into the (redacted) ``error`` text.
+    """
+    question = state.get("question", "")
+    reason = state.get("failure_reason") or "no_relevant_documents"
+    error = state.get("error", "")
+    if error.startswith("PromptError:"):
+        reason = "prompt_error"
+    try:
+        content, sources = _failure_content(prompts, state, reason, error)
+    except PromptError as exc:  # a broken failure template must not hide the failure
+        reason, error, sources = "prompt_error", redacted_error(exc), []
+        content = PromptStore().render(  # the packaged template
+            "failure_error", question=question, component="the prompt templates", error="PromptError"
+        )
+    metadata: dict[str, Any] = {
+        "outcome": "failure",
+        "reason": reason,
+        "sources": sources,
+        "question": question,
+        "llm_calls": state.get("llm_calls", 0),
+    }
+    if error:
+        metadata["error"] = error
+        metadata["error_class"] = error_class(error)
+    return AIMessage(content, response_metadata=metadata)
+
+
+def _failure_content(
+    prompts: PromptStore, state: RagState, reason: str, error: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
+    question = state.get("question", "")
+    sources: list[dict[str, Any]] = []
+    if reason == "empty_question":
+        content = prompts.render("empty_question")
+    elif reason == "invalid_request":
+        content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
+    elif reason == "retrieval_error":
+        detail = error.split(":", 1)[1].strip() if ":" in error else error
+        content = prompts.render("failure_retrieval", question=question, error=error_class(error), detail=detail)
+    elif error:
+        component = "the prompt templates" if reason == "prompt_error" else "the language model"
+        content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
+    else:
+        partial = ""
+        if state.get("partial_answer"):
+            sources = list(state.get("partial_sources", []))
+            partial = prompts.render("failure_partial", answer=state["partial_answer"])
+        content = prompts.render("failure_not_found", question=question, partial=partial)
+    return content, sources

@@ -1,0 +1,81 @@
+"""The RAG agent's evidence signals and model profile (which checks the LLM makes, which the evidence makes).
+
+See :mod:`rags_expert.rag.profiles` for the profiles and :mod:`rags_expert.evidence` for the signals.
+The thresholds were tuned on the dev half of ``bench/single_fact`` (docs/local-model.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+ModelProfileName = Literal["standard", "small"]
+
+
+class EvidenceSettings(BaseModel):
+    """Model-free evidence: answer attribution, evidence grading for weak models, the extractive fallback."""
+
+    profile: ModelProfileName = Field(
+        "standard",
+        description="Which checks the chat model makes: 'standard' (a capable model grades relevance, grounding "
+        "and usefulness; the evidence adds and verifies citations) or 'small' (a weak model only writes the "
+        "answer; relevance, grounding and usefulness come from the evidence). `--local` uses local.profile.",
+    )
+    attribution: bool = Field(
+        True,
+        description="Give an answer that cites no chunk the citations of the chunks that support its sentences "
+        "(instead of rejecting it); a sentence no chunk supports leaves the answer uncited (rejected).",
+    )
+    extractive_fallback: bool | None = Field(
+        None,
+        description="When no generated answer passes, answer with the best matching sentence of the relevant "
+        "chunks, quoted and cited (only if it holds an answer of the question's type). None: the profile's "
+        "default (small: on, standard: off).",
+    )
+    use_embeddings: bool = Field(
+        True,
+        description="Blend in the cosine similarity of question and sentence under the knowledge base's embedding "
+        "model (when the agent has one; a host's own retriever without embeddings uses lexical evidence only).",
+    )
+    context_weight: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Weight of a question term found in the chunk's title or heading but not in the sentence "
+        "(the subject that the sentence's 'it' refers to).",
+    )
+    similarity_weight: float = Field(0.3, ge=0.0, le=1.0, description="Weight of the embedding similarity in a match.")
+    similarity_floor: float = Field(
+        0.75, ge=-1.0, le=1.0, description="Cosine similarity that scores 0 (e5: unrelated)."
+    )
+    similarity_ceiling: float = Field(0.92, ge=-1.0, le=1.0, description="Cosine similarity that scores 1.")
+    min_relevance: float = Field(
+        0.5, ge=0.0, le=1.0, description="Evidence relevance: a chunk is relevant when its best sentence scores this."
+    )
+    min_answer_score: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="A sentence answers the question (may be quoted; makes an answer useful) from this match score.",
+    )
+    min_support: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of an answer sentence's terms one chunk sentence (or two neighbouring ones, with the "
+        "chunk's title) must hold to support it; 1.0: a weak model's answer may add no word of its own.",
+    )
+    focus_sentences: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="Small profile: the chat model sees only this many best-matching sentences per chunk (0: whole "
+        "chunks); short contexts are faster and a weak model answers them better.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered_similarity(self) -> EvidenceSettings:
+        if self.similarity_ceiling <= self.similarity_floor:
+            raise ValueError("similarity_ceiling must be above similarity_floor")
+        return self

@@ -1,0 +1,59 @@
+"""The lexical side of the evidence: terms, sentences, answer types."""
+
+from __future__ import annotations
+
+import pytest
+
+from rags_expert.evidence import AnswerType, expected_type, holds_answer, question_terms, split_sentences, terms
+
+
+def test_terms_are_stemmed_content_words_with_numbers_normalised() -> None:
+    assert terms("The mill was founded by Edmund Slate in 1823.") == {"mill", "found", "edmund", "slate", "1823"}
+    assert terms("an altitude of 2,410 metres") == terms("altitude 2410 metre")
+
+
+def test_question_terms_drop_question_words() -> None:
+    assert question_terms("In what year was the Zephyr light automated?") == {"zephyr", "light", "autom"}
+    assert question_terms("Who founded Brassica Mill?") == {"found", "brassica", "mill"}
+
+
+def test_sentences_split_on_ends_not_on_abbreviations_or_decimals() -> None:
+    text = "# Title\n\nKestrel stands on Mt. Arden. Its mirror is 1.8 metres wide! Was it built by J. Smith? Yes."
+    assert split_sentences(text) == [
+        "Title",
+        "Kestrel stands on Mt. Arden.",
+        "Its mirror is 1.8 metres wide!",
+        "Was it built by J. Smith?",
+        "Yes.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When was the lighthouse built?", AnswerType.DATE),
+        ("In what year did it open?", AnswerType.DATE),
+        ("How many workers did it employ?", AnswerType.NUMBER),
+        ("How tall is the tower?", AnswerType.NUMBER),
+        ("Who founded the mill?", AnswerType.NAME),
+        ("Where is the festival held?", AnswerType.NAME),
+        ("What colour are the pods?", AnswerType.ANY),
+    ],
+)
+def test_expected_type(question: str, kind: AnswerType) -> None:
+    assert expected_type(question) is kind
+
+
+def test_a_sentence_holds_an_answer_only_with_something_new_of_the_right_type() -> None:
+    q = "When was the Zephyr lighthouse built?"
+    assert holds_answer("The Zephyr lighthouse was built in 1871 on Gull Rock.", q)
+    assert not holds_answer("The Zephyr lighthouse was built on Gull Rock by Mara Quill.", q)
+    who = "Who built the Zephyr lighthouse?"
+    assert holds_answer("Mara Quill built it.", who)
+    assert holds_answer("It was built by the engineer Mara Quill.", who)
+    assert not holds_answer("The Zephyr lighthouse was built long ago.", who)
+    assert not holds_answer("Since then it has been built up.", who)
+    many = "How many workers did the mill employ?"
+    assert holds_answer("At its peak it employed 640 workers.", many)
+    assert holds_answer("It employed four hundred workers.", many)
+    assert not holds_answer("The mill employed workers from the town.", many)
