@@ -244,9 +244,10 @@ class RagNodes:
             lessons=state.get("lessons"),
         )
         update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
+        stop = list(self.deps.profile.answer_stop)
         try:
             reply = await call_model(
-                self.deps.model,
+                self.deps.model.bind(stop=stop) if stop else self.deps.model,
                 messages,
                 policy=self.deps.grading.retry,
                 timeout=self.deps.settings.llm.timeout,

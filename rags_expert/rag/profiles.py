@@ -7,7 +7,9 @@
 | citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | every sentence re-attributed from the evidence |
 | grounded | LLM grader | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
 | useful | LLM grader | evidence: holds an answer of the question's type, found in a matching sentence |
-| rephrasing, condensing | LLM | LLM |
+| condensing a follow-up | LLM | LLM |
+| rephrasing the search | LLM, up to ``max_rephrases`` | none: nothing relevant ends the search (a weak model's rewrite rarely finds more, and costs seconds) |
+| another draft after a rejection | up to ``max_generations`` | none: one draft, then the extractive fallback |
 | lessons (reflect) | LLM writes one | none (a weak model's advice is noise) |
 | extractive fallback | off | on: the best matching sentence, quoted and cited |
 
@@ -39,6 +41,12 @@ class ModelProfile:
     """Show the model only the best-matching sentences of each chunk (``evidence.focus_sentences``)."""
     reattribute: bool
     """Replace the model's own citations by those the evidence finds."""
+    answer_stop: tuple[str, ...]
+    """Stop sequences of the answer call (the few-shot prompt's one-line answer ends at a line break)."""
+    rephrase: bool
+    """Rephrase the search when nothing relevant was found (else ``max_rephrases`` is 0 for the question)."""
+    regenerate: bool
+    """Write another draft after a rejected one (else ``max_generations`` is 1 for the question)."""
     write_lessons: bool
     extractive_fallback: bool
 
@@ -52,6 +60,9 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate",
         focus_context=False,
         reattribute=False,
+        answer_stop=(),
+        rephrase=True,
+        regenerate=True,
         write_lessons=True,
         extractive_fallback=False,
     ),
@@ -63,6 +74,9 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate_small",
         focus_context=True,
         reattribute=True,
+        answer_stop=("\n",),
+        rephrase=False,
+        regenerate=False,
         write_lessons=False,
         extractive_fallback=True,
     ),

@@ -96,7 +96,9 @@ class RagState(InputState, total=False):
 
 
 def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
-    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone)."""
+    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone); the
+    loop caps are those of the settings, as far as the model profile uses the loops."""
+    profile = profile_for(settings.evidence)
     return {
         "question": "",
         "query": "",
@@ -114,9 +116,9 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "partial_sources": [],
         "rephrases": 0,
         "generations": 0,
-        "max_rephrases": settings.max_rephrases,
-        "max_generations": settings.max_generations,
-        "fallback": profile_for(settings.evidence).extractive_fallback,
+        "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
+        "max_generations": settings.max_generations if profile.regenerate else 1,
+        "fallback": profile.extractive_fallback,
         "error": "",
         "failure_reason": "",
         "search": {},
