@@ -5,7 +5,8 @@
   constraints (``-k -1`` → ``argument -k: Input should be greater than or equal to 1``).
 * :func:`settings_from_args`: the environment's settings with the flags a subcommand declares
   (``set_defaults(settings_flags={dest: "section.field"})``) merged on top, validated once.
-* :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K (retrieval.top_k): <constraint>``.
+* :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K (retrieval.top_k): <constraint>``; an unknown
+  key is ``... (llm.modle): Extra inputs are not permitted (no such setting; did you mean llm.model?)``.
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
   that scrubs every record of every logger.
 """
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
@@ -114,11 +116,35 @@ def describe_settings_error(exc: Exception, flags: dict[str, str] | None = None)
         parts = []
         for err in exc.errors():
             path = ".".join(str(p) for p in err["loc"])
-            name = (flags or {}).get(path) or env_name(err["loc"])
-            parts.append(f"{name} ({path}): {err['msg']}")
+            if err["type"] == "extra_forbidden":
+                name, why = _env_variable(err["loc"]), f"{err['msg']} (no such setting{_suggestion(err['loc'])})"
+            else:
+                name, why = env_name(err["loc"]), err["msg"]
+            parts.append(f"{(flags or {}).get(path) or name} ({path}): {why}")
         return "invalid setting " + "; ".join(parts)
     culprits = [f"{name} ({path}): not valid JSON ({why})" for name, path, why in _unparsable_env()]
     return "invalid setting " + "; ".join(culprits) if culprits else f"invalid settings: {exc}"
+
+
+def _env_variable(loc: tuple[Any, ...]) -> str:
+    """The environment variable behind an unknown key: its own name, or for a misspelt section
+    (``lmm``) the first variable under it (``RAGS_EXPERT_LMM__MODEL``)."""
+    name = env_name(loc)
+    if name in os.environ:
+        return name
+    under = sorted(v for v in os.environ if v.upper().startswith(name + "__"))
+    return under[0] if under else name
+
+
+def _suggestion(loc: tuple[Any, ...]) -> str:
+    """``; did you mean llm.model?`` when an unknown key is close to a setting of its section, else ''."""
+    path = [str(p) for p in loc]
+    if len(path) == 1:
+        known: set[str] = {name for agent in AGENT_SETTINGS for name in agent.model_fields}
+    else:
+        known = set(getattr(_field_annotation(path[:-1]), "model_fields", {}))
+    match = difflib.get_close_matches(path[-1], sorted(known), n=1)
+    return f"; did you mean {'.'.join([*path[:-1], match[0]])}?" if match else ""
 
 
 def _field_annotation(path: list[str]) -> Any:

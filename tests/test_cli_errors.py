@@ -55,6 +55,30 @@ KG_COMMAND = SUBCOMMANDS["kg"]
 
 
 @pytest.mark.parametrize(
+    ("command", "variable", "path", "hint"),
+    [
+        (["ask", "q"], "RAGS_EXPERT_LLM__MODLE", "llm.modle", "; did you mean llm.model?"),
+        (["search", "castle"], "RAGS_EXPERT_RETRIEVAL__TOPK", "retrieval.topk", "; did you mean retrieval.top_k?"),
+        (KG_COMMAND, "RAGS_EXPERT_KG__MAXSTEPS", "kg.maxsteps", "; did you mean kg.max_steps?"),
+        (KG_COMMAND, "RAGS_EXPERT_LMM__MODEL", "lmm", "; did you mean llm?"),  # a misspelt section
+        (["ask", "q"], "RAGS_EXPERT_LLM__ZZZ", "llm.zzz", ""),
+    ],
+)
+def test_a_misspelt_setting_is_one_line_naming_the_variable(command, variable, path, hint, tmp_path):
+    done = run_cli(command, cli_env(tmp_path, **{variable: "x"}))
+    assert done.returncode == 2 and done.stdout == ""
+    assert one_error_line(done) == (
+        f"error: invalid setting {variable} ({path}): Extra inputs are not permitted (no such setting{hint})"
+    )
+
+
+def test_the_other_agents_misspelt_setting_is_not_this_commands_error(tmp_path):
+    """``settings`` builds the RAG agent's settings: a kg-section typo is the kg command's business."""
+    done = run_cli(["settings"], cli_env(tmp_path, RAGS_EXPERT_KG__MAXSTEPS="3"))
+    assert done.returncode == 0 and done.stdout.startswith("# Settings reference")
+
+
+@pytest.mark.parametrize(
     ("command", "variable", "value", "expected"),
     [
         (

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from pydantic import SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
+from rags_expert.kg.flow import KGQueryExpert
+from rags_expert.rag import RagsExpert
 from rags_expert.settings import (
     LEGACY_RETRIEVAL_KEYS,
     AgentSettings,
@@ -16,6 +18,7 @@ from rags_expert.settings import (
     KnowledgeBaseSettings,
     RagsExpertSettings,
     RetrievalSettings,
+    SettingsSection,
     coerce_settings,
 )
 
@@ -140,6 +143,99 @@ def test_unknown_keys_still_fail():
         RagsExpertSettings(no_such_setting=1)
     with pytest.raises(ValidationError, match="no_such_setting"):
         KGExpertSettings(no_such_setting=1)
+
+
+def _sections(agent: type[AgentSettings]) -> list[str]:
+    return [
+        name
+        for name, info in agent.model_fields.items()
+        if isinstance(info.annotation, type) and issubclass(info.annotation, SettingsSection)
+    ]
+
+
+def _error_locs(info: pytest.ExceptionInfo[ValidationError]) -> list[tuple]:
+    return [(e["loc"], e["type"]) for e in info.value.errors()]
+
+
+@pytest.mark.parametrize(
+    ("agent", "section"),
+    [(agent, section) for agent in (RagsExpertSettings, KGExpertSettings) for section in _sections(agent)],
+)
+def test_a_misspelt_key_in_any_section_is_an_error_naming_it(agent, section):
+    with pytest.raises(ValidationError) as info:
+        agent(**{section: {"no_such_key": 1}})
+    assert _error_locs(info) == [((section, "no_such_key"), "extra_forbidden")]
+
+
+def test_every_section_of_both_agents_is_checked():
+    """A new section that forgets the SettingsSection base fails here, not silently in production."""
+    for agent in (RagsExpertSettings, KGExpertSettings):
+        models = {
+            n
+            for n, i in agent.model_fields.items()
+            if isinstance(i.annotation, type) and issubclass(i.annotation, BaseModel)
+        }
+        assert models == set(_sections(agent)) and len(models) >= 6
+
+
+def test_the_agents_reject_a_misspelt_key_in_a_dict():
+    with pytest.raises(ValidationError) as info:
+        RagsExpert({"llm": {"modle": "m"}, "retrieval": {"top_k": 2}})
+    assert _error_locs(info) == [(("llm", "modle"), "extra_forbidden")]
+    with pytest.raises(ValidationError) as info:
+        KGQueryExpert({"kg": {"max_step": 2}})
+    assert _error_locs(info) == [(("kg", "max_step"), "extra_forbidden")]
+    with pytest.raises(ValidationError, match="top_kk"):
+        KnowledgeBaseSettings(retrieval={"top_kk": 2})
+
+
+def test_the_other_agents_sections_are_still_ignored_even_with_unknown_keys():
+    """One block may serve both agents: the RAG agent does not judge the kg section, nor the KG agent retrieval."""
+    assert RagsExpertSettings(kg={"no_such_key": 1}, retrieval={"top_k": 3}).retrieval.top_k == 3
+    assert KGExpertSettings(retrieval={"no_such_key": 1}, max_rephrases=99, kg={"max_steps": 2}).kg.max_steps == 2
+
+
+def test_a_misspelt_value_is_never_echoed_in_the_error():
+    with pytest.raises(ValidationError) as info:
+        RagsExpertSettings(llm={"api_ky": "sk-secret-typo-123"})
+    assert "llm.api_ky" in str(info.value) and "sk-secret-typo-123" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "rag_fails", "kg_fails"),
+    [
+        ("RAGS_EXPERT_LLM__MODLE", True, True),  # a shared section
+        ("RAGS_EXPERT_LMM__MODEL", True, True),  # a misspelt section
+        ("RAGS_EXPERT_RETRIEVAL__TOPK", True, False),  # the RAG agent's section: the KG agent ignores it
+        ("RAGS_EXPERT_KG__MAXSTEPS", False, True),  # the KG agent's section: the RAG agent ignores it
+        ("RAGS_EXPERT_NOT_A_SETTING", False, False),  # no `__`: the prefix is shared with other variables
+    ],
+)
+def test_misspelt_environment_variables(variable, rag_fails, kg_fails, monkeypatch):
+    monkeypatch.setenv(variable, "3")
+    for agent, fails in ((RagsExpertSettings, rag_fails), (KGExpertSettings, kg_fails)):
+        if fails:
+            with pytest.raises(ValidationError, match="extra_forbidden"):
+                agent()
+        else:
+            agent()
+
+
+def test_old_names_still_read_beside_the_strict_sections(monkeypatch):
+    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__KF_TOKEN", "old-token")
+    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__EMBEDDING_BATCH_SIZE", "5")
+    with pytest.warns(DeprecationWarning) as record:
+        rag = RagsExpertSettings(retrieval={"chunk_size": 300})
+    assert {str(w.message).split(": ")[1] for w in record} == {
+        "use knowledge_flow.token",
+        "use embeddings.batch_size",
+        "use ingestion.chunk_size",
+    }
+    assert (rag.knowledge_flow.token.get_secret_value(), rag.embeddings.batch_size) == ("old-token", 5)
+    assert rag.ingestion.chunk_size == 300
+    with pytest.warns(DeprecationWarning, match="use embeddings.batch_size"):
+        kg = KGExpertSettings()  # kf_token has no section here: dropped, not an error
+    assert kg.embeddings.batch_size == 5
 
 
 def test_shared_sections_are_declared_once():

@@ -9,8 +9,9 @@ Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :c
 (pydantic-settings). Values come, in order of precedence, from the arguments a host passes (a settings
 object or a plain dict), then environment variables prefixed ``RAGS_EXPERT_`` (nested sections use
 ``__``, e.g. ``RAGS_EXPERT_LLM__MODEL``), then the documented defaults. Secrets are ``SecretStr`` so
-they never print in reprs, logs or errors. Old flat ``retrieval.*`` names are still read
-(:mod:`~rags_expert.settings.legacy`).
+they never print in reprs, logs or errors. Every section is a :class:`SettingsSection`: an unknown key
+(a misspelt name) fails validation instead of being ignored; so does an unknown top-level key, except the
+other agent's sections. Old flat ``retrieval.*`` names are still read (:mod:`~rags_expert.settings.legacy`).
 """
 
 from rags_expert.settings.agents import (
@@ -45,6 +46,7 @@ from rags_expert.settings.sections import (
     LLMSettings,
     LocalModelSettings,
     LocalRunner,
+    SettingsSection,
     StructuredOutputMethod,
 )
 
@@ -72,6 +74,7 @@ __all__ = [
     "RetrievalMode",
     "RetrievalSettings",
     "SearchPolicy",
+    "SettingsSection",
     "StoreSettings",
     "StructuredOutputMethod",
     "VectorStoreSettings",

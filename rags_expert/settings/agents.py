@@ -8,8 +8,10 @@
 
 Both read ``RAGS_EXPERT_*`` environment variables (nested sections use ``__``). One settings block or
 environment may serve both agents: each ignores the other agent's sections (``kg`` for the RAG agent;
-``retrieval``, ``ingestion``, ``knowledge_flow`` and the RAG loop bounds for the KG agent). Old flat
-``retrieval.*`` names are still read (:mod:`rags_expert.settings.legacy`).
+``retrieval``, ``ingestion``, ``knowledge_flow`` and the RAG loop bounds for the KG agent). Any other
+unknown key fails validation: in a section (``llm.modle``), at the top level, or as the section of a
+``RAGS_EXPERT_<SECTION>__<KEY>`` variable (:func:`env_sections`). Old flat ``retrieval.*`` names are
+still read (:mod:`rags_expert.settings.legacy`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, overload
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rags_expert.redaction import url_secrets
@@ -39,12 +41,17 @@ from rags_expert.settings.sections import (
     LocalModelSettings,
 )
 
+ENV_PREFIX = "RAGS_EXPERT_"
+"""The prefix of every setting's environment variable."""
+
 URL_FIELDS = ("url", "base_url", "neo4j_uri")
 """Fields whose value is a URL that may carry ``user:password@`` credentials."""
 
 
 class VectorStoreSettings(BaseModel):
     """The Qdrant store and the embedding model (the knowledge base and the lesson memory use them)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
@@ -65,9 +72,10 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
     """The sections and fields every agent reads; the base of the per-agent settings models."""
 
     model_config = SettingsConfigDict(
-        env_prefix="RAGS_EXPERT_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
+        hide_input_in_errors=True,  # a misspelt key may hold a secret: errors name it, never echo its value
         validate_default=True,
     )
 
@@ -93,14 +101,16 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
     @model_validator(mode="before")
     @classmethod
     def _read_old_names(cls, data: Any) -> Any:
-        """Move old ``retrieval.*`` keys to their sections; drop the other agent's keys."""
+        """Move old ``retrieval.*`` keys to their sections; drop the other agent's keys; keep an unknown
+        section of the environment (``RAGS_EXPERT_LMM__MODEL``) so that it fails as an unknown key."""
         if not isinstance(data, dict):
             return data
         if "retrieval" not in cls.model_fields and "retrieval" not in data:
             env = legacy_env_retrieval()
             if env:
                 data = {**data, "retrieval": env}
-        data = move_legacy_keys(data, set(cls.model_fields))
+        unknown = env_sections() - set(cls.model_fields) - cls.FOREIGN_KEYS
+        data = {**{section: {} for section in unknown}, **move_legacy_keys(data, set(cls.model_fields))}
         return {k: v for k, v in data.items() if k not in cls.FOREIGN_KEYS}
 
     def sections(self) -> list[BaseModel]:
@@ -133,6 +143,21 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
             if name in type(section).model_fields
         ]
         return [u for u in [*urls, os.environ.get("OPENAI_BASE_URL")] if isinstance(u, str) and u]
+
+
+def env_sections(prefix: str = ENV_PREFIX) -> set[str]:
+    """The first path part (lower case) of every ``RAGS_EXPERT_<SECTION>__<KEY>`` environment variable.
+
+    pydantic-settings reads only the variables of known fields, so a misspelt section would be ignored.
+    Only names with ``__`` count: they are setting paths, while plain ``RAGS_EXPERT_<NAME>`` variables
+    (``RAGS_EXPERT_DATA_DIR``, the test suite's ``RAGS_EXPERT_SHARED_DATA``) are not all settings.
+    """
+    out = set()
+    for name in os.environ:
+        rest = name.upper().removeprefix(prefix.upper())
+        if rest != name.upper() and "__" in rest:
+            out.add(rest.split("__", 1)[0].lower())
+    return out
 
 
 def _field_values(section: BaseModel) -> list[Any]:

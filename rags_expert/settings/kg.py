@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr
+
+from rags_expert.settings.sections import SettingsSection
 
 
-class KGSettings(BaseModel):
+class KGSettings(SettingsSection):
     """The KG-query reflexion agent (:mod:`rags_expert.kg`) and its graph database."""
 
     schema_file: Path | None = Field(

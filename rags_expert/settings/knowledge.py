@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr
+
+from rags_expert.settings.sections import SettingsSection
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 EmbeddedEngine = Literal["edge", "local"]
@@ -26,7 +28,7 @@ def default_data_dir() -> Path:
     return Path(base).expanduser() / "rags-expert"
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(SettingsSection):
     """What one RAG query asks for: how many chunks, from which retriever, searched and fused how."""
 
     top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per query.")
@@ -57,7 +59,7 @@ class RetrievalSettings(BaseModel):
     )
 
 
-class StoreSettings(BaseModel):
+class StoreSettings(SettingsSection):
     """The Qdrant vector store holding the knowledge base and the lesson memory."""
 
     data_dir: Path = Field(
@@ -84,7 +86,7 @@ class StoreSettings(BaseModel):
     )
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(SettingsSection):
     """The embedding model that fills and queries the knowledge base and the lesson memory."""
 
     provider: EmbeddingProvider = Field(
@@ -108,7 +110,7 @@ class EmbeddingSettings(BaseModel):
     threads: int = Field(0, ge=0, le=256, description="Threads for local embedding engines (0: the engine's default).")
 
 
-class IngestionSettings(BaseModel):
+class IngestionSettings(SettingsSection):
     """How ``rags-expert ingest`` cuts files into chunks and writes them."""
 
     chunk_size: int = Field(1200, ge=100, le=20000, description="Target characters per chunk.")
@@ -116,7 +118,7 @@ class IngestionSettings(BaseModel):
     upsert_batch_size: int = Field(64, ge=1, le=10000, description="Points per Qdrant upsert.")
 
 
-class KnowledgeFlowSettings(BaseModel):
+class KnowledgeFlowSettings(SettingsSection):
     """The knowledge-flow service (``retrieval.backend = "knowledge_flow"``)."""
 
     base_url: str | None = Field(

@@ -5,14 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from rags_expert.settings.evidence import ModelProfileName
 
 StructuredOutputMethod = Literal["function_calling", "json_schema", "json_mode", "text"]
 
 
-class LLMSettings(BaseModel):
+class SettingsSection(BaseModel):
+    """The base of every settings section: a key the section does not have is an error, not ignored.
+
+    A misspelt ``llm.modle`` (in code, a host's YAML or ``RAGS_EXPERT_LLM__MODLE``) fails validation with
+    ``Extra inputs are not permitted`` at its path instead of leaving the default silently in place.
+    Validation errors do not repeat the values given (a misspelt key may hold a secret).
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+class LLMSettings(SettingsSection):
     """The chat model: any OpenAI-compatible endpoint through ``ChatOpenAI``."""
 
     model: str = Field("gpt-4o-mini", description="Model name sent to the endpoint.")
@@ -34,7 +45,7 @@ class LLMSettings(BaseModel):
     max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
 
 
-class GradingSettings(BaseModel):
+class GradingSettings(SettingsSection):
     """The shared grading / rephrasing / scoring calls (used by both graphs)."""
 
     structured_output: StructuredOutputMethod = Field(
@@ -58,7 +69,7 @@ class GradingSettings(BaseModel):
 LocalRunner = Literal["llama_cpp_python", "llama_server"]
 
 
-class LocalModelSettings(BaseModel):
+class LocalModelSettings(SettingsSection):
     """The offline model behind ``--local``: a llama.cpp server started as a child process.
 
     The defaults were measured with SmolLM2-135M-Instruct on 2 CPU cores (docs/local-model.md).
@@ -121,7 +132,7 @@ class LocalModelSettings(BaseModel):
     )
 
 
-class LessonSettings(BaseModel):
+class LessonSettings(SettingsSection):
     """Reflexion lesson memory: one-sentence lessons from failed attempts, recalled by similarity."""
 
     enabled: bool = Field(

@@ -30,7 +30,7 @@ def alive(pid: int) -> bool:
 async def test_embedded_server_stops_cleanly_and_removes_its_socket(falkordb_reason):
     backend = FalkorDBBackend("t")
     await backend.start()
-    pid, tmp = backend.pid, backend._tmpdir
+    pid, tmp = backend.pid, backend.server.workdir
     assert pid and alive(pid) and os.path.isdir(tmp)
     await backend.execute_write("CREATE (:Gene {name: 'X'})")
     assert (await backend.run_read("MATCH (g:Gene) RETURN g.name", timeout=5, max_rows=5)).rows == [{"g.name": "X"}]
