@@ -44,6 +44,7 @@ from rags_expert.settings.sections import (
     LLMSettings,
     LocalModelSettings,
     LocalRunner,
+    OmpWaitPolicy,
     StructuredOutputMethod,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "LessonSettings",
     "LocalModelSettings",
     "LocalRunner",
+    "OmpWaitPolicy",
     "RagsExpertSettings",
     "RetrievalMode",
     "RetrievalSettings",
