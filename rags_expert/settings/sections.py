@@ -92,8 +92,9 @@ class LocalModelSettings(BaseModel):
         None,
         ge=1,
         description="CPU threads generating tokens; None: one less than the cores the process may run on (at "
-        "least 1). On 2 shared cores one thread generated 2-3x faster than two whenever other work ran, and "
-        "about 1.5x slower on a fully idle machine (docs/local-model.md).",
+        "least 1), so no generating thread waits at a barrier for one that other work descheduled. On 2 cores "
+        "with one busy it generated 1.5x faster than two passive threads and 3-33x faster than two spinning "
+        "ones; on a fully idle machine about 1.5x slower (docs/local-model.md).",
     )
     threads_batch: int | None = Field(
         None,
