@@ -59,12 +59,14 @@ def variants(cores: int) -> dict[str, LocalModelSettings]:
     fewer = max(1, cores - 1)
     out = {
         f"before: spin, {cores}/{cores} threads": LocalModelSettings(
-            omp_wait_policy=None, threads=cores, threads_batch=cores
+            omp_wait_policy="unset", threads=cores, threads_batch=cores
         ),
         f"passive, {cores}/{cores} threads": LocalModelSettings(threads=cores, threads_batch=cores),
         f"passive, {fewer}/{cores} threads": LocalModelSettings(threads=fewer, threads_batch=cores),
         f"passive, {fewer}/{fewer} threads": LocalModelSettings(threads=fewer, threads_batch=fewer),
-        f"spin, {fewer}/{cores} threads": LocalModelSettings(omp_wait_policy=None, threads=fewer, threads_batch=cores),
+        f"spin, {fewer}/{cores} threads": LocalModelSettings(
+            omp_wait_policy="unset", threads=fewer, threads_batch=cores
+        ),
     }
     default = thread_counts(LocalModelSettings())
     return {

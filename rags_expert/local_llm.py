@@ -126,7 +126,7 @@ def server_env(settings: LocalModelSettings, port: int) -> dict[str, str]:
     command line; they are pinned to (or stripped from) what this process chose.
     """
     env = dict(os.environ)
-    if settings.omp_wait_policy is not None and "OMP_WAIT_POLICY" not in env:
+    if settings.omp_wait_policy != "unset" and "OMP_WAIT_POLICY" not in env:
         env["OMP_WAIT_POLICY"] = settings.omp_wait_policy
     env.pop("CONFIG_FILE", None)
     env["HOST"], env["PORT"] = settings.host, str(port)

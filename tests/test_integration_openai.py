@@ -164,6 +164,14 @@ async def test_legacy_max_tokens_puts_each_calls_own_cap_in_the_body(server, cas
     assert bool(json_mode) == (method == "json_mode")  # the response format shares the body with the cap
 
 
+async def test_legacy_max_tokens_caps_grading_calls_even_without_an_answer_cap(server, castle_docs):
+    graph = await make_graph(server, castle_docs, llm={"legacy_max_tokens": True}, grading={"max_tokens": 32})
+
+    assert (await ask(graph)).response_metadata["outcome"] == "success"
+    assert all(r.body["max_tokens"] == 32 for r in server.requests if r.kind in GRADER_KINDS)
+    assert all(r.body["max_tokens"] is None for r in server.requests if r.kind not in GRADER_KINDS)
+
+
 async def test_without_legacy_max_tokens_only_the_current_cap_field_is_sent(server, castle_docs):
     graph = await make_graph(server, castle_docs, llm={"max_tokens": 200})
 

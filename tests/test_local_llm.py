@@ -160,7 +160,7 @@ def test_the_server_gets_a_passive_omp_wait_policy_unless_the_user_set_one(fake_
     with LocalModelServer(fake_runner):
         assert json.loads(env_file.read_text())["OMP_WAIT_POLICY"] == "ACTIVE"
     monkeypatch.delenv("OMP_WAIT_POLICY")
-    with LocalModelServer(fake_runner.model_copy(update={"omp_wait_policy": None})):
+    with LocalModelServer(fake_runner.model_copy(update={"omp_wait_policy": "unset"})):
         assert json.loads(env_file.read_text())["OMP_WAIT_POLICY"] is None  # OpenMP's own default
 
 
