@@ -93,8 +93,8 @@ class LocalModelSettings(BaseModel):
         ge=1,
         description="CPU threads generating tokens; None: one less than the cores the process may run on (at "
         "least 1), so no generating thread waits at a barrier for one that other work descheduled. On 2 cores "
-        "with one busy it generated 1.5x faster than two passive threads and 3-33x faster than two spinning "
-        "ones; on a fully idle machine about 1.5x slower (docs/local-model.md).",
+        "with one busy it generated as fast as or up to 1.5x faster than two passive threads and 3-61x faster "
+        "than two spinning ones; on a fully idle machine 1.5x slower than two spinning ones (docs/local-model.md).",
     )
     threads_batch: int | None = Field(
         None,
@@ -105,7 +105,7 @@ class LocalModelSettings(BaseModel):
         "PASSIVE",
         description="OMP_WAIT_POLICY of the server process, unless the environment already sets it. PASSIVE: "
         "waiting OpenMP threads sleep instead of spinning, so the model does not fight other work (or itself) "
-        "for shared cores (two generating threads on 2 shared cores: 12-36x faster than spinning). 'unset' "
+        "for shared cores (two generating threads on 2 shared cores: 2-52x faster than spinning). 'unset' "
         "leaves OpenMP's default (spin a while, then sleep).",
     )
     startup_timeout: float = Field(
