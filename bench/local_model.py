@@ -2,12 +2,18 @@
 
 Run (needs the 'local' extra and ../shared/data)::
 
-    python bench/local_model.py [--questions 6] [--json out.json]
+    python bench/local_model.py [--questions 5] [--json out.json]
 
-For every ``grading.structured_output`` method it grades, for each of the first N HotpotQA dev questions,
-one gold paragraph (should be relevant) and one distractor (should not): it records HTTP errors, the
-reply's shape (tool call, malformed tool call, text), whether the schema parsed, whether the tolerant
-fallback parsed, the verdict's accuracy, output tokens and latency.
+For each of the first N HotpotQA dev questions it makes four real grading prompts: relevance of a gold
+paragraph (should be relevant) and of a distractor (should not), groundedness of the gold answer in the
+gold paragraphs, and usefulness of the gold answer (4 N calls per method). Every prompt goes to every
+method in turn (interleaved, so machine noise hits them alike), with the local grading cap. Before every
+timed call a one-token request with another prompt evicts the server's prompt cache (llama-cpp-python
+reuses the longest common prefix of the previous prompt), so no method gets the prompt read for free. Per method:
+HTTP errors, the reply's shape (tool call, malformed tool call, text), whether the schema parsed, whether
+the tolerant fallback parsed, relevance accuracy, output and prompt tokens, and seconds per call.
+``json_object+schema`` is llama-cpp-python's grammar-constrained JSON (``response_format`` of type
+``json_object`` with a ``schema``), measured as a candidate method.
 """
 
 from __future__ import annotations
@@ -19,31 +25,56 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from langchain_core.messages import HumanMessage
+import httpx
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
 
 from rags_expert import grading
 from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_settings
 from rags_expert.parsing import parse_model, parse_yes_no
-from rags_expert.settings import RagsExpertSettings
+from rags_expert.rag.citations import format_context
+from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
-METHODS = ("function_calling", "json_schema", "json_mode", "text")
+CANDIDATE = "json_object+schema"
+METHODS = (*get_args(StructuredOutputMethod), CANDIDATE)
+FIELDS = {grading.RelevanceGrade: "relevant", grading.GroundednessGrade: "grounded", grading.UsefulnessGrade: "useful"}
 
 
-def cases(n: int) -> list[tuple[str, str, bool]]:
-    """(question, paragraph, expected relevance): a gold and a distractor paragraph per dev question."""
-    out = []
+def _paragraph(p: dict[str, Any]) -> str:
+    return f"{p['title']}: " + "".join(p["sentences"]).strip()
+
+
+def cases(n: int, ctx: grading.GradingContext) -> list[tuple[type[BaseModel], list[BaseMessage], bool]]:
+    """(schema, messages, expected verdict): four real grading prompts per dev question."""
+    out: list[tuple[type[BaseModel], list[BaseMessage], bool]] = []
     for line in DEV.read_text().splitlines()[:n]:
         row = json.loads(line)
+        question, answer = row["question"], f"The answer is {row['answer']}."
         gold_titles = {t for t, _ in row["supporting_facts"]}
-        gold = next(p for p in row["paragraphs"] if p["title"] in gold_titles)
+        gold = [p for p in row["paragraphs"] if p["title"] in gold_titles]
         other = next(p for p in row["paragraphs"] if p["title"] not in gold_titles)
-        for para, expected in ((gold, True), (other, False)):
-            out.append((row["question"], f"{para['title']}: " + "".join(para["sentences"]), expected))
+        for para, expected in ((gold[0], True), (other, False)):
+            msgs = ctx.messages("grade_document", question=question, document=_paragraph(para))
+            out.append((grading.RelevanceGrade, msgs, expected))
+        docs = format_context([Document(_paragraph(p), metadata={"title": p["title"]}) for p in gold])
+        msgs = ctx.messages("grade_grounded", trusted=("documents",), documents=docs, answer=answer)
+        out.append((grading.GroundednessGrade, msgs, True))
+        out.append((grading.UsefulnessGrade, ctx.messages("grade_useful", question=question, answer=answer), True))
     return out
+
+
+def runnable_for(model: Any, schema: type[BaseModel], ctx: grading.GradingContext, method: str) -> Runnable:
+    """The grading call's runnable: the grading module's own for its methods, else the candidate's."""
+    if method != CANDIDATE:
+        return grading._structured_runnable(model, schema, ctx, method)
+    body = {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}
+    return grading._bind_request(model, model, ctx.settings.max_tokens, body)
 
 
 def shape(reply: Any) -> str:
@@ -58,59 +89,81 @@ def shape(reply: Any) -> str:
     return "+".join(parts) or "empty"
 
 
-async def one(model: Any, ctx: grading.GradingContext, question: str, para: str, expected: bool) -> dict[str, Any]:
-    """One relevance grading call, recorded in detail."""
-    runnable = grading._structured_runnable(model, grading.RelevanceGrade, ctx)
-    messages = ctx.messages("grade_document", question=question, document=para)
+def evict_prompt_cache(base_url: str) -> None:
+    """One untimed, one-token request with another prompt: the next call reads its whole prompt again."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    httpx.post(f"{base_url}/chat/completions", json=body, timeout=120).raise_for_status()
+
+
+async def one(
+    model: Any,
+    ctx: grading.GradingContext,
+    method: str,
+    schema: type[BaseModel],
+    msgs: list[BaseMessage],
+    expected: bool,
+) -> dict[str, Any]:
+    """One grading call, recorded in detail."""
     began = time.monotonic()
     try:
-        reply = await asyncio.wait_for(runnable.ainvoke(messages), ctx.settings.timeout)
+        reply = await asyncio.wait_for(runnable_for(model, schema, ctx, method).ainvoke(msgs), ctx.settings.timeout)
     except Exception as exc:  # noqa: BLE001 - recorded, this is a measurement
         status = getattr(exc, "status_code", "")
-        return {
-            "error": f"{type(exc).__name__} {status}".strip(),
-            "seconds": time.monotonic() - began,
-            "detail": str(exc)[:200],
-        }
+        return {"error": f"{type(exc).__name__} {status}".strip(), "seconds": time.monotonic() - began}
     seconds = time.monotonic() - began
     payloads = grading._reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
-    obj = next((o for p in payloads if (o := parse_model(grading.RelevanceGrade, p)) is not None), None)
+    obj = next((o for p in payloads if (o := parse_model(schema, p)) is not None), None)
     loose = None if obj is not None else parse_yes_no(raw)
-    value = obj.relevant if obj is not None else (loose if loose is not None else ctx.settings.default_relevant)
+    value = getattr(obj, FIELDS[schema]) if obj is not None else loose
     usage = getattr(reply, "usage_metadata", None) or {}
     return {
+        "grader": schema.__name__,
         "shape": shape(reply),
         "schema_parsed": obj is not None,
         "loose_parsed": loose is not None,
-        "correct": value == expected,
-        "said_relevant": value,
+        "correct": value == expected if schema is grading.RelevanceGrade else None,
         "seconds": seconds,
-        "out_tokens": usage.get("output_tokens"),
-        "finish": (reply.response_metadata or {}).get("finish_reason"),
+        "out_tokens": usage.get("output_tokens") or 0,
+        "in_tokens": usage.get("input_tokens") or 0,
         "raw": raw[:160],
     }
 
 
 def summarize(method: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in rows if "error" not in r]
-    n = len(rows)
+    relevance = [r for r in ok if r["correct"] is not None]
     return {
         "method": method,
-        "calls": n,
-        "http_errors": n - len(ok),
+        "calls": len(rows),
+        "http_errors": len(rows) - len(ok),
         "errors": sorted({r["error"] for r in rows if "error" in r}),
         "shapes": sorted({r["shape"] for r in ok}),
         "schema_parsed": sum(r["schema_parsed"] for r in ok),
         "any_parsed": sum(r["schema_parsed"] or r["loose_parsed"] for r in ok),
-        "correct": sum(r["correct"] for r in ok),
-        "correct_when_parsed": sum(r["correct"] for r in ok if r["schema_parsed"] or r["loose_parsed"]),
-        "said_relevant": sum(r["said_relevant"] for r in ok),
-        "median_s": round(statistics.median(r["seconds"] for r in rows), 2) if rows else None,
-        "max_out_tokens": max((r["out_tokens"] or 0 for r in ok), default=0),
-        "finish": sorted({str(r["finish"]) for r in ok}),
-        "sample": ok[0]["raw"] if ok else rows[0].get("detail"),
+        "relevance_right": f"{sum(bool(r['correct']) for r in relevance)}/{len(relevance)}",
+        "median_s": round(statistics.median(r["seconds"] for r in rows), 2),
+        "mean_s": round(statistics.mean(r["seconds"] for r in rows), 2),
+        "mean_out_tokens": round(statistics.mean(r["out_tokens"] for r in ok), 1) if ok else 0,
+        "max_out_tokens": max((r["out_tokens"] for r in ok), default=0),
+        "mean_in_tokens": round(statistics.mean(r["in_tokens"] for r in ok), 1) if ok else 0,
+        "sample": ok[0]["raw"] if ok else "",
     }
+
+
+def markdown(table: list[dict[str, Any]], cap: int) -> str:
+    lines = [
+        f"| method (cap {cap} tokens) | calls | HTTP errors | reply shape | schema parsed | any parse "
+        "| relevance right | median s | mean s | mean tokens out | max tokens out | mean tokens in |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in table:
+        lines.append(
+            f"| `{t['method']}` | {t['calls']} | {t['http_errors']} | {', '.join(t['shapes']) or '-'} "
+            f"| {t['schema_parsed']} | {t['any_parsed']} | {t['relevance_right']} | {t['median_s']} | {t['mean_s']} "
+            f"| {t['mean_out_tokens']} | {t['max_out_tokens']} | {t['mean_in_tokens']} |"
+        )
+    return "\n".join(lines)
 
 
 async def plain_chat(base: RagsExpertSettings, n: int = 5) -> list[float]:
@@ -133,7 +186,8 @@ async def plain_chat(base: RagsExpertSettings, n: int = 5) -> list[float]:
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=6)
+    parser.add_argument("--questions", type=int, default=5)
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     base = RagsExpertSettings()
@@ -141,23 +195,23 @@ async def main() -> int:
         print(f"startup: {server.startup_seconds:.1f}s", file=sys.stderr)
         settings = local_settings(base, server.base_url)
         chat = await plain_chat(settings)
-        table = []
-        for method in METHODS:
-            s = settings.model_copy(
-                update={"grading": settings.grading.model_copy(update={"structured_output": method})}
-            )
-            ctx = grading.GradingContext.from_settings(s)
-            model = build_chat_model(s.llm)
-            rows = [await one(model, ctx, q, p, e) for q, p, e in cases(args.questions)]
-            table.append(summarize(method, rows))
-            print(json.dumps(table[-1]), file=sys.stderr)
+        ctx = grading.GradingContext.from_settings(settings)
+        model = build_chat_model(settings.llm)
+        rows: dict[str, list[dict[str, Any]]] = {m: [] for m in args.methods}
+        for schema, msgs, expected in cases(args.questions, ctx):
+            for method in args.methods:
+                evict_prompt_cache(server.base_url)
+                rows[method].append(await one(model, ctx, method, schema, msgs, expected))
+                r = rows[method][-1]
+                print(f"  {method} {schema.__name__}: {r.get('error') or r['raw'][:80]!r}", file=sys.stderr)
+        table = [summarize(m, rows[m]) for m in args.methods]
         result = {
             "startup_s": round(server.startup_seconds or 0, 1),
             "plain_chat_s": [round(t, 2) for t in chat],
             "grading_max_tokens": settings.grading.max_tokens,
             "methods": table,
         }
-    print(json.dumps(result, indent=2))
+    print(markdown(table, settings.grading.max_tokens))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

@@ -153,18 +153,23 @@ class GradingContext:
 # --- the one structured call -------------------------------------------------------------------
 
 
-def _with_response_format(model: BaseChatModel, response_format: dict[str, Any]) -> Runnable:
-    """``model`` asked for a response format, the reply kept even when cut off at the token cap.
+def _bind_request(model: BaseChatModel, runnable: Runnable, cap: int, body: dict[str, Any]) -> Runnable:
+    """``runnable`` (``model``, perhaps with tools bound) with output cap ``cap`` and ``body`` fields in the request.
 
     ChatOpenAI sends a ``response_format`` argument through the client's strict ``parse()``, which
-    raises ``LengthFinishReasonError`` and drops the reply when it hits ``max_tokens`` (measured with
+    raises ``LengthFinishReasonError`` and drops the reply when it hits the cap (measured with
     json_mode on a small local model: 7 of 10 grading calls). The same field sent in the request body
     (``extra_body``) is the identical request, and the truncated reply reaches the tolerant parser.
+    A model that already sends its cap in the body (``llm.legacy_max_tokens``) gets this call's cap
+    there too, so the endpoint reads the grading cap, not the answer cap.
     """
-    if "extra_body" in getattr(type(model), "model_fields", {}):
-        extra = dict(getattr(model, "extra_body", None) or {})
-        return model.bind(extra_body={**extra, "response_format": response_format})
-    return model.bind(response_format=response_format)
+    if "extra_body" not in getattr(type(model), "model_fields", {}):
+        return runnable.bind(max_tokens=cap, **body)
+    extra = dict(getattr(model, "extra_body", None) or {})
+    if "max_tokens" in extra:
+        extra["max_tokens"] = cap
+    extra.update(body)
+    return runnable.bind(max_tokens=cap, **({"extra_body": extra} if extra else {}))
 
 
 def _structured_runnable(
@@ -172,29 +177,26 @@ def _structured_runnable(
 ) -> Runnable:
     """``model`` set up to ask for ``schema`` by ``method`` (default: the configured one), output capped."""
     method = method or ctx.settings.structured_output
-    capped: Runnable = model
-    try:
-        if method == "function_calling":
-            capped = model.bind_tools([schema], tool_choice=schema.__name__)
-        elif method == "json_schema":
-            capped = _with_response_format(
-                model,
-                {
-                    "type": "json_schema",
-                    "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-                },
+    runnable: Runnable = model
+    body: dict[str, Any] = {}
+    if method == "function_calling":
+        try:
+            runnable = model.bind_tools([schema], tool_choice=schema.__name__)
+        except Exception as exc:  # noqa: BLE001 - e.g. no tools, or tool_choice by name unsupported
+            log.info(
+                "structured output %r unavailable for %s (%s); asking in plain text",
+                method,
+                type(model).__name__,
+                type(exc).__name__,
             )
-        elif method == "json_mode":
-            capped = _with_response_format(model, {"type": "json_object"})
-    except Exception as exc:  # noqa: BLE001 - e.g. no tools, or tool_choice by name unsupported
-        log.info(
-            "structured output %r unavailable for %s (%s); asking in plain text",
-            method,
-            type(model).__name__,
-            type(exc).__name__,
-        )
-        capped = model  # plain text, parsed tolerantly
-    return capped.bind(max_tokens=ctx.settings.max_tokens)
+    elif method == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+        }
+    elif method == "json_mode":
+        body["response_format"] = {"type": "json_object"}
+    return _bind_request(model, runnable, ctx.settings.max_tokens, body)
 
 
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|tool_choice|\btools\b", re.I)

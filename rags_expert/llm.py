@@ -242,6 +242,8 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore the key
     if llm.max_tokens:
         kwargs["max_tokens"] = llm.max_tokens
+    if llm.legacy_max_tokens:  # the cap in the body too, under the name older servers read; grading
+        kwargs["extra_body"] = {"max_tokens": llm.max_tokens}  # calls replace it with their own cap
     try:
         return ChatOpenAI(**kwargs)
     except Exception as exc:  # e.g. no OPENAI_API_KEY at all

@@ -100,9 +100,42 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, which containers and ``taskset`` narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def thread_counts(settings: LocalModelSettings) -> tuple[int, int]:
+    """``(threads, threads_batch)``: generation and prompt threads, ``None`` settings filled in.
+
+    Generating a token runs a barrier per layer; with two threads on two cores, one of them descheduled by
+    any other work stalls every barrier, so generation keeps a core free (``cores - 1``). Reading a prompt
+    is one large batch that every core speeds up. Measured in docs/local-model.md.
+    """
+    cores = available_cores()
+    return settings.threads or max(1, cores - 1), settings.threads_batch or cores
+
+
+def server_env(settings: LocalModelSettings, port: int) -> dict[str, str]:
+    """The server's environment: ours plus ``OMP_WAIT_POLICY`` (unless already set), minus what would redirect it.
+
+    llama-cpp-python's server reads ``HOST``, ``PORT`` and ``CONFIG_FILE`` from the environment over its
+    command line; they are pinned to (or stripped from) what this process chose.
+    """
+    env = dict(os.environ)
+    if settings.omp_wait_policy != "unset" and "OMP_WAIT_POLICY" not in env:
+        env["OMP_WAIT_POLICY"] = settings.omp_wait_policy
+    env.pop("CONFIG_FILE", None)
+    env["HOST"], env["PORT"] = settings.host, str(port)
+    return env
+
+
 def server_command(settings: LocalModelSettings, model: Path, port: int) -> list[str]:
     """The command line that starts the configured runner on ``port``."""
-    threads = str(settings.threads or os.cpu_count() or 1)
+    threads, threads_batch = (str(n) for n in thread_counts(settings))
     if settings.runner == "llama_server":
         return [
             settings.server_binary,
@@ -118,17 +151,19 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
             settings.model_alias,
             "-t",
             threads,
+            "-tb",
+            threads_batch,
         ]
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise LocalModelError(
             f"the local model runner is not installed (missing: {', '.join(missing)}): {INSTALL_HINT}"
         )
-    # llama-cpp-python's own app, wrapped so that it honours ChatOpenAI's max_completion_tokens
-    cmd = [
+    # llama-cpp-python's own server; the output cap reaches it in the request body (llm.legacy_max_tokens)
+    return [
         sys.executable,
         "-m",
-        "rags_expert.llama_cpp_runner",
+        "llama_cpp.server",
         "--model",
         str(model),
         "--host",
@@ -141,8 +176,13 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
         settings.model_alias,
         "--n_threads",
         threads,
+        "--n_threads_batch",
+        threads_batch,
+        "--interrupt_requests",
+        "False",  # a new request must not cut off one in flight (e.g. a streamed answer)
+        "--verbose",
+        "False",
     ]
-    return cmd
 
 
 def _die_with_parent() -> None:
@@ -186,14 +226,16 @@ class LocalModelServer:
         model = find_model(self.settings)
         self.port = self.settings.port or free_port(self.settings.host)
         cmd = server_command(self.settings, model, self.port)
+        env = server_env(self.settings, self.port)
         self._log = tempfile.TemporaryFile(prefix="rags-expert-llm-")
-        log.info("starting the local model server: %s", " ".join(cmd))
+        log.info("starting the local model server (OMP_WAIT_POLICY=%s): %s", env.get("OMP_WAIT_POLICY"), " ".join(cmd))
         try:
             self.process = subprocess.Popen(  # noqa: S603 - our own fixed command line
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
+                env=env,
                 preexec_fn=_die_with_parent,
                 close_fds=True,
             )
@@ -304,8 +346,8 @@ class LocalModelServer:
 
 
 def local_settings(base: S, base_url: str) -> S:
-    """``base`` pointed at a local server: its URL, a dummy key, the grading settings and model profile of
-    ``base.local``.
+    """``base`` pointed at a local server: its URL, a dummy key, caps it reads, the grading settings and the
+    model profile of ``base.local``.
 
     Reusable by every agent's CLI (RAG and KG). Never sends a real API key to the local server.
     """
@@ -316,6 +358,7 @@ def local_settings(base: S, base_url: str) -> S:
             "api_key": SecretStr(DUMMY_API_KEY),
             "model": loc.model_alias,
             "max_tokens": loc.max_tokens,
+            "legacy_max_tokens": True,  # llama-cpp-python reads only max_tokens (docs/local-model.md)
             "timeout": loc.request_timeout,
         }
     )

@@ -150,6 +150,35 @@ async def test_happy_path_tool_call_graders(server, castle_docs):
     assert "cheese" not in answer_req.prompt.lower()  # irrelevant chunks stay out of the context
 
 
+@pytest.mark.parametrize("method", ["function_calling", "json_mode"])
+async def test_legacy_max_tokens_puts_each_calls_own_cap_in_the_body(server, castle_docs, method):
+    """For servers that read only max_tokens (llama-cpp-python): answer and grading caps both reach the body."""
+    llm = {"max_tokens": 200, "legacy_max_tokens": True}
+    graph = await make_graph(server, castle_docs, llm=llm, grading={"structured_output": method, "max_tokens": 32})
+
+    assert (await ask(graph)).response_metadata["outcome"] == "success"
+    for req in server.requests:
+        cap = 32 if req.kind in GRADER_KINDS else 200
+        assert req.body["max_tokens"] == req.body["max_completion_tokens"] == cap, req.kind
+    json_mode = [r for r in server.requests if r.kind in GRADER_KINDS and "response_format" in r.body]
+    assert bool(json_mode) == (method == "json_mode")  # the response format shares the body with the cap
+
+
+async def test_legacy_max_tokens_caps_grading_calls_even_without_an_answer_cap(server, castle_docs):
+    graph = await make_graph(server, castle_docs, llm={"legacy_max_tokens": True}, grading={"max_tokens": 32})
+
+    assert (await ask(graph)).response_metadata["outcome"] == "success"
+    assert all(r.body["max_tokens"] == 32 for r in server.requests if r.kind in GRADER_KINDS)
+    assert all(r.body["max_tokens"] is None for r in server.requests if r.kind not in GRADER_KINDS)
+
+
+async def test_without_legacy_max_tokens_only_the_current_cap_field_is_sent(server, castle_docs):
+    graph = await make_graph(server, castle_docs, llm={"max_tokens": 200})
+
+    assert (await ask(graph)).response_metadata["outcome"] == "success"
+    assert all("max_tokens" not in r.body and r.body["max_completion_tokens"] for r in server.requests)
+
+
 @pytest.mark.parametrize("method", ["json_schema", "json_mode"])
 async def test_happy_path_json_response_formats(server, castle_docs, method):
     graph = await make_graph(server, castle_docs, grading={"structured_output": method})

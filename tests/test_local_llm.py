@@ -16,6 +16,7 @@ from rags_expert.local_llm import (
     DUMMY_API_KEY,
     LocalModelError,
     LocalModelServer,
+    available_cores,
     find_model,
     local_settings,
     server_command,
@@ -26,7 +27,7 @@ from rags_expert.settings import LocalModelSettings, RagsExpertSettings
 # runner's command line (-m MODEL --host H --port P ...). It also forks a grandchild that
 # must die with it (the process-group kill).
 FAKE_SERVER = f"""#!{sys.executable}
-import http.server, os, subprocess, sys, time
+import http.server, json, os, subprocess, sys, time
 args = sys.argv[1:]
 port = int(args[args.index("--port") + 1])
 mode = os.environ.get("FAKE_MODE", "ok")
@@ -36,6 +37,7 @@ if mode == "die":
     sys.exit(3)
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 open(os.environ["FAKE_PIDS"], "w").write(f"{{os.getpid()}} {{child.pid}}")
+open(os.environ["FAKE_PIDS"] + ".env", "w").write(json.dumps({{k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "CONFIG_FILE", "PORT")}}))
 if mode == "hang":
     time.sleep(600)
 class H(http.server.BaseHTTPRequestHandler):
@@ -131,16 +133,35 @@ def test_missing_binary_and_missing_model_are_clear_errors(tmp_path):
 
 def test_runner_command_lines(tmp_path):
     model = tmp_path / "m.gguf"
-    cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, n_ctx=1024), model, 8123)
+    cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, threads_batch=1, n_ctx=1024), model, 8123)
     assert cmd[:3] == ["llama-server", "-m", str(model)]
     assert cmd[cmd.index("--port") : cmd.index("--port") + 2] == ["--port", "8123"]
-    assert cmd[-2:] == ["-t", "2"] and "1024" in cmd
+    assert cmd[-4:] == ["-t", "2", "-tb", "1"] and "1024" in cmd
     try:
         cmd = server_command(LocalModelSettings(), model, 8123)
     except LocalModelError as exc:  # the extra is not installed here: the error says how to get it
         assert "pip install 'rags-expert[local]'" in str(exc)
     else:
-        assert cmd[1:3] == ["-m", "rags_expert.llama_cpp_runner"] and "--model_alias" in cmd
+        assert cmd[1:3] == ["-m", "llama_cpp.server"] and "--model_alias" in cmd
+        cores = available_cores()
+        assert cmd[cmd.index("--n_threads") + 1] == str(max(1, cores - 1))  # a core left free for generation
+        assert cmd[cmd.index("--n_threads_batch") + 1] == str(cores)
+
+
+def test_the_server_gets_a_passive_omp_wait_policy_unless_the_user_set_one(fake_runner, tmp_path, monkeypatch):
+    """OpenMP threads that spin on shared cores made llama.cpp 2-30x slower: the child sleeps instead."""
+    env_file = tmp_path / "pids.env"
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setenv("CONFIG_FILE", str(tmp_path / "someone-elses-config.json"))
+    with LocalModelServer(fake_runner) as server:
+        seen = json.loads(env_file.read_text())
+    assert seen == {"OMP_WAIT_POLICY": "PASSIVE", "CONFIG_FILE": None, "PORT": str(server.port)}
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the user's choice wins
+    with LocalModelServer(fake_runner):
+        assert json.loads(env_file.read_text())["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    with LocalModelServer(fake_runner.model_copy(update={"omp_wait_policy": "unset"})):
+        assert json.loads(env_file.read_text())["OMP_WAIT_POLICY"] is None  # OpenMP's own default
 
 
 def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key():
@@ -152,13 +173,3 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
     assert out.grading.structured_output == base.local.structured_output
     assert out.grading.max_tokens == base.local.grading_max_tokens
     assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
-
-
-def test_token_cap_compat_copies_max_completion_tokens_into_max_tokens():
-    from rags_expert.llama_cpp_runner import with_max_tokens
-
-    out = json.loads(with_max_tokens(b'{"model": "m", "max_completion_tokens": 48}'))
-    assert out["max_tokens"] == 48
-    assert json.loads(with_max_tokens(b'{"max_completion_tokens": 48, "max_tokens": 10}'))["max_tokens"] == 10
-    assert with_max_tokens(b'{"model": "m"}') == b'{"model": "m"}'
-    assert with_max_tokens(b"not json") == b"not json"

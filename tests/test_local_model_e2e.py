@@ -244,3 +244,16 @@ async def test_every_structured_output_method_is_handled_on_the_real_model(serve
     if method == "function_calling":  # llama-cpp-python constrains a forced tool call by its schema's grammar
         assert verdict.parsed
     print(f"\n{method}: relevant={verdict.value} parsed={verdict.parsed} {seconds:.2f}s raw={verdict.raw[:120]!r}")
+
+
+async def test_output_caps_reach_the_real_server(server):
+    """ChatOpenAI sends max_completion_tokens, which llama-cpp-python ignores; the body's max_tokens caps replies."""
+    base = RagsExpertSettings(local={"max_tokens": 16, "grading_max_tokens": 12})
+    settings = local_settings(base, server.base_url)
+    model = build_chat_model(settings.llm)
+    long_reply = [("user", "Write a long story about a lighthouse keeper and a storm.")]
+    answer = await model.ainvoke(long_reply)
+    assert answer.usage_metadata["output_tokens"] == 16 and answer.response_metadata["finish_reason"] == "length"
+    ctx = grading.GradingContext.from_settings(settings)  # a grading call's own, smaller cap replaces the answer cap
+    graded = await grading._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(long_reply)
+    assert graded.usage_metadata["output_tokens"] == 12 and graded.response_metadata["finish_reason"] == "length"

@@ -46,6 +46,7 @@ from rags_expert.settings.sections import (
     LLMSettings,
     LocalModelSettings,
     LocalRunner,
+    OmpWaitPolicy,
     SettingsSection,
     StructuredOutputMethod,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "LocalModelSettings",
     "LocalRunner",
     "ModelProfileName",
+    "OmpWaitPolicy",
     "RagsExpertSettings",
     "RetrievalMode",
     "RetrievalSettings",

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from rags_expert.settings.base import SettingsSection
 
 ModelProfileName = Literal["standard", "small"]
 
 
-class EvidenceSettings(BaseModel):
+class EvidenceSettings(SettingsSection):
     """Model-free evidence: answer attribution, evidence grading for weak models, the extractive fallback."""
 
     profile: ModelProfileName = Field(

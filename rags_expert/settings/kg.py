@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from rags_expert.settings.sections import SettingsSection
+from rags_expert.settings.base import SettingsSection
 
 
 class KGSettings(SettingsSection):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from rags_expert.settings.sections import SettingsSection
+from rags_expert.settings.base import SettingsSection
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 EmbeddedEngine = Literal["edge", "local"]
