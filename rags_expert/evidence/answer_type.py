@@ -68,6 +68,10 @@ _YEAR_QUESTION = re.compile(r"\b(when|what year|which year|what date|which date|
 _NAME_QUESTION = re.compile(r"\b(who|whom|whose|where)\b", re.I)
 
 
+_MIN_NEW_TERMS = 3
+"""An open question ("What does X do?") needs a sentence that says something: three terms it does not hold."""
+
+
 class AnswerType(StrEnum):
     """The kind of answer a question asks for."""
 
@@ -118,4 +122,4 @@ def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bo
         return _has_number(text, known)
     if kind is AnswerType.NAME:
         return _has_name(text, known)
-    return bool(terms(text) - known)
+    return len(terms(text) - known) >= _MIN_NEW_TERMS

@@ -105,7 +105,7 @@ def _is_heading(line: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text`` (headings and list items count as sentences; abbreviations do not end one)."""
     out: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|[-*+] |\d+[.)] ))", text):
+    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|[-*+] |\d+[.)] |\|))", text):  # table rows stand alone
         first, _, rest = block.strip().partition("\n")
         if rest and _is_heading(first):  # a chunk's heading path ("Title > Section") on its own line
             out.append(" ".join(first.split()).lstrip("#*-+ ").strip())

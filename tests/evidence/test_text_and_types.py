@@ -57,3 +57,14 @@ def test_a_sentence_holds_an_answer_only_with_something_new_of_the_right_type() 
     assert holds_answer("At its peak it employed 640 workers.", many)
     assert holds_answer("It employed four hundred workers.", many)
     assert not holds_answer("The mill employed workers from the town.", many)
+
+
+def test_table_rows_are_sentences_of_their_own() -> None:
+    table = "| setting | default |\n|---|---|\n| `retrieval.top_k` | `4` |\n| `llm.model` | `gpt-4o-mini` |"
+    assert split_sentences(table)[-2:] == ["| `retrieval.top_k` | `4` |", "| `llm.model` | `gpt-4o-mini` |"]
+
+
+def test_an_open_question_needs_a_sentence_that_says_something() -> None:
+    q = "What does finalize_failure do?"
+    assert not holds_answer("Anything else → `finalize_failure`.", q)
+    assert holds_answer("`finalize_failure` appends the honest failure message and clears the working state.", q)
