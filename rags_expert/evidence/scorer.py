@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rags_expert.evidence.answer_type import holds_answer
-from rags_expert.evidence.text import name_phrases, question_terms, split_sentences, strip_citations, terms
+from rags_expert.evidence.answer_type import AnswerType, expected_type, holds_answer
+from rags_expert.evidence.text import is_heading, name_phrases, question_terms, split_sentences, strip_citations, terms
 from rags_expert.settings import EvidenceSettings
 
 _CACHE_SIZE = 4096
@@ -63,7 +63,7 @@ class Support:
 def _heading(sentences: list[str]) -> str:
     """The chunk's first sentence when it is a heading (a short line without end punctuation), else ""."""
     first = sentences[0] if sentences else ""
-    return first if first and first[-1] not in ".!?" and len(first.split()) <= 12 else ""
+    return first if is_heading(first) else ""
 
 
 def _chunk_header(doc: Document) -> str:
@@ -145,6 +145,7 @@ class EvidenceScorer:
         sentence about it weighs much ("Who *organised* the Tidewater Festival?").
         """
         wanted = question_terms(question)
+        kind = expected_type(question)
         names = [p & wanted for p in name_phrases(question) if p & wanted]
         chunks = []
         for i, doc in enumerate(docs):
@@ -162,14 +163,16 @@ class EvidenceScorer:
             rows.append((i, sentence, covered / total, sum(weight[t] for t in wanted - held) / total))
         sims = await self._similarities(question, [r[1] for r in rows])
         out = [
-            Match(i, sentence, cov, sim, missing, self._answers(sentence, question, missing), self._blend(cov, sim))
+            Match(
+                i, sentence, cov, sim, missing, self._answers(sentence, question, kind, missing), self._blend(cov, sim)
+            )
             for (i, sentence, cov, missing), sim in zip(rows, sims, strict=True)
         ]
         return sorted(out, key=lambda m: (m.score, m.answers), reverse=True)
 
     @staticmethod
-    def _answers(sentence: str, question: str, missing: float) -> bool:
-        return missing == 0 and holds_answer(sentence, question)
+    def _answers(sentence: str, question: str, kind: AnswerType, missing: float) -> bool:
+        return missing == 0 and holds_answer(sentence, question, kind)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""

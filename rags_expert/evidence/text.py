@@ -96,7 +96,7 @@ def strip_citations(text: str) -> str:
     return _CITATION.sub("", text).strip()
 
 
-def _is_heading(line: str) -> bool:
+def is_heading(line: str) -> bool:
     """A short line without end punctuation: a title or a heading path, not the start of a wrapped sentence."""
     line = line.strip()
     return bool(line) and line[-1] not in ".!?,;:" and len(line.split()) <= 12
@@ -107,7 +107,7 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|[-*+] |\d+[.)] |\|))", text):  # table rows stand alone
         first, _, rest = block.strip().partition("\n")
-        if rest and _is_heading(first):  # a chunk's heading path ("Title > Section") on its own line
+        if rest and is_heading(first):  # a chunk's heading path ("Title > Section") on its own line
             out.append(" ".join(first.split()).lstrip("#*-+ ").strip())
             block = rest
         line = " ".join(block.split()).lstrip("#*-+ ").strip()

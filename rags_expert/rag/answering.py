@@ -113,14 +113,14 @@ class EvidenceVerdicts:
 
 
 async def evidence_verdicts(
-    question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer
+    question: str, attribution: Attribution, relevant: Sequence[Document], scorer: EvidenceScorer
 ) -> EvidenceVerdicts:
-    """Grounded: every sentence is supported by a chunk. Useful: the answer holds something of the
-    question's answer type, and a sentence of the chunks that matches the question holds it too."""
-    attribution = attribute(answer, relevant, scorer, replace=True)
+    """Grounded: every sentence is supported by a chunk (the answer's :func:`attribute`). Useful: the answer
+    holds something of the question's answer type, and a sentence of the chunks that matches the question
+    holds it too."""
     if not attribution.complete:
         return EvidenceVerdicts(False, False, f"no chunk supports: {attribution.unsupported[0][:200]}")
-    answer = strip_citations(answer)
+    answer = strip_citations(attribution.text)
     if not holds_answer(answer, question):
         return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
     new_terms = terms(answer) - terms(question)

@@ -270,7 +270,13 @@ class RagNodes:
         profile, settings = self.deps.profile, self.deps.settings
         update: dict[str, Any] = {}
         unsupported = ""
-        if answer and (profile.reattribute or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))):
+        attribution = None
+        by_evidence = profile.grounded == "evidence"
+        if answer and (
+            by_evidence
+            or profile.reattribute
+            or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))
+        ):
             attribution = attribute(answer, relevant, self.deps.evidence, replace=profile.reattribute)
             if attribution.complete:
                 answer = update["answer"] = attribution.text
@@ -286,8 +292,8 @@ class RagNodes:
             )
             emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
             return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
-        if profile.grounded == "evidence":
-            verdicts = await evidence_verdicts(state["question"], answer, relevant, self.deps.evidence)
+        if by_evidence and attribution is not None:
+            verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
             grounded = grading.Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
         else:
