@@ -5,13 +5,30 @@ from rags_expert import RagsExpert
 agent = await RagsExpert().async_init()
 graph = agent.get_compiled_graph()
 ```
+
+The exports are imported on first use (:mod:`rags_expert.lazy`), so the command line starts fast.
 """
 
-from rags_expert.host import AgentFlow, NotInitializedError
-from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag import RagsExpert, RetrieverNotConfiguredError
-from rags_expert.settings import RagsExpertSettings
+from typing import TYPE_CHECKING
 
+from rags_expert.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rags_expert.host import AgentFlow, NotInitializedError
+    from rags_expert.prompts import PromptError, PromptStore
+    from rags_expert.rag import RagsExpert, RetrieverNotConfiguredError
+    from rags_expert.settings import RagsExpertSettings
+
+_EXPORTS = {
+    "AgentFlow": "rags_expert.host",
+    "NotInitializedError": "rags_expert.host",
+    "PromptError": "rags_expert.prompts",
+    "PromptStore": "rags_expert.prompts",
+    "RagsExpert": "rags_expert.rag.agent",
+    "RetrieverNotConfiguredError": "rags_expert.rag.agent",
+    "RagsExpertSettings": "rags_expert.settings",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 __all__ = [
     "AgentFlow",
     "NotInitializedError",

@@ -39,8 +39,11 @@ async def evaluate(args: argparse.Namespace) -> int:
 
     from rags_expert.local_llm import maybe_local
 
-    async with maybe_local(settings, args.local) as settings:
-        report = await run_hotpotqa(settings, questions_file, split=args.split, limit=args.limit, progress=progress)
+    async with maybe_local(settings, args.local) as local:
+        await local.ready()
+        report = await run_hotpotqa(
+            local.settings, questions_file, split=args.split, limit=args.limit, progress=progress
+        )
     json_path, png_path = write_report(report, args.out)
     print(report.table())
     print(f"\nreport: {json_path}" + (f"\nplot: {png_path}" if png_path else "\n(plot skipped: install matplotlib)"))

@@ -29,7 +29,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
-from rags_expert.llm import LLMCallError, RetryPolicy, call_model, message_text
+from rags_expert.llm import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text
 from rags_expert.parsing import parse_free_text_field, parse_model, parse_score, parse_yes_no
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
@@ -153,25 +153,6 @@ class GradingContext:
 # --- the one structured call -------------------------------------------------------------------
 
 
-def _bind_request(model: BaseChatModel, runnable: Runnable, cap: int, body: dict[str, Any]) -> Runnable:
-    """``runnable`` (``model``, perhaps with tools bound) with output cap ``cap`` and ``body`` fields in the request.
-
-    ChatOpenAI sends a ``response_format`` argument through the client's strict ``parse()``, which
-    raises ``LengthFinishReasonError`` and drops the reply when it hits the cap (measured with
-    json_mode on a small local model: 7 of 10 grading calls). The same field sent in the request body
-    (``extra_body``) is the identical request, and the truncated reply reaches the tolerant parser.
-    A model that already sends its cap in the body (``llm.legacy_max_tokens``) gets this call's cap
-    there too, so the endpoint reads the grading cap, not the answer cap.
-    """
-    if "extra_body" not in getattr(type(model), "model_fields", {}):
-        return runnable.bind(max_tokens=cap, **body)
-    extra = dict(getattr(model, "extra_body", None) or {})
-    if "max_tokens" in extra:
-        extra["max_tokens"] = cap
-    extra.update(body)
-    return runnable.bind(max_tokens=cap, **({"extra_body": extra} if extra else {}))
-
-
 def _structured_runnable(
     model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext, method: str | None = None
 ) -> Runnable:
@@ -196,7 +177,7 @@ def _structured_runnable(
         }
     elif method == "json_mode":
         body["response_format"] = {"type": "json_object"}
-    return _bind_request(model, runnable, ctx.settings.max_tokens, body)
+    return bind_output_cap(model, runnable, ctx.settings.max_tokens, body)
 
 
 _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|tool_choice|\btools\b", re.I)

@@ -255,7 +255,28 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         ) from None
 
 
+def bind_output_cap(model: BaseChatModel, runnable: Runnable, cap: int, body: dict[str, Any] | None = None) -> Runnable:
+    """``runnable`` (``model``, perhaps with tools bound) with output cap ``cap`` and ``body`` fields in the request.
+
+    ChatOpenAI sends a ``response_format`` argument through the client's strict ``parse()``, which
+    raises ``LengthFinishReasonError`` and drops the reply when it hits the cap (measured with
+    json_mode on a small local model: 7 of 10 grading calls). The same field sent in the request body
+    (``extra_body``) is the identical request, and the truncated reply reaches the tolerant parser.
+    A model that already sends its cap in the body (``llm.legacy_max_tokens``) gets this call's cap
+    there too, so the endpoint reads the grading cap, not the answer cap.
+    """
+    body = body or {}
+    if "extra_body" not in getattr(type(model), "model_fields", {}):
+        return runnable.bind(max_tokens=cap, **body)
+    extra = dict(getattr(model, "extra_body", None) or {})
+    if "max_tokens" in extra:
+        extra["max_tokens"] = cap
+    extra.update(body)
+    return runnable.bind(max_tokens=cap, **({"extra_body": extra} if extra else {}))
+
+
 __all__ = [
+    "bind_output_cap",
     "AIMessage",
     "LLMCallError",
     "RetryPolicy",

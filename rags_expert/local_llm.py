@@ -11,10 +11,12 @@ never left running.
 
 The agents talk to it through the same ``ChatOpenAI`` path as to any provider:
 :func:`local_settings` points ``settings.llm`` at the server and picks the grading
-settings measured to work best for a small local model::
+settings measured to work best for a small local model. The commands overlap the
+server's start with building the agent (:func:`maybe_local`)::
 
-    async with LocalModelServer(settings.local) as server:
-        agent = await RagsExpert(local_settings(settings, server.base_url)).async_init()
+    async with maybe_local(settings, enabled=True) as local:
+        agent = await RagsExpert(local.settings).async_init()  # while the model loads
+        await local.ready()
 
 The runner comes from the optional extra: ``pip install 'rags-expert[local]'``.
 """
@@ -37,9 +39,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self, TypeVar
+from typing import IO, Generic, Self, TypeVar
 
 from pydantic import SecretStr
 
@@ -210,6 +213,7 @@ class LocalModelServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.startup_seconds: float | None = None
+        self._began = 0.0
         self._log: IO[bytes] | None = None
 
     @property
@@ -279,17 +283,30 @@ class LocalModelServer:
 
     async def astart(self) -> Self:
         """Start the server and wait (without blocking the event loop) until it is healthy."""
-        began = time.monotonic()
+        self.spawn()
+        return await self.wait_ready()
+
+    def spawn(self) -> Self:
+        """Start the runner without waiting for it: :attr:`base_url` is known at once, the model loads in its
+        own process while the caller does other work (then :meth:`wait_ready`)."""
+        self._began = time.monotonic()
         self._spawn()  # in the calling thread, so the parent-death signal follows this thread's life
-        deadline = began + self.settings.startup_timeout
+        return self
+
+    async def wait_ready(self) -> Self:
+        """Wait (without blocking the event loop) until the spawned server answers; raises
+        :class:`LocalModelError` when it died or did not answer within ``local.startup_timeout``."""
+        if self.startup_seconds is not None:
+            return self
+        deadline = self._began + self.settings.startup_timeout
         while True:
             self._check_alive()
             if await asyncio.to_thread(_healthy, self.base_url):
                 break
             if time.monotonic() > deadline:
                 raise self._startup_timed_out()
-            await asyncio.sleep(0.2)
-        self.startup_seconds = time.monotonic() - began
+            await asyncio.sleep(0.1)
+        self.startup_seconds = time.monotonic() - self._began
         log.info("local model server ready at %s after %.1fs", self.base_url, self.startup_seconds)
         return self
 
@@ -384,14 +401,33 @@ def local_extra_installed() -> bool:
     )
 
 
+@dataclass(frozen=True)
+class LocalRun(Generic[S]):
+    """What :func:`maybe_local` yields: the settings to build the agent with, and ``ready()`` to await before the
+    first model call (a no-op without ``--local``)."""
+
+    settings: S
+    server: LocalModelServer | None = None
+
+    async def ready(self) -> None:
+        """Wait until the local model server answers (it loaded its model while the agent was being built)."""
+        if self.server is not None:
+            await self.server.wait_ready()
+
+
 @contextlib.asynccontextmanager
-async def maybe_local(settings: S, enabled: bool) -> AsyncIterator[S]:
+async def maybe_local(settings: S, enabled: bool) -> AsyncIterator[LocalRun[S]]:
     """``settings`` unchanged, or (``enabled``) pointed at a local model server started for the block.
 
-    Every command with a ``--local`` flag (ask, eval, kg) goes through this one helper.
+    The server is spawned, not awaited: the caller builds its agent (imports, knowledge base, embedding
+    model) while the server loads its model in its own process, then awaits ``ready()``. Every command with
+    a ``--local`` flag (ask, eval, kg) goes through this one helper.
     """
     if not enabled:
-        yield settings
+        yield LocalRun(settings)
         return
-    async with LocalModelServer(settings.local) as server:
-        yield local_settings(settings, server.base_url)
+    server = LocalModelServer(settings.local).spawn()
+    try:
+        yield LocalRun(local_settings(settings, server.base_url), server)
+    finally:
+        server.stop()

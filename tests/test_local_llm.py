@@ -19,6 +19,7 @@ from rags_expert.local_llm import (
     available_cores,
     find_model,
     local_settings,
+    maybe_local,
     server_command,
 )
 from rags_expert.settings import LocalModelSettings, RagsExpertSettings
@@ -40,6 +41,7 @@ open(os.environ["FAKE_PIDS"], "w").write(f"{{os.getpid()}} {{child.pid}}")
 open(os.environ["FAKE_PIDS"] + ".env", "w").write(json.dumps({{k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "CONFIG_FILE", "PORT")}}))
 if mode == "hang":
     time.sleep(600)
+time.sleep(float(os.environ.get("FAKE_LOAD_SECONDS", "0")))  # "loading the model"
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/v1/models" else 404)
@@ -173,3 +175,36 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
     assert out.grading.structured_output == base.local.structured_output
     assert out.grading.max_tokens == base.local.grading_max_tokens
     assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
+
+
+async def test_maybe_local_yields_before_the_model_is_loaded_and_ready_waits_for_it(fake_runner, monkeypatch, tmp_path):
+    """The agent is built while the server loads its model: the block starts at once, ready() waits."""
+    monkeypatch.setenv("FAKE_LOAD_SECONDS", "1.5")
+    settings = RagsExpertSettings(local=fake_runner)
+    began = time.monotonic()
+    async with maybe_local(settings, True) as local:
+        entered = time.monotonic() - began
+        assert local.server is not None and local.server.startup_seconds is None
+        assert local.settings.llm.base_url == local.server.base_url
+        await local.ready()
+        ready = time.monotonic() - began
+        await local.ready()  # idempotent
+        with urllib.request.urlopen(local.server.base_url + "/models", timeout=5) as response:
+            assert response.status == 200
+        pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert entered < 1.0 <= ready, (entered, ready)
+    assert _wait_dead(pids)
+
+
+async def test_maybe_local_without_local_is_the_settings_unchanged(fake_runner):
+    settings = RagsExpertSettings(local=fake_runner)
+    async with maybe_local(settings, False) as local:
+        await local.ready()
+        assert local.settings is settings and local.server is None
+
+
+async def test_ready_reports_a_server_that_died_while_the_agent_was_built(fake_runner, monkeypatch):
+    monkeypatch.setenv("FAKE_MODE", "die")
+    with pytest.raises(LocalModelError, match="exited with code 3"):
+        async with maybe_local(RagsExpertSettings(local=fake_runner), True) as local:
+            await local.ready()

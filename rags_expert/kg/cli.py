@@ -13,13 +13,14 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli_support import setting_type, settings_from_args
-from rags_expert.llm import build_chat_model, redact
+from rags_expert.redaction import redact
 from rags_expert.settings import KGExpertSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 FLAGS = {"backend": "kg.backend", "max_steps": "kg.max_steps"}
 """Flags of ``kg`` that override settings (argparse dest -> settings path)."""
@@ -65,8 +66,9 @@ def run(
     settings = cast(KGExpertSettings, settings_from_args(args, base))  # validated; flags win over the given settings
 
     async def go() -> int:
-        async with maybe_local(settings, getattr(args, "local", False)) as s:
-            return await _run(args, chat_model, s)
+        async with maybe_local(settings, getattr(args, "local", False)) as local:
+            await local.ready()
+            return await _run(args, chat_model, local.settings)
 
     return asyncio.run(go())
 
@@ -81,6 +83,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, setti
     )
     from rags_expert.kg.loader import load_sample_graph
     from rags_expert.lessons import LessonMemory
+    from rags_expert.llm import build_chat_model
 
     settings = settings or KGExpertSettings()
     secrets = settings.secrets()

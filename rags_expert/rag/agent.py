@@ -19,6 +19,7 @@ built here keeps one HTTP connection pool per loop (``llm.build_chat_model``). A
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -31,11 +32,15 @@ from rags_expert.evidence import EvidenceScorer
 from rags_expert.grading import GradingContext
 from rags_expert.host import AgentFlow
 from rags_expert.lessons import LessonMemory
-from rags_expert.llm import build_chat_model
+from rags_expert.llm import bind_output_cap, build_chat_model
 from rags_expert.prompts import PromptStore
+from rags_expert.rag.answering import answer_prefix
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
+from rags_expert.rag.profiles import profile_for
 from rags_expert.settings import RagsExpertSettings, coerce_settings
+
+log = logging.getLogger(__name__)
 
 
 class RetrieverNotConfiguredError(RuntimeError):
@@ -106,6 +111,21 @@ class RagsExpert(AgentFlow):
             evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
         )
         return build_graph(deps)
+
+    async def warm_up(self) -> None:
+        """Have the model read the fixed beginning of the answer prompt (one output token).
+
+        A server that keeps the last prompt's evaluated tokens (llama.cpp) then starts the first answer
+        call from there, and pays its own first-request set-up while the graph retrieves and grades.
+        ``ask --local`` runs it beside the question; API models gain nothing from it. A failure is
+        logged and ignored: the real call reports its own.
+        """
+        assert self.chat_model is not None and self.prompts is not None, "call async_init() first"
+        messages = answer_prefix(self.prompts, profile_for(self.settings.evidence))
+        try:
+            await bind_output_cap(self.chat_model, self.chat_model, 1).ainvoke(messages)
+        except Exception as exc:  # noqa: BLE001 - an optimisation; the answer call reports real faults
+            log.info("warm-up call failed (%s); the answer call starts cold", type(exc).__name__)
 
     def recursion_limit(self) -> int:
         return max_node_steps(self.settings.max_rephrases, self.settings.max_generations) + 5

@@ -1,6 +1,7 @@
 """The answer's side of the graph, apart from the model call: its prompt, its citations, its evidence checks.
 
 * :func:`answer_messages`: the answer prompt for the profile (whole chunks, or each chunk's best sentences).
+* :func:`answer_prefix`: its fixed beginning, which a local server can evaluate ahead (``RagsExpert.warm_up``).
 * :func:`attribute`: give the sentences of an answer the chunks that support them (``evidence.attribution``).
 * :func:`evidence_verdicts`: grounded / useful from the evidence (the ``small`` profile's graders).
 * :func:`extractive_answer`: the best matching sentence, quoted and cited (the extractive fallback).
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,7 +54,7 @@ async def answer_messages(
     """The system and user messages of the answer call (chunks numbered as in ``relevant``)."""
     docs = await focused(question, relevant, scorer, per_chunk) if profile.focus_context else list(relevant)
     return [
-        SystemMessage(prompts.render("answer_system", date=dt.date.today().isoformat())),
+        _system_message(prompts),
         HumanMessage(
             prompts.render(
                 profile.answer_prompt,
@@ -63,6 +65,20 @@ async def answer_messages(
             )
         ),
     ]
+
+
+def answer_prefix(prompts: PromptStore, profile: ModelProfile) -> list[BaseMessage]:
+    """The answer call's messages up to the answer prompt's first field: the part every question shares."""
+    literal = []
+    for text, field, _, _ in string.Formatter().parse(prompts.get(profile.answer_prompt)):
+        literal.append(text)  # already unescaped ({{ → {)
+        if field is not None:
+            break
+    return [_system_message(prompts), HumanMessage("".join(literal))]
+
+
+def _system_message(prompts: PromptStore) -> SystemMessage:
+    return SystemMessage(prompts.render("answer_system", date=dt.date.today().isoformat()))
 
 
 @dataclass(frozen=True)

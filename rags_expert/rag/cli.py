@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from langchain_core.runnables import RunnableConfig
 
+    from rags_expert.local_llm import LocalRun
     from rags_expert.settings import RagsExpertSettings
 
 PROGRESS = {
@@ -63,15 +65,18 @@ async def ask(args: argparse.Namespace) -> int:
 
     if args.local and not args.quiet and not args.json:
         print("[starting the local model]", file=sys.stderr, flush=True)
-    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as settings:
-        return await answer(args, settings)
+    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as local:
+        return await answer(args, local)
 
 
-async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
-    """Answer one question, streaming tokens to stdout and progress to stderr."""
+async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) -> int:
+    """Answer one question, streaming progress to stderr and printing the checked answer once."""
     from rags_expert.rag import RagsExpert
 
-    agent = await RagsExpert(settings).async_init()
+    # the agent is built while a local model server loads its model; the server then reads the answer
+    # prompt's fixed beginning while the graph retrieves and grades
+    agent, _ = await asyncio.gather(RagsExpert(local.settings).async_init(), local.ready())
+    warming = asyncio.create_task(agent.warm_up()) if local.server is not None else None
     graph = agent.get_compiled_graph()
     config: RunnableConfig = {"configurable": {"thread_id": args.thread}}
     if args.tags:
@@ -88,6 +93,10 @@ async def answer(args: argparse.Namespace, settings: RagsExpertSettings) -> int:
                 print(f"[{line}]", file=sys.stderr, flush=True)
         if ended and node.startswith("finalize_") and update.get("messages"):
             final = update["messages"][-1]
+    if warming is not None:  # finished long ago, unless the run never called the model
+        warming.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await warming
     if final is None:
         print("error: the run ended without an answer", file=sys.stderr)
         return 2
