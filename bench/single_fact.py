@@ -44,7 +44,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
 }
 """before: the standard profile without attribution (what --local did before); attribution: + citations added
-from the evidence; evidence: the small profile (evidence grading, focused few-shot prompt) without the
+from the evidence; evidence: the small profile (evidence grading, focused short prompt) without the
 extractive fallback; small: the default of --local (with the fallback)."""
 
 

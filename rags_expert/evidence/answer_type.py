@@ -112,6 +112,47 @@ def _has_name(text: str, known: set[str]) -> bool:
     return False
 
 
+_CATEGORY_QUESTION = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]{3,})", re.I | re.UNICODE)
+_NOT_CATEGORIES = frozenset({"kind", "type", "sort", "sorts", "kinds", "types", "part", "one", "ones"})
+_MIN_SHARED_PREFIX = 4
+
+
+def answer_category(question: str) -> str | None:
+    """The stem of the noun a question names its answer by ("which *rock*", "how many *people*"), or None
+    ("what did", "which of")."""
+    match = _CATEGORY_QUESTION.search(question)
+    if match is None:
+        return None
+    noun = match.group(1).lower()
+    return None if noun in STOPWORDS or noun in _NOT_CATEGORIES else stem(noun)
+
+
+def _is_category_word(word: str, category: str) -> bool:
+    """``word`` names ``category``: same stem, or one stem starts the other ("mount" / "mountain")."""
+    own = stem(word.lower())
+    short, long = sorted((own, category), key=len)
+    return len(short) >= _MIN_SHARED_PREFIX and long.startswith(short)
+
+
+def names_category(text: str, category: str) -> bool:
+    """Whether ``text`` joins a name or a number to the answer's category: "on *Gull Rock*", "*Mount Arden*",
+    "the *Zephyr lighthouse*", "a crowd of *18,000 people*"."""
+    tokens = words(text)
+    for i, word in enumerate(tokens):
+        if not _is_category_word(word, category):
+            continue
+        before = tokens[max(0, i - 2) : i]
+        if any(t[0].isdigit() or t.lower() in _NUMBER_WORDS for t in before):
+            return True  # 18,000 people
+        prev = tokens[i - 1] if i > 0 else ""
+        if prev[:1].isupper() and prev.lower() not in STOPWORDS and (i > 1 or word[0].isupper()):
+            return True  # Gull Rock, the Zephyr lighthouse
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if word[0].isupper() and nxt[:1].isupper() and nxt.lower() not in STOPWORDS:
+            return True  # Mount Arden
+    return False
+
+
 def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:
     """Whether ``text`` holds something of the question's answer type that the question itself does not."""
     kind = kind or expected_type(question)

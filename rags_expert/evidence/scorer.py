@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rags_expert.evidence.answer_type import AnswerType, expected_type, holds_answer
+from rags_expert.evidence.answer_type import AnswerType, answer_category, expected_type, holds_answer, names_category
 from rags_expert.evidence.text import is_heading, name_phrases, question_terms, split_sentences, strip_citations, terms
 from rags_expert.settings import EvidenceSettings
 
@@ -46,7 +46,8 @@ class Match:
     answers: bool
     """Whether the sentence can answer: it holds something of the question's answer type the question does
     not, and its chunk holds every term of the question (a chunk that never says "painted" cannot say who
-    painted the lighthouse)."""
+    painted the lighthouse), or all but one when the sentence names the answer's category ("On which rock
+    does the lighthouse *stand*?" → "built on *Gull Rock*")."""
     score: float
 
 
@@ -145,7 +146,7 @@ class EvidenceScorer:
         sentence about it weighs much ("Who *organised* the Tidewater Festival?").
         """
         wanted = question_terms(question)
-        kind = expected_type(question)
+        kind, category = expected_type(question), answer_category(question)
         names = [p & wanted for p in name_phrases(question) if p & wanted]
         chunks = []
         for i, doc in enumerate(docs):
@@ -160,19 +161,28 @@ class EvidenceScorer:
         rows = []
         for i, sentence, own, subject, held in chunks:
             covered = sum(weight[t] for t in own) + self.settings.context_weight * sum(weight[t] for t in subject - own)
-            rows.append((i, sentence, covered / total, sum(weight[t] for t in wanted - held) / total))
+            rows.append((i, sentence, covered / total, wanted - held))
         sims = await self._similarities(question, [r[1] for r in rows])
         out = [
             Match(
-                i, sentence, cov, sim, missing, self._answers(sentence, question, kind, missing), self._blend(cov, sim)
+                i,
+                sentence,
+                cov,
+                sim,
+                sum(weight[t] for t in absent) / total,
+                self._answers(sentence, question, kind, len(absent), category),
+                self._blend(cov, sim),
             )
-            for (i, sentence, cov, missing), sim in zip(rows, sims, strict=True)
+            for (i, sentence, cov, absent), sim in zip(rows, sims, strict=True)
         ]
         return sorted(out, key=lambda m: (m.score, m.answers), reverse=True)
 
     @staticmethod
-    def _answers(sentence: str, question: str, kind: AnswerType, missing: float) -> bool:
-        return missing == 0 and holds_answer(sentence, question, kind)
+    def _answers(sentence: str, question: str, kind: AnswerType, absent: int, category: str | None) -> bool:
+        """See :attr:`Match.answers`."""
+        if absent > 1 or (absent == 1 and (category is None or not names_category(sentence, category))):
+            return False
+        return holds_answer(sentence, question, kind)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""

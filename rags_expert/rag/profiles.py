@@ -3,7 +3,7 @@
 | check | ``standard`` (API models) | ``small`` (``--local``, SmolLM2-135M) |
 |---|---|---|
 | chunk relevance | LLM grader | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
-| answer prompt | ``generate`` (whole chunks) | ``generate_small`` (few-shot; the best sentences of each chunk) |
+| answer prompt | ``generate`` (whole chunks) | ``generate_small`` (copy the answering words; each chunk's best sentence) |
 | citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | every sentence re-attributed from the evidence |
 | grounded | LLM grader | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
 | useful | LLM grader | evidence: holds an answer of the question's type, found in a matching sentence |
@@ -42,7 +42,7 @@ class ModelProfile:
     reattribute: bool
     """Replace the model's own citations by those the evidence finds."""
     answer_stop: tuple[str, ...]
-    """Stop sequences of the answer call (the few-shot prompt's one-line answer ends at a line break)."""
+    """Stop sequences of the answer call (the small prompt's one-sentence answer ends at a line break)."""
     rephrase: bool
     """Rephrase the search when nothing relevant was found (else ``max_rephrases`` is 0 for the question)."""
     regenerate: bool
