@@ -16,7 +16,7 @@ stops it). Reported per variant:
 * **honest**: unanswerable and exit 1; **false success**: unanswerable and exit 0;
 * **errors**: exit 2 or a crash; **s/question**: wall-clock seconds of the subprocess, median and max.
 
-    python bench/single_fact.py [--split test|dev|all] [--variants before,attribution,evidence,small]
+    python bench/single_fact.py [--split test|dev|all] [--variants before,attribution,evidence,fewshot,small]
         [--limit N] [--json out.json]
 """
 
@@ -41,11 +41,19 @@ VARIANTS: dict[str, dict[str, str]] = {
     "before": {"RAGS_EXPERT_LOCAL__PROFILE": "standard", "RAGS_EXPERT_EVIDENCE__ATTRIBUTION": "false"},
     "attribution": {"RAGS_EXPERT_LOCAL__PROFILE": "standard"},
     "evidence": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_EVIDENCE__EXTRACTIVE_FALLBACK": "false"},
+    "fewshot": {
+        "RAGS_EXPERT_LOCAL__PROFILE": "small",
+        "RAGS_EXPERT_EVIDENCE__FOCUS_SENTENCES": "3",
+        "RAGS_EXPERT_PROMPTS": json.dumps(
+            {"generate_small": (SET / "prompts" / "generate_small_fewshot.txt").read_text()}
+        ),
+    },
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
 }
 """before: the standard profile without attribution (what --local did before); attribution: + citations added
 from the evidence; evidence: the small profile (evidence grading, focused short prompt) without the
-extractive fallback; small: the default of --local (with the fallback)."""
+extractive fallback; fewshot: the small profile with its former answer prompt (a few-shot example, three focus
+sentences per chunk); small: the default of --local (with the fallback; one focus sentence, a short prompt)."""
 
 
 def normalise(text: str) -> str:
@@ -140,7 +148,7 @@ def main() -> None:
     """Parse the options, run each variant, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
-    parser.add_argument("--variants", default="before,attribution,evidence,small")
+    parser.add_argument("--variants", default="before,attribution,evidence,fewshot,small")
     parser.add_argument("--limit", type=int, default=0, help="first N answerable and N unanswerable questions")
     parser.add_argument("--json", type=Path, help="write every answer here")
     args = parser.parse_args()

