@@ -156,9 +156,15 @@ class EvalReport:
         return "\n".join(["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
 
-def score_question(q: dict[str, Any], answer: str, sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """The per-question metrics of an answer and its cited sources."""
-    text = strip_citations(answer)
+def score_question(
+    q: dict[str, Any], answer: str, sources: list[dict[str, Any]], *, answered: bool = True
+) -> dict[str, Any]:
+    """The per-question metrics of an answer and its cited sources.
+
+    An honest failure (``answered=False``) is no answer: it scores 0 even when its text repeats the question
+    ("I could not find … what Hawaii county?") or lists partial findings that hold the gold string.
+    """
+    text = strip_citations(answer) if answered else ""
     gold = q["answer"]
     gold_titles = {title for title, _ in q.get("supporting_facts", [])}
     cited = sorted({str(s.get("title")) for s in sources if s.get("title")})
@@ -213,7 +219,8 @@ async def run_hotpotqa(
         seconds = time.perf_counter() - started
         final = out["messages"][-1]
         meta = final.response_metadata
-        metrics = score_question(q, str(final.content), meta.get("sources", []))
+        answered = meta.get("outcome") == "success"
+        metrics = score_question(q, str(final.content), meta.get("sources", []), answered=answered)
         result = QuestionResult(
             id=q["id"],
             question=q["question"],

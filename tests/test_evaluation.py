@@ -41,6 +41,14 @@ def test_score_question_counts_cited_gold_paragraphs():
     assert m["gold_recall"] == 0.5 and m["contains"] == 1.0 and m["exact_match"] == 0.0
 
 
+def test_an_honest_failure_is_no_answer_even_when_it_echoes_the_gold():
+    q = {"answer": "Hawaii County", "supporting_facts": [["W. H. Shipman House", 0]]}
+    failure = 'I could not find an answer to "The W. H. Shipman House is in what Hawaii county?" in the knowledge base.'
+    assert score_question(q, failure, [], answered=True)["contains"] == 1.0  # what scoring the text would say
+    m = score_question(q, failure, [], answered=False)
+    assert m["contains"] == 0.0 and m["f1"] == 0.0 and m["exact_match"] == 0.0
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(not DEV.is_file(), reason=f"HotpotQA data not found at {DEV}")
 def test_eval_command_end_to_end(tmp_path, capsys):
