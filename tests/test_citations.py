@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import KeywordRetriever
+from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage
 from scripts import Script
 
@@ -11,7 +12,6 @@ from rags_expert import RagsExpert
 from rags_expert.rag.citations import (
     cited_numbers,
     cited_sources,
-    clean_citations,
     iter_citations,
 )
 from rags_expert.testing import ScriptedChatModel
@@ -58,13 +58,17 @@ def test_what_counts_as_a_citation(text, expected):
     ],
 )
 def test_text_without_citations_is_left_exactly_as_written(text):
-    assert clean_citations(text, 3) == text
     assert cited_sources(text, ["unused"] * 3) == (text, [])  # type: ignore[list-item]
 
 
-def test_citations_are_written_uniformly_and_nothing_else_changes():
-    text = "Built [1;3 ] in `a[2]`, see [2023] and [2][1]."
-    assert clean_citations(text, 3) == "Built [1, 3] in `a[2]`, see [2023] and [2][1]."
+def test_citations_are_renumbered_in_order_of_appearance_and_nothing_else_changes():
+    docs = [Document(page_content=f"chunk {i}", metadata={"title": f"t{i}"}) for i in (1, 2, 3)]
+    text = "Built [3;1 ] in `a[2]`, see [2023] and [2][3]."
+    answer, sources = cited_sources(text, docs)
+    # first cited: context 3 → [1], then 1 → [2], then 2 → [3]; one bracket's numbers sorted
+    assert answer == "Built [1, 2] in `a[2]`, see [2023] and [3][1]."
+    assert [(s["n"], s["title"]) for s in sources] == [(1, "t3"), (2, "t1"), (3, "t2")]
+    assert all(s["uid"] == s["chunk_id"] and s["uid"] for s in sources)
 
 
 def test_citation_spans_point_at_their_markers():

@@ -56,9 +56,12 @@ async def test_sources_are_exactly_the_cited_chunks(castle_docs):
     script = Script(generate=lambda t: "Built in 1412 [2] by the duke [4][2]; see also [9] and [0].")
     agent, _, _ = await make_agent(script, castle_docs)
     _, msg = await run(agent, "When was Castle Varen built by Duke Albrecht?")
-    assert [s["n"] for s in msg.response_metadata["sources"]] == [2, 4]
+    sources = msg.response_metadata["sources"]
+    # renumbered 1..k in order of appearance, so that [n] is sources[n-1] in every host
+    assert [s["n"] for s in sources] == [1, 2]
+    assert [s["content"] for s in sources] == [castle_docs[1].page_content, castle_docs[3].page_content]
     # [9] and [0] name no chunk: not citations, and left as the model wrote them
-    assert msg.content == "Built in 1412 [2] by the duke [4][2]; see also [9] and [0]."
+    assert msg.content == "Built in 1412 [1] by the duke [2][1]; see also [9] and [0]."
 
 
 async def test_no_relevant_chunk_rephrases_and_retrieves_with_new_query(castle_docs):

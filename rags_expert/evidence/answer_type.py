@@ -92,10 +92,24 @@ def expected_type(question: str) -> AnswerType:
     return AnswerType.ANY
 
 
+_NUMBER_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_QUANTITY = re.compile(
+    rf"(?P<currency>[$£€]\s?)?(?<![\w.])(?P<number>\d[\d,.]*\d|\d|(?:{_NUMBER_WORD})(?:-[^\W\d_]+)?)\b"
+    r"(?P<after>\s*%|\s+(?P<unit>[^\W\d_][\w-]*))?",
+    re.IGNORECASE | re.UNICODE,
+)
+
+
 def _has_number(text: str, known: set[str]) -> bool:
-    for word in words(text):
-        low = word.lower()
-        if (word[0].isdigit() and stem(low) not in known) or low in _NUMBER_WORDS:
+    """A quantity the question does not hold: a number (digits or words) with its unit or counted noun right
+    after it ("34 metres", "640 workers", "twenty-six years"), a percentage or an amount of money. A bare
+    number ("built in 1871 on Gull Rock", "in 1986, organised …") does not answer "how tall" or "how many"."""
+    for m in _QUANTITY.finditer(text):
+        number = m.group("number").lower()
+        if stem(number) in known:
+            continue  # the question's own number ("in 2019")
+        unit = (m.group("unit") or "").lower()
+        if m.group("currency") or (m.group("after") or "").strip() == "%" or (unit and unit not in STOPWORDS):
             return True
     return False
 

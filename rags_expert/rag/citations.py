@@ -173,31 +173,35 @@ def rewrite_citations(text: str, n_chunks: int, rewrite: Callable[[Citation], st
     return "".join(parts) + text[pos:]
 
 
-def clean_citations(text: str, n_chunks: int) -> str:
-    """The answer with its citations written uniformly (``[1;2 ]`` → ``[1, 2]``).
-
-    Nothing else changes: a bracket that is not a citation (code, a year, a number beyond the
-    context, a link) is left exactly as the model wrote it — it is simply not counted as a source.
-    """
-    return rewrite_citations(text, n_chunks, lambda c: "[" + ", ".join(map(str, c.numbers)) + "]")
-
-
 def source_dict(doc: Document, n: int) -> dict[str, Any]:
-    """The public description of a cited chunk."""
+    """The public description of a cited chunk: ``n`` is its number in the final answer; ``uid`` (= ``chunk_id``)
+    identifies the chunk across runs."""
     meta = doc.metadata
+    uid = chunk_id(doc)
     return {
         "n": n,
+        "uid": uid,
         "content": doc.page_content,
         "title": meta.get("title"),
         "source": meta.get("source") or meta.get("uri") or meta.get("file_path"),
         "page": meta.get("page"),
         "score": meta.get("score"),
-        "chunk_id": chunk_id(doc),
+        "chunk_id": uid,
     }
 
 
 def cited_sources(text: str, docs: Sequence[Document]) -> tuple[str, list[dict[str, Any]]]:
-    """The answer (see :func:`clean_citations`) and the sources it cites (sorted by n)."""
-    cleaned = clean_citations(text, len(docs))
-    numbers = sorted(cited_numbers(cleaned, len(docs)))
-    return cleaned, [source_dict(docs[n - 1], n) for n in numbers]
+    """The answer with its citations renumbered 1..k, and the k chunks it cites, in that order.
+
+    The model cites context numbers (``[2]`` and ``[5]`` of five chunks); hosts show ``[n]`` as a link to
+    ``sources[n-1]`` (Fred's UI does), so the answer's first cited chunk becomes ``[1]``, the next new one
+    ``[2]``, and ``sources`` lists them in that order (``[2] … [5] … [2]`` → ``[1] … [2] … [1]``). Numbers
+    inside one bracket are sorted and de-duplicated; every bracket that is not a citation (see
+    :func:`iter_citations`) is left exactly as written.
+    """
+    order = cited_numbers(text, len(docs))  # context numbers, in order of first appearance
+    new = {old: i for i, old in enumerate(order, start=1)}
+    renumbered = rewrite_citations(
+        text, len(docs), lambda c: "[" + ", ".join(str(n) for n in sorted({new[x] for x in c.numbers})) + "]"
+    )
+    return renumbered, [source_dict(docs[old - 1], new[old]) for old in order]

@@ -68,3 +68,22 @@ def test_an_open_question_needs_a_sentence_that_says_something() -> None:
     q = "What does finalize_failure do?"
     assert not holds_answer("Anything else → `finalize_failure`.", q)
     assert holds_answer("`finalize_failure` appends the honest failure message and clears the working state.", q)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "question", "holds"),
+    [
+        ("Its tower is 34 metres tall.", "How tall is the lighthouse?", True),
+        ("It was built in 1871 on Gull Rock.", "How tall is the lighthouse?", False),  # a bare year is no height
+        ("It was first held in 1986, organised by a fiddler.", "How many days does it last?", False),
+        ("The festival lasts four days.", "How long does the festival last?", True),
+        ("He tended the lamp for twenty-six years.", "How long did he tend the lamp?", True),
+        ("In 2019 it drew a crowd of 18,000 people.", "How many people came in 2019?", True),
+        ("In 2019 the harbour was dredged.", "How many people came in 2019?", False),  # the question's own number
+        ("A ticket costs £12.", "How much does a ticket cost?", True),
+        ("Prices rose by 12%.", "How much did prices rise?", True),
+        ("Someone said so.", "How many people said so?", False),  # "one" inside a word is no number
+    ],
+)
+def test_a_number_answer_is_a_quantity_with_its_unit(sentence: str, question: str, holds: bool) -> None:
+    assert holds_answer(sentence, question, AnswerType.NUMBER) is holds
