@@ -26,7 +26,15 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence.answer_type import AnswerType, answer_category, expected_type, holds_answer, names_category
-from rags_expert.evidence.text import is_heading, name_phrases, question_terms, split_sentences, strip_citations, terms
+from rags_expert.evidence.text import (
+    is_heading,
+    measure_hint,
+    name_phrases,
+    question_terms,
+    split_sentences,
+    strip_citations,
+    terms,
+)
 from rags_expert.settings import EvidenceSettings
 
 _CACHE_SIZE = 4096
@@ -175,7 +183,12 @@ class EvidenceScorer:
             )
             for (i, sentence, cov, absent), sim in zip(rows, sims, strict=True)
         ]
-        return sorted(out, key=lambda m: (m.score, m.answers), reverse=True)
+        hint, bonus = measure_hint(question), self.settings.measure_bonus
+        return sorted(
+            out,
+            key=lambda m: (m.score + (bonus if hint and hint in terms(m.sentence) else 0.0), m.answers),
+            reverse=True,
+        )
 
     @staticmethod
     def _answers(sentence: str, question: str, kind: AnswerType, absent: int, category: str | None) -> bool:

@@ -91,6 +91,14 @@ def question_terms(question: str) -> set[str]:
     return terms(_HOW_ADJECTIVE.sub("how", question), drop=QUESTION_WORDS)
 
 
+def measure_hint(question: str) -> str | None:
+    """The stem of the adjective of a "how tall / how far / how deep" question, which ``question_terms`` drops
+    but a sentence that says it ("is 34 metres *tall*") answers better; None for "how many / how much"."""
+    match = _HOW_ADJECTIVE.search(question)
+    word = match.group(1).lower() if match else ""
+    return stem(word) if word and word not in STOPWORDS and word not in QUESTION_WORDS else None
+
+
 def strip_citations(text: str) -> str:
     """``text`` without its ``[n]`` markers."""
     return _CITATION.sub("", text).strip()

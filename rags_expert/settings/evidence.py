@@ -68,6 +68,13 @@ class EvidenceSettings(SettingsSection):
         description="Share of an answer sentence's terms one chunk sentence (or two neighbouring ones, with the "
         "chunk's title) must hold to support it; 1.0: a weak model's answer may add no word of its own.",
     )
+    measure_bonus: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="Rank bonus of a sentence that holds the adjective of a 'how tall / how far' question ('its "
+        "tower is 34 metres tall' before 'the keeper tended the lamp for 26 years'); ranking only, no threshold.",
+    )
     focus_sentences: int = Field(
         1,
         ge=0,

@@ -77,3 +77,18 @@ async def test_two_missing_terms_are_too_many_even_with_the_category() -> None:
         "On which rock was the Zephyr lighthouse repainted in red?", [LIGHTHOUSE]
     )
     assert not any(m.answers for m in matches)
+
+
+async def test_a_how_tall_answer_prefers_the_sentence_that_says_tall() -> None:
+    doc = Document(
+        page_content="The first keeper of the Zephyr lighthouse was Tobias Venn, who tended the lamp for twenty-six "
+        "years. Its granite tower is 34 metres tall.",
+        metadata={"title": "The Zephyr Lighthouse"},
+    )
+    best = await EvidenceScorer(EvidenceSettings(), None).best_answer("How tall is the Zephyr lighthouse?", [doc])
+    assert best is not None and "34 metres" in best.sentence
+    # the bonus only ranks: without it the keeper's twenty-six years come first (both are quantities)
+    plain = await EvidenceScorer(EvidenceSettings(measure_bonus=0.0), None).best_answer(
+        "How tall is the Zephyr lighthouse?", [doc]
+    )
+    assert plain is not None and "twenty-six" in plain.sentence
