@@ -324,3 +324,15 @@ def test_ingest_with_some_good_files_succeeds_and_counts_the_skipped(tmp_path):
     (folder / "good.md").write_text("")  # emptied: its chunks leave the knowledge base
     again = run_cli(["ingest", str(folder), "-q"], env)
     assert again.returncode == 0 and "1 removed" in again.stdout and "2 skipped" in again.stdout
+
+
+def test_ask_local_with_a_missing_model_file_is_one_line_and_exit_2(tmp_path):
+    """The server is spawned before the agent is built: a model file that is not there still ends in one line."""
+    env = cli_env(tmp_path / "data", RAGS_EXPERT_LOCAL__MODEL_PATH=str(tmp_path / "missing.gguf"))
+    done = run_cli(["ask", "--local", "-q", "Who built the castle?"], env)  # -q: no progress line
+    assert done.returncode == 2
+    assert (
+        one_error_line(done)
+        == f"error: LocalModelError: model file not found: {tmp_path / 'missing.gguf'} (local.model_path)"
+    )
+    assert done.stdout == ""
