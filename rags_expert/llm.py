@@ -276,10 +276,10 @@ def bind_output_cap(model: BaseChatModel, runnable: Runnable, cap: int, body: di
 
 
 __all__ = [
-    "bind_output_cap",
     "AIMessage",
     "LLMCallError",
     "RetryPolicy",
+    "bind_output_cap",
     "build_chat_model",
     "call_model",
     "error_class_name",

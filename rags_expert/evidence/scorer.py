@@ -155,6 +155,7 @@ class EvidenceScorer:
         """
         wanted = question_terms(question)
         kind, category = expected_type(question), answer_category(question)
+        hint = measure_hint(question)
         names = [p & wanted for p in name_phrases(question) if p & wanted]
         chunks = []
         for i, doc in enumerate(docs):
@@ -163,32 +164,24 @@ class EvidenceScorer:
             if names and not any(name <= held for name in names):
                 continue  # about something else: none of the question's names in full
             subject = terms(_chunk_header(doc) + " " + _heading(sentences)) & wanted
-            chunks += [(i, sentence, terms(sentence) & wanted, subject, held) for sentence in sentences]
-        weight = _local_idf(wanted, [own for _, _, own, _, _ in chunks])
+            for sentence in sentences:
+                own = terms(sentence)
+                chunks.append((i, sentence, own & wanted, subject, held, hint is not None and hint in own))
+        weight = _local_idf(wanted, [c[2] for c in chunks])
         total = sum(weight.values()) or 1.0
         rows = []
-        for i, sentence, own, subject, held in chunks:
+        for i, sentence, own, subject, held, hinted in chunks:
             covered = sum(weight[t] for t in own) + self.settings.context_weight * sum(weight[t] for t in subject - own)
-            rows.append((i, sentence, covered / total, wanted - held))
+            rows.append((i, sentence, covered / total, wanted - held, hinted))
         sims = await self._similarities(question, [r[1] for r in rows])
-        out = [
-            Match(
-                i,
-                sentence,
-                cov,
-                sim,
-                sum(weight[t] for t in absent) / total,
-                self._answers(sentence, question, kind, len(absent), category),
-                self._blend(cov, sim),
-            )
-            for (i, sentence, cov, absent), sim in zip(rows, sims, strict=True)
-        ]
-        hint, bonus = measure_hint(question), self.settings.measure_bonus
-        return sorted(
-            out,
-            key=lambda m: (m.score + (bonus if hint and hint in terms(m.sentence) else 0.0), m.answers),
-            reverse=True,
-        )
+        ranked = []
+        for (i, sentence, cov, absent, hinted), sim in zip(rows, sims, strict=True):
+            answers = self._answers(sentence, question, kind, len(absent), category)
+            match = Match(i, sentence, cov, sim, sum(weight[t] for t in absent) / total, answers, self._blend(cov, sim))
+            bonus = self.settings.measure_bonus if hinted else 0.0  # ranking only: "34 metres *tall*"
+            ranked.append(((match.score + bonus, answers), match))
+        ranked.sort(key=lambda pair: pair[0], reverse=True)
+        return [match for _, match in ranked]
 
     @staticmethod
     def _answers(sentence: str, question: str, kind: AnswerType, absent: int, category: str | None) -> bool:
