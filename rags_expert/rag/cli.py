@@ -21,6 +21,7 @@ import sys
 from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli_support import args_settings, setting_type
+from rags_expert.progress import RAG_PROGRESS
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -30,15 +31,6 @@ if TYPE_CHECKING:
     from rags_expert.local_llm import LocalRun
     from rags_expert.settings import RagsExpertSettings
 
-PROGRESS = {
-    "retrieve": "searching the knowledge base",
-    "grade_documents": "grading the chunks",
-    "rephrase_query": "rephrasing the search",
-    "generate": "writing a draft",
-    "grade_generation": "checking the draft",
-    "extract_answer": "quoting the best matching sentence of the sources",
-}
-"""The line printed when a node starts."""
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
 """Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
 ASK_FLAGS = {
@@ -87,10 +79,8 @@ async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) 
     async for event in cast("AsyncIterator[dict[str, Any]]", stream):
         node, ended = event.get("name", ""), "result" in event
         update = dict(event.get("result") or []) if ended else {}
-        if not args.json and not args.quiet:
-            line = progress_line(node, update) if ended else PROGRESS.get(node)
-            if line:
-                print(f"[{line}]", file=sys.stderr, flush=True)
+        if not args.json and not args.quiet and (line := RAG_PROGRESS.line(event)):
+            print(f"[{line}]", file=sys.stderr, flush=True)
         if ended and node.startswith("finalize_") and update.get("messages"):
             final = update["messages"][-1]
     if warming is not None:  # finished long ago, unless the run never called the model
@@ -110,18 +100,6 @@ async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) 
             page = f", p. {src['page']}" if src.get("page") is not None else ""
             print(f"[{src['n']}] {src.get('title') or where}{page} ({where})")
     return exit_code(meta)
-
-
-def progress_line(node: str, update: dict[str, Any]) -> str | None:
-    """What to tell the user when ``node`` has ended with ``update`` (None: nothing worth a line)."""
-    if node == "grade_documents" and "graded" in update:
-        return f"{update.get('new_relevant', 0)} new relevant chunk(s)"
-    if node == "rephrase_query" and update.get("query"):
-        return f"new search: {update['query']}"
-    if node == "grade_generation" and "grounded" in update:
-        feedback = update.get("feedback")
-        return f"draft rejected: {feedback}" if feedback else "draft accepted"
-    return None
 
 
 def register(subparsers: Any) -> None:
