@@ -35,7 +35,7 @@ class AgentFlow(ABC):
     def __init__(self, settings: Any = None) -> None:
         self.settings = settings
         self._graph: StateGraph | None = None
-        self._compiled: dict[int, CompiledStateGraph] = {}
+        self._compiled: dict[int | str, CompiledStateGraph] = {}
         self._default_checkpointer = InMemorySaver()
 
     @abstractmethod
@@ -78,3 +78,18 @@ class AgentFlow(ABC):
             compiled = self._graph.compile(checkpointer=saver, name=self.name)
             self._compiled[key] = compiled.with_config(recursion_limit=self.recursion_limit())
         return self._compiled[key]
+
+    def get_standalone_graph(self) -> CompiledStateGraph:
+        """The graph compiled with ``checkpointer=False``, for running inside another graph's node.
+
+        A graph compiled without a checkpointer (``None``) that runs inside a node of an outer LangGraph
+        graph becomes its subgraph and writes its working state into the outer graph's checkpointer (Fred v2
+        persists every node's state in SQL). ``False`` keeps it out: the host owns the conversation, this
+        run is one stateless call (history comes in the input messages).
+        """
+        if self._graph is None:
+            raise NotInitializedError(f"{type(self).__name__}: call 'await agent.async_init()' first")
+        if "standalone" not in self._compiled:
+            compiled = self._graph.compile(checkpointer=False, name=self.name)
+            self._compiled["standalone"] = compiled.with_config(recursion_limit=self.recursion_limit())
+        return self._compiled["standalone"]

@@ -63,9 +63,18 @@ class KGQueryExpert(AgentFlow):
         self.schema = schema
         self.lesson_memory = lesson_memory
         self.agent: KGQueryReflexionAgent | None = None
+        self.kg_schema: KGSchema | None = None
 
     async def async_init(self) -> Self:
         """Load the schema, start the database (and the sample graph), build the agent and its graph."""
+        schema = await self.open()
+        await asyncio.to_thread(self._init_sync, schema)
+        return self
+
+    async def open(self) -> KGSchema:
+        """Load the schema, start (or connect to) the database and load the sample graph, once."""
+        if self.kg_schema is not None:
+            return self.kg_schema
         kg = self.settings.kg
         source = self.schema if self.schema is not None else kg.schema_file
         if source is None:
@@ -78,8 +87,32 @@ class KGQueryExpert(AgentFlow):
         await self.backend.start()
         if kg.load_sample:
             await load_sample_graph(self.backend, schema)
-        await asyncio.to_thread(self._init_sync, schema)
-        return self
+        self.kg_schema = schema
+        return schema
+
+    def rebound(
+        self,
+        chat_model: BaseChatModel,
+        settings: KGExpertSettings | None = None,
+        lesson_memory: LessonMemory | None = None,
+    ) -> KGQueryExpert:
+        """An initialised copy of this opened agent with another chat model (and settings, lessons).
+
+        The database, the schema and the lesson memory are shared, and nothing blocks: a host that gets
+        a model per turn (Fred v2) opens one agent and rebinds it every turn.
+        """
+        if self.kg_schema is None:
+            raise RuntimeError("KGQueryExpert.rebound: call 'await agent.open()' first")
+        clone = KGQueryExpert(
+            settings or self.settings,
+            chat_model=chat_model,
+            backend=self.backend,
+            schema=self.kg_schema,
+            lesson_memory=lesson_memory or self.lesson_memory,
+        )
+        clone.kg_schema = self.kg_schema
+        clone._init_sync(self.kg_schema)
+        return clone
 
     def _init_sync(self, schema: KGSchema) -> None:
         settings = self.settings

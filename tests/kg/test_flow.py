@@ -8,6 +8,7 @@ import pytest
 
 from rags_expert.hosts import discover_agent_classes, load_agents
 from rags_expert.kg import KGQueryExpert
+from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
 from .conftest import SCHEMA_FILE, needs_shared
@@ -59,3 +60,29 @@ async def test_a_missing_schema_is_a_clear_error():
 
 def test_entry_point_advertises_the_kg_agent():
     assert discover_agent_classes().get("kg-query-expert") is KGQueryExpert
+
+
+async def test_an_opened_agent_is_rebound_to_a_new_model_per_turn(falkordb_reason):
+    """What a host with a model per turn (Fred v2) does: open the database once, rebind each turn."""
+    opened = KGQueryExpert(
+        {
+            "lessons": {"enabled": False},
+            "kg": {"schema_file": str(SCHEMA_FILE), "schema_name": "gene_kg", "load_sample": True},
+        }
+    )
+    with pytest.raises(RuntimeError, match="open"):
+        opened.rebound(model())
+    schema = await opened.open()
+    try:
+        assert await opened.open() is schema  # once
+        for turn in range(2):
+            chat = model()
+            expert = opened.rebound(chat, KGExpertSettings(lessons={"enabled": False}, kg={"max_steps": 2}))
+            assert expert.backend is opened.backend and expert.settings.kg.max_steps == 2
+            out = await expert.get_standalone_graph().ainvoke(
+                {"messages": [("user", "Which genes are expressed in fibroblasts?")]}
+            )
+            assert {row["g.name"] for row in out["attempts"][-1]["rows"]} >= {"COL1A1", "VIM"}, turn
+            assert chat.calls  # this turn's model answered
+    finally:
+        await opened.aclose()
