@@ -42,6 +42,7 @@ def test_setting_fields_are_described_by_the_settings_model():
         "title": "Prompt: generate",
         "default": PromptStore().get("generate"),
         "description": "The generate prompt template ({name} fields as in the packaged file).",
+        "ui": {"group": "Prompts", "textarea": True, "multiline": True, "max_lines": 20, "advanced": True},
     }
 
 

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from fred_core.store import VectorSearchHit
 from fred_sdk import FieldSpec, GraphAgent, GraphExecutionOutput, GraphWorkflow, StepResult
@@ -41,6 +41,7 @@ from rags_expert.fred.tuning import (
     tunables,
 )
 from rags_expert.fred.turn import conversation, fault_text, run_graph
+from rags_expert.host import AgentFlow
 from rags_expert.kg.flow import KGQueryExpert
 from rags_expert.lessons import LessonMemory
 from rags_expert.progress import KG_PROGRESS, RAG_PROGRESS, Progress
@@ -97,10 +98,26 @@ class OurFredAgent(GraphAgent):
     state_schema = TurnState
     workflow = GraphWorkflow(entry="answer", nodes={"answer": _unbound})
     progress: ClassVar[Progress]
+    flow: ClassVar[type[AgentFlow]]
+    settings_class: ClassVar[type[AgentSettings]]
 
     agent_settings: Any = None
     """Our settings for this agent (a settings object); Fred tuning values are applied on top per turn."""
     _shared: Shared = PrivateAttr(default_factory=Shared)
+
+    @classmethod
+    def create(cls, settings: AgentSettings | dict[str, Any] | None, agent_id: str) -> Self:
+        """The agent for Fred: its host-facing AgentFlow's metadata, our settings, the tuning fields they give."""
+        flow = cls.flow
+        agent = cls(
+            agent_id=agent_id,
+            role=flow.role,
+            description=flow.description,
+            tags=flow.categories,
+            agent_settings=coerce_settings(settings, cls.settings_class),
+        )
+        fields = tuple(FieldSpec(key=t.key, **t.spec) for t in agent.tunables())
+        return agent.model_copy(update={"fields": fields})
 
     def node_handlers(self) -> Mapping[str, object]:
         """The workflow's node, bound to this agent (its settings and what it keeps between turns)."""
@@ -178,6 +195,8 @@ class RagsExpertFredAgent(OurFredAgent):
     """Corrective RAG over Fred's document search, with Fred's model."""
 
     progress = RAG_PROGRESS
+    flow = RagsExpert
+    settings_class = RagsExpertSettings
 
     def tunables(self) -> list[Tunable]:
         return tunables(self.agent_settings, rag_prompt_keys(PromptStore()), RAG_SETTINGS)
@@ -208,6 +227,8 @@ class KGQueryFredAgent(OurFredAgent):
     """Read-only Cypher over our graph database (schema and database from our settings), with Fred's model."""
 
     progress = KG_PROGRESS
+    flow = KGQueryExpert
+    settings_class = KGExpertSettings
 
     def tunables(self) -> list[Tunable]:
         return tunables(self.agent_settings, kg_prompt_keys(PromptStore()), KG_SETTINGS)
@@ -250,36 +271,18 @@ def request_context(ctx: Any) -> dict[str, Any]:
     return out
 
 
-def _fields(agent: OurFredAgent) -> tuple[FieldSpec, ...]:
-    return tuple(FieldSpec(key=t.key, **t.spec) for t in agent.tunables())
-
-
 def rags_expert_agent(
     settings: RagsExpertSettings | dict[str, Any] | None = None, agent_id: str = "rags-expert"
 ) -> RagsExpertFredAgent:
     """``RagsExpert`` as a Fred graph agent; ``settings`` as for ``RagsExpert`` (None: defaults + environment)."""
-    agent = RagsExpertFredAgent(
-        agent_id=agent_id,
-        role=RagsExpert.role,
-        description=RagsExpert.description,
-        tags=RagsExpert.categories,
-        agent_settings=coerce_settings(settings),
-    )
-    return agent.model_copy(update={"fields": _fields(agent)})
+    return RagsExpertFredAgent.create(settings, agent_id)
 
 
 def kg_query_agent(
     settings: KGExpertSettings | dict[str, Any] | None = None, agent_id: str = "kg-query-expert"
 ) -> KGQueryFredAgent:
     """The KG-query agent as a Fred graph agent; the settings name the schema and the database (``kg.*``)."""
-    agent = KGQueryFredAgent(
-        agent_id=agent_id,
-        role=KGQueryExpert.role,
-        description=KGQueryExpert.description,
-        tags=KGQueryExpert.categories,
-        agent_settings=coerce_settings(settings, KGExpertSettings),
-    )
-    return agent.model_copy(update={"fields": _fields(agent)})
+    return KGQueryFredAgent.create(settings, agent_id)
 
 
 def registry(

@@ -49,6 +49,10 @@ KG_SETTINGS = {
 }
 """The KG-query agent's Fred setting fields and the settings path each one sets."""
 
+SETTING_UI = {"group": "Settings"}
+PROMPT_UI = {"group": "Prompts", "textarea": True, "multiline": True, "max_lines": 20, "advanced": True}
+"""How Fred's UI shows the fields: settings in one group, prompts as long text in an advanced group."""
+
 SHARED_PROMPTS = ("grader_system", "condense_question", "lessons_block", "reflect")
 """Prompts of the shared grading and lesson module, which both agents use."""
 
@@ -83,7 +87,7 @@ def tunables(settings: AgentSettings, prompt_keys: Sequence[str], setting_paths:
         for name, path in setting_paths.items()
     ]
     for key in prompt_keys:
-        spec = {"type": "prompt", "title": f"Prompt: {key}", "default": store.get(key)}
+        spec = {"type": "prompt", "title": f"Prompt: {key}", "default": store.get(key), "ui": PROMPT_UI}
         spec["description"] = f"The {key} prompt template ({{name}} fields as in the packaged file)."
         out.append(Tunable(PROMPT_PREFIX + key, None, spec))
     return out
@@ -140,6 +144,7 @@ def _setting_spec(settings: BaseModel, path: str, name: str) -> dict[str, Any]:
         "title": name.replace("_", " ").capitalize(),
         "default": value,
         "description": f"{info.description} (setting {path})",
+        "ui": SETTING_UI,
     }
     annotation = info.annotation
     if typing.get_origin(annotation) is typing.Literal:

@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from fred_runtime.app import AgentPodConfig, create_agent_app  # noqa: E402
 from fred_runtime.migrations import upgrade_sqlite_database  # noqa: E402
 from kg.conftest import SCHEMA_FILE, _falkordb_missing  # noqa: E402
-from openai_server import OpenAIServer, prompt_text, request_kind, requested_tool, tag_content  # noqa: E402
+from openai_server import OpenAIServer, error, prompt_text, request_kind, requested_tool, tag_content  # noqa: E402
 from retrieval.kf_service import KnowledgeFlowService  # noqa: E402
 
 from rags_expert.fred import registry  # noqa: E402
@@ -90,8 +90,11 @@ class Script:
 
     def __init__(self) -> None:
         self.tower_drafts = 0
+        self.down = False
 
     def __call__(self, body: dict[str, Any]) -> Any:
+        if self.down:  # an upstream fault whose message repeats the key
+            return error(500, f"upstream rejected the request of key {API_KEY}")
         tool = requested_tool(body)
         if tool == "DraftQuery":
             return {"query": KG_QUERY, "reflection": "exact cell type name"}
@@ -168,7 +171,8 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "lessons": {"enabled": False},
                 "kg": {"schema_file": str(SCHEMA_FILE), "schema_name": "gene_kg", "load_sample": True},
             }
-        agents = registry({"lessons": {"enabled": False}, "max_rephrases": 1}, kg)
+        rag = {"lessons": {"enabled": False}, "max_rephrases": 1, "llm": {"max_retries": 1, "retry_base_delay": 0.01}}
+        agents = registry(rag, kg)
         with TestClient(create_agent_app(registry=agents, config=config)) as client:
             yield {"client": client, "llm": llm, "kf": kf, "script": script, "kg": kg is not None}
         if kg is not None:
@@ -187,7 +191,7 @@ def execute(pod: dict[str, Any], question: str, session: str, **extra: Any) -> d
     body = {"agent_id": "rags-expert", "input": question, "session_id": session, **extra}
     response = pod["client"].post("/rags/v1/agents/execute", json=body, headers=USER)
     assert response.status_code == 200, response.text
-    assert API_KEY not in response.text
+    assert API_KEY not in response.text and USER["Authorization"].split()[1] not in response.text
     return response.json()
 
 
@@ -197,7 +201,7 @@ def stream(pod: dict[str, Any], question: str, session: str, **extra: Any) -> li
     with pod["client"].stream("POST", "/rags/v1/agents/execute/stream", json=body, headers=USER) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
-            assert API_KEY not in line
+            assert API_KEY not in line and USER["Authorization"].split()[1] not in line
             if line.startswith("data:"):
                 events.append(json.loads(line[5:]))
     return events
@@ -331,3 +335,34 @@ def test_the_kg_agent_answers_with_rows_in_fred(pod):
         "scoring the result",
         "5 row(s) from a read-only query (exit: score)",
     ]
+
+
+def test_the_pod_lists_our_agents_with_their_tuning_fields(pod):
+    templates = {t["template_agent_id"]: t for t in pod["client"].get("/rags/v1/agents/templates", headers=USER).json()}
+    rag = templates["rags-expert"]
+    assert rag["kind"] == "graph" and rag["title"] == "Knowledge-base expert"
+    fields = {f["key"]: f for f in rag["default_tuning"]["fields"]}
+    assert fields["settings.top_k"]["type"] == "integer" and fields["settings.top_k"]["max"] == 100
+    assert fields["prompts.generate"]["default"] == PromptStore().get("generate")
+    assert fields["prompts.generate"]["ui"]["group"] == "Prompts"
+    if pod["kg"]:
+        kg_fields = {f["key"] for f in templates["kg-query-expert"]["default_tuning"]["fields"]}
+        assert {"prompts.kg_draft", "settings.max_steps"} <= kg_fields and "prompts.generate" not in kg_fields
+
+
+def test_a_model_fault_is_an_honest_failure_without_secrets_and_the_session_goes_on(pod, caplog):
+    pod["script"].down = True
+    try:
+        events = stream(pod, "When was Castle Varen built?", "fault")
+    finally:
+        pod["script"].down = False
+    final = events[-1]
+    assert final["kind"] == "final" and final["sources"] == []
+    assert "could not" in final["content"].lower()
+    outcome = [e["detail"] for e in events if e["kind"] == "status" and e["status"] == "outcome"]
+    assert outcome[-1] == "failed: llm_error (InternalServerError)"
+    assert "the language model failed (InternalServerError)" in final["content"]
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("rags_expert")]
+    assert not [m for m in ours if API_KEY in m]
+    again = execute(pod, "When was Castle Varen built?", "fault")
+    assert again["content"] == "Castle Varen was built in 1412 [1]."
