@@ -47,6 +47,12 @@ class RelevanceGrade(BaseModel):
     relevant: bool = Field(description="true if the chunk contains information that helps answer the question")
 
 
+class RelevantChunks(BaseModel):
+    """Which of several numbered chunks help answer the question (one batch grading call)."""
+
+    relevant: list[int] = Field(description="the numbers n of the chunks that help answer the question")
+
+
 class GroundednessGrade(BaseModel):
     """Whether every claim of the answer is supported by the chunks."""
 
@@ -276,6 +282,31 @@ async def grade_relevance(
         model, RelevanceGrade, ctx.messages("grade_document", question=question, document=document), ctx, config=config
     )
     return _verdict(reply, "relevant", None, ctx.settings.default_relevant)
+
+
+async def grade_relevance_batch(
+    model: BaseChatModel,
+    question: str,
+    chunks: str,
+    n_chunks: int,
+    ctx: GradingContext,
+    *,
+    config: RunnableConfig | None = None,
+) -> list[bool] | None:
+    """Which of ``n_chunks`` numbered ``chunks`` (framed by ``format_context``) are relevant, in one call
+    (prompt ``grade_documents_batch``); None when the reply names no readable list.
+
+    Numbers outside 1..n are ignored; a reply of bare numbers ("1, 3", "[2]", "[]") is read too.
+    """
+    messages = ctx.messages("grade_documents_batch", trusted=("chunks",), question=question, chunks=chunks)
+    reply = await structured_call(model, RelevantChunks, messages, ctx, config=config)
+    if reply.parsed is not None:
+        numbers = set(reply.parsed.relevant)
+    elif (reply.raw or "").strip() and re.fullmatch(r"\s*\[?[\s,;0-9]*\]?\s*", reply.raw):
+        numbers = {int(n) for n in re.findall(r"[0-9]+", reply.raw)}
+    else:
+        return None
+    return [n in numbers for n in range(1, n_chunks + 1)]
 
 
 async def grade_grounded(

@@ -122,6 +122,7 @@ def requested_tool(body: dict[str, Any]) -> str | None:
 
 #: JSON keys the packaged prompts ask for, by request kind (see prompts/*.txt).
 _KINDS = (
+    ('{"relevant": [', "relevance_batch"),
     ('{"relevant"', "relevance"),
     ('{"grounded"', "grounded"),
     ('{"useful"', "useful"),
@@ -131,6 +132,7 @@ _KINDS = (
 )
 _TOOL_KINDS = {
     "RelevanceGrade": "relevance",
+    "RelevantChunks": "relevance_batch",
     "GroundednessGrade": "grounded",
     "UsefulnessGrade": "useful",
     "RephrasedQuery": "rephrase",

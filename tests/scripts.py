@@ -16,6 +16,7 @@ def between(text: str, tag: str) -> str:
 def kind_of(text: str) -> str:
     """Which shared call or node a request comes from, by its prompt."""
     for marker, kind in (
+        ('{"relevant": [', "relevance_batch"),
         ('{"relevant":', "relevance"),
         ('{"grounded":', "grounded"),
         ('{"useful":', "useful"),
@@ -32,6 +33,7 @@ class Script:
     """Per-kind behaviour; each callable gets the prompt text and returns the reply (or an exception)."""
 
     relevance: Callable[[str, str], Any] = lambda question, chunk: "yes"
+    relevance_batch: Callable[[str], Any] = lambda text: '{"relevant": [1]}'
     grounded: Callable[[str], Any] = lambda text: "yes"
     useful: Callable[[str], Any] = lambda text: "yes"
     rephrase: Callable[[str], Any] = lambda text: '{"query": "rephrased query"}'

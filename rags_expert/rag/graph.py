@@ -3,6 +3,7 @@
 ```
 START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
                  └→ retrieve → grade_documents ─┬─ new relevant ─→ generate → grade_generation
+                                                ├─ speculative draft kept ──────→ grade_generation
                       ↑                         ├─ none, R left ─→ rephrase_query ─┐
                       └─────────────────────────┼──────────────────────────────────┘
                                                 └─ none, no R ───→ finalize_failure
@@ -62,10 +63,13 @@ def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
 
 def route_after_grading(
     state: RagState,
-) -> Literal["generate", "rephrase_query", "extract_answer", "finalize_failure"]:
-    """Generate from new relevant chunks; with none, rephrase while rephrases remain."""
+) -> Literal["grade_generation", "generate", "rephrase_query", "extract_answer", "finalize_failure"]:
+    """Check a kept speculative draft; else generate from new relevant chunks; with none, rephrase while
+    rephrases remain."""
     if state.get("error"):
         return "finalize_failure"
+    if state.get("speculative") == "kept":
+        return "grade_generation"
     if state.get("new_relevant", 0) > 0 and _generations_left(state):
         return "generate"
     if _rephrases_left(state) and _generations_left(state):

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -47,6 +48,8 @@ from rags_expert.rag.options import (
     scopes_nothing,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
+from rags_expert.rag.relevance import RelevanceJudge
+from rags_expert.rag.speculation import DRAFT_TAG, discard_reason, kept_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
 from rags_expert.settings import RagsExpertSettings
 
@@ -95,6 +98,9 @@ class RagNodes:
 
     def __init__(self, deps: RagDeps) -> None:
         self.deps = deps
+        self.judge = RelevanceJudge(
+            deps.model, deps.grading, deps.evidence, deps.settings.evidence, by_llm=deps.profile.relevance == "llm"
+        )
 
     def _lesson_scope(self, request: RequestOptions) -> str:
         """The lesson scope of this request ("" when the lesson memory is off)."""
@@ -158,51 +164,69 @@ class RagNodes:
         return {"documents": list(docs)[: options["top_k"]], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Grade the new chunks (the LLM concurrently, bounded; or the evidence, per the profile); keep the
-        relevant ones, never re-grade a chunk."""
+        """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a
+        chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.speculation`)."""
         graded = dict(state.get("graded", {}))
         fresh: dict[str, Document] = {}
         for doc in state.get("documents", []):
             cid = chunk_id(doc)
             if cid not in graded and cid not in fresh:
                 fresh[cid] = doc
-        by_llm = self.deps.profile.relevance == "llm"
-        update: dict[str, Any] = {"llm_calls": len(fresh) if by_llm else 0}
-        try:
-            verdicts = await (self._llm_relevance if by_llm else self._evidence_relevance)(
-                state["question"], list(fresh.values()), config
-            )
-        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        docs = list(fresh.values())
+        drafting = self._speculates(state, docs)
+        work: list[Coroutine[Any, Any, Any]] = [self.judge.judge(state["question"], docs, config)]
+        if drafting:
+            work.append(self._draft(state, docs, config))
+        judged, *draft = await asyncio.gather(*work, return_exceptions=True)  # (Judged, [str]) or exceptions
+        update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting)}
+        if isinstance(judged, BaseException):  # LLMCallError, or a model that cannot even be called
+            update["llm_calls"] += len(docs) if self.judge.by_llm else 0
+            return update | {"error": self._error(judged), "failure_reason": "llm_error"}
+        update["llm_calls"] += judged.llm_calls
         relevant = list(state.get("relevant", []))
         added = 0
-        for (cid, doc), verdict in zip(fresh.items(), verdicts, strict=True):
+        for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
             if verdict:
                 relevant.append(doc)
                 added += 1
         relevant = relevant[-self.deps.settings.max_context_chunks :]
-        return update | {"graded": graded, "relevant": relevant, "new_relevant": added}
+        update |= {"graded": graded, "relevant": relevant, "new_relevant": added}
+        if drafting:
+            update |= self._settle_draft(state, cast("str | BaseException", draft[0]), docs, relevant)
+        return update
 
-    async def _llm_relevance(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
-        """One grading call per chunk, at most ``grading.concurrency`` at once; raises the first failure."""
-        limit = asyncio.Semaphore(self.deps.grading.settings.concurrency)
+    def _speculates(self, state: RagState, docs: list[Document]) -> bool:
+        """Whether to draft while grading: the setting, LLM grading, and a question's first retrieval."""
+        return (
+            self.deps.settings.speculative_draft
+            and self.judge.by_llm
+            and bool(docs)
+            and len(state.get("queries", [])) == 1
+            and not state.get("relevant")
+            and state.get("generations", 0) == 0
+            and state.get("generations", 0) < state.get("max_generations", 0)
+        )
 
-        async def grade(doc: Document) -> grading.Verdict:
-            async with limit:
-                return await grading.grade_relevance(
-                    self.deps.model, question, doc.page_content, self.deps.grading, config=config
-                )
+    async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str:
+        """The speculative draft over the retrieved chunks (tagged, so a host can tell it from an answer)."""
+        tags = [*(config or {}).get("tags", []), DRAFT_TAG]
+        return await self._write_answer(state, docs[: self.deps.settings.max_context_chunks], {**config, "tags": tags})
 
-        results = await asyncio.gather(*(grade(d) for d in docs), return_exceptions=True)
-        if failed := next((r for r in results if isinstance(r, BaseException)), None):
-            raise failed
-        return [bool(r) for r in results]
-
-    async def _evidence_relevance(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
-        """A chunk is relevant when its best sentence matches the question well enough (no LLM call)."""
-        floor = self.deps.settings.evidence.min_relevance
-        return [score >= floor for score in await self.deps.evidence.relevance(question, docs)]
+    def _settle_draft(
+        self, state: RagState, draft: str | BaseException, docs: list[Document], relevant: list[Document]
+    ) -> dict[str, Any]:
+        """Keep the draft (renumbered, as the first generation) or discard it, and say which."""
+        context = docs[: self.deps.settings.max_context_chunks]
+        if isinstance(draft, BaseException):
+            emit("draft_discarded", reason=f"the draft call failed ({type(draft).__name__})")
+            return {"speculative": "discarded"}
+        kept = kept_draft(draft, context, relevant)
+        if kept is None:
+            emit("draft_discarded", reason=discard_reason(draft, context, relevant))
+            return {"speculative": "discarded"}
+        emit("draft_kept", answer=kept)
+        return {"speculative": "kept", "answer": kept, "generations": state.get("generations", 0) + 1}
 
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
@@ -232,30 +256,34 @@ class RagNodes:
             return {"error": self._error(exc), "failure_reason": "prompt_error"}
 
     async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        evidence = self.deps.settings.evidence
+        update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
+        try:
+            answer = await self._write_answer(state, state["relevant"], config)
+        except LLMCallError as exc:
+            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
+        return update | {"answer": answer}
+
+    async def _write_answer(self, state: RagState, chunks: list[Document], config: RunnableConfig) -> str:
+        """One answer call over ``chunks`` (numbered from 1) with the profile's prompt; raises LLMCallError."""
         messages = await answer_messages(
             self.deps.prompts,
             self.deps.profile,
             question=state["question"],
-            relevant=state["relevant"],
+            relevant=chunks,
             scorer=self.deps.evidence,
-            per_chunk=evidence.focus_sentences,
+            per_chunk=self.deps.settings.evidence.focus_sentences,
             feedback=state.get("feedback", ""),
             lessons=state.get("lessons"),
         )
-        update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
         stop = list(self.deps.profile.answer_stop)
-        try:
-            reply = await call_model(
-                self.deps.model.bind(stop=stop) if stop else self.deps.model,
-                messages,
-                policy=self.deps.grading.retry,
-                timeout=self.deps.settings.llm.timeout,
-                config=config,
-            )
-        except LLMCallError as exc:
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"answer": message_text(reply).strip()}
+        reply = await call_model(
+            self.deps.model.bind(stop=stop) if stop else self.deps.model,
+            messages,
+            policy=self.deps.grading.retry,
+            timeout=self.deps.settings.llm.timeout,
+            config=config,
+        )
+        return message_text(reply).strip()
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Check the answer is grounded in the chunks and useful for the question.

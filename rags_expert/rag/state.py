@@ -67,6 +67,8 @@ class RagState(InputState, total=False):
     answer: str
     """The latest generated answer (or the extractive fallback's quote)."""
     answer_kind: str
+    speculative: str
+    """What became of this retrieval's speculative draft: ``"kept"`` (it is ``answer``), ``"discarded"``, or ""."""
     """``"extractive"`` once the extractive fallback found a sentence to quote; else empty (generated)."""
     grounded: bool
     useful: bool
@@ -109,6 +111,7 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "new_relevant": 0,
         "answer": "",
         "answer_kind": "",
+        "speculative": "",
         "grounded": False,
         "useful": False,
         "feedback": "",

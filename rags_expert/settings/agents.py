@@ -172,6 +172,12 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
 
     max_rephrases: int = Field(2, ge=0, le=10, description="Times the query may be rephrased for one question (R).")
     max_generations: int = Field(3, ge=1, le=10, description="Answers that may be generated for one question (G).")
+    speculative_draft: bool = Field(
+        True,
+        description="On the first retrieval, write an answer over the retrieved chunks while they are graded; "
+        "keep it when every chunk it cites is graded relevant (one round trip saved), else discard it and "
+        "answer from the relevant chunks. Costs one answer call's tokens when the draft is discarded.",
+    )
     max_context_chunks: int = Field(
         12, ge=1, le=200, description="Relevant chunks kept (accumulated over retrieval rounds) for generation."
     )
@@ -186,16 +192,20 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
 
-        ``C + k*(R+1) + R + (3+L)*G`` where C is 1 when a follow-up is condensed, k is
-        ``retrieval.top_k``, R ``max_rephrases``, G ``max_generations`` and L is 1 when the
-        lesson memory is on: each of the R+1 retrievals brings at most k chunks, each graded
-        once; each answer costs one generation plus two concurrent checks (grounded, useful),
-        plus one reflection when it is rejected and lessons are enabled.
+        ``C + K*(R+1) + R + (3+L)*G + S`` where C is 1 when a follow-up is condensed, K is
+        ``retrieval.top_k`` (k; k+1 with ``grading.batch``), R ``max_rephrases``, G ``max_generations``,
+        L is 1 when the lesson memory is on and S is 1 with ``speculative_draft``: each of the R+1
+        retrievals brings at most k chunks, each graded once (in one batch call, or per chunk when the
+        batch reply cannot be read); each answer costs one generation plus two concurrent checks
+        (grounded, useful), plus one reflection when it is rejected and lessons are enabled; a kept
+        speculative draft is the first generation, a discarded one one more call.
         """
         c = 1 if (with_history and self.condense_followups) else 0
         k, r, g = self.retrieval.top_k, self.max_rephrases, self.max_generations
         per_answer = 3 + (1 if self.lessons.enabled else 0)
-        return c + k * (r + 1) + r + per_answer * g
+        grading = k + 1 if self.grading.batch else k  # a batch call whose reply cannot be read, then k calls
+        draft = 1 if self.speculative_draft else 0  # a discarded speculative draft
+        return c + grading * (r + 1) + r + per_answer * g + draft
 
 
 class KGExpertSettings(AgentSettings):

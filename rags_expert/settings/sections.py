@@ -51,7 +51,20 @@ class GradingSettings(SettingsSection):
     )
     max_tokens: int = Field(256, ge=8, description="Output-token cap of one grading/scoring/rephrasing call.")
     timeout: float = Field(30.0, gt=0, description="Seconds one grading/scoring/rephrasing call may take.")
-    concurrency: int = Field(8, ge=1, le=128, description="Chunks graded at once in grade_documents.")
+    concurrency: int = Field(
+        100,
+        ge=1,
+        le=128,
+        description="Chunks graded at once in grade_documents. The default grades every chunk of a retrieval "
+        "(top_k <= 100) in one wave; lower it for servers that answer one request at a time (the local model "
+        "uses local.grading_concurrency).",
+    )
+    batch: bool = Field(
+        False,
+        description="Grade the new chunks of a retrieval in one call (the reply lists the relevant chunk "
+        "numbers) instead of one call per chunk: fewer requests and prompt tokens where per-call overhead or "
+        "price dominates. A reply that names no readable list falls back to one call per chunk.",
+    )
     default_relevant: bool = Field(
         False,
         description="Verdict when a relevance reply cannot be parsed. False keeps unreadable grades out "

@@ -1,0 +1,73 @@
+"""Which of a retrieval's new chunks are relevant: the chat model or the evidence, per the model profile.
+
+* one grading call per chunk, all in one wave (``grading.concurrency`` caps it for single-slot servers);
+* or, with ``grading.batch``, one call listing the relevant chunk numbers, falling back to one call per chunk
+  when the reply names no readable list;
+* or, in the ``small`` profile, the evidence (no call): a chunk whose best sentence matches the question
+  well enough (``evidence.min_relevance``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+
+from rags_expert import grading
+from rags_expert.evidence import EvidenceScorer
+from rags_expert.rag.citations import format_context
+from rags_expert.settings import EvidenceSettings
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The verdicts of one grading, in the order of the chunks, and the LLM calls they took."""
+
+    verdicts: list[bool]
+    llm_calls: int
+
+
+@dataclass(frozen=True)
+class RelevanceJudge:
+    """Grades chunks for one agent (immutable, shared by all its runs)."""
+
+    model: BaseChatModel
+    grading: grading.GradingContext
+    evidence: EvidenceScorer
+    settings: EvidenceSettings
+    by_llm: bool
+    """The profile's choice: the chat model grades (``standard``) or the evidence does (``small``)."""
+
+    async def judge(self, question: str, docs: list[Document], config: RunnableConfig) -> Judged:
+        """Verdicts for ``docs``; raises the first model failure (an ``LLMCallError``)."""
+        if not docs:
+            return Judged([], 0)
+        if not self.by_llm:
+            scores = await self.evidence.relevance(question, docs)
+            return Judged([score >= self.settings.min_relevance for score in scores], 0)
+        if self.grading.settings.batch and len(docs) > 1:
+            verdicts = await grading.grade_relevance_batch(
+                self.model, question, format_context(docs), len(docs), self.grading, config=config
+            )
+            if verdicts is not None:
+                return Judged(verdicts, 1)
+            return Judged(await self.per_chunk(question, docs, config), 1 + len(docs))
+        return Judged(await self.per_chunk(question, docs, config), len(docs))
+
+    async def per_chunk(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
+        """One grading call per chunk, at most ``grading.concurrency`` at once; raises the first failure."""
+        limit = asyncio.Semaphore(self.grading.settings.concurrency)
+
+        async def grade(doc: Document) -> grading.Verdict:
+            async with limit:
+                return await grading.grade_relevance(
+                    self.model, question, doc.page_content, self.grading, config=config
+                )
+
+        results = await asyncio.gather(*(grade(d) for d in docs), return_exceptions=True)
+        if failed := next((r for r in results if isinstance(r, BaseException)), None):
+            raise failed
+        return [bool(r) for r in results]
