@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
 from rags_expert.redaction import redact
 from rags_expert.settings import LLMSettings
+from rags_expert.usage import record as record_usage
 
 log = logging.getLogger(__name__)
 
@@ -140,13 +141,17 @@ async def call_model(
     timeout: float | None,
     config: RunnableConfig | None = None,
 ) -> Any:
-    """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good."""
+    """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good.
+
+    The reply's tokens are recorded for the running graph node (:func:`rags_expert.usage.record`).
+    """
     retrying = policy.retrying()
+    reply: Any = None
     try:
         async for attempt in retrying:
             with attempt:
                 coro = runnable.ainvoke(messages, config=config)
-                return await (asyncio.wait_for(coro, timeout) if timeout else coro)
+                reply = await (asyncio.wait_for(coro, timeout) if timeout else coro)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - every model fault is classified here
@@ -155,7 +160,8 @@ async def call_model(
         attempts = retrying.statistics.get("attempt_number", 1)
         log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
         raise LLMCallError(name, text, attempts) from None
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+    record_usage(reply, messages)  # the running node's tokens (rags_expert.usage)
+    return reply
 
 
 def message_text(message: Any) -> str:

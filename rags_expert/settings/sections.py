@@ -1,4 +1,5 @@
-"""The sections both agents share: the chat model, grading calls, lesson memory, the local model."""
+"""The sections both agents share (the chat model, grading calls, lesson memory, the local model) and the RAG
+agent's per-question budget."""
 
 from __future__ import annotations
 
@@ -179,4 +180,24 @@ class LessonSettings(SettingsSection):
         180.0,
         ge=0.0,
         description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
+    )
+
+
+class BudgetSettings(SettingsSection):
+    """A per-question budget of LLM calls and tokens (docs/llm-calls.md); None means no budget.
+
+    Checked after every node: once a question has used up a budget, it makes no further LLM call and ends in
+    the honest failure naming the budget (``reason`` ``budget_exceeded``), or in the extractive fallback's
+    quote where that is on. A node's calls are not split, so a budget may be overshot by one node's calls
+    (at most ``retrieval.top_k`` relevance grades, or the two answer checks).
+    """
+
+    max_calls: int | None = Field(
+        None, ge=1, description="LLM calls one question may make (None: only the LLM-call bound limits them)."
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Input plus output tokens one question may use, as the provider reports them (estimated at "
+        "4 characters a token when it does not; None: no token budget).",
     )
