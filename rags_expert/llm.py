@@ -228,7 +228,8 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
     client's own ``max_retries`` is 0. Each call's own timeout is enforced by
     :func:`call_model`; ``client_timeout`` (default ``llm.timeout``) is the HTTP client's
     ceiling and should be the largest of the per-call timeouts. The async HTTP client keeps
-    one connection pool per event loop (see :func:`_loop_local_client_class`).
+    one connection pool per event loop (see :func:`_loop_local_client_class`). Streamed replies
+    carry the provider's token usage where ``llm.stream_usage`` asks for it (:mod:`rags_expert.usage`).
     """
     from langchain_openai import ChatOpenAI
 
@@ -248,6 +249,10 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore the key
     if llm.max_tokens:
         kwargs["max_tokens"] = llm.max_tokens
+    stream_usage = llm.stream_usage
+    if stream_usage is None:  # ChatOpenAI's own rule, which our HTTP client would otherwise turn off
+        stream_usage = not llm.base_url and not os.environ.get("OPENAI_BASE_URL")
+    kwargs["stream_usage"] = stream_usage
     if llm.legacy_max_tokens:  # the cap in the body too, under the name older servers read; grading
         kwargs["extra_body"] = {"max_tokens": llm.max_tokens}  # calls replace it with their own cap
     try:

@@ -34,6 +34,13 @@ class LLMSettings(SettingsSection):
     retry_base_delay: float = Field(0.5, ge=0, description="First backoff delay in seconds; doubles each retry.")
     retry_max_delay: float = Field(8.0, ge=0, description="Cap on one backoff delay in seconds.")
     max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
+    stream_usage: bool | None = Field(
+        None,
+        description="Ask for token usage in streamed replies (stream_options.include_usage), so a streamed call's "
+        "tokens are the provider's, not estimated. None: on for api.openai.com (no base_url and no "
+        "OPENAI_BASE_URL), off for other endpoints, since some reject the field; vLLM, llama.cpp's llama-server "
+        "and Ollama accept it.",
+    )
     legacy_max_tokens: bool = Field(
         False,
         description="Also send every output cap as the legacy 'max_tokens' field in the request body. ChatOpenAI "
