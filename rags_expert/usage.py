@@ -130,7 +130,7 @@ def metered(name: str, node: N) -> N:
         if not isinstance(update, dict):
             return update
         calls, new = _node_calls(update)
-        entry = {}
+        entry: dict[str, Any] = {}
         if calls or usage.replies:
             entry[name] = node_usage(calls, usage)
         if new:

@@ -275,3 +275,15 @@ async def test_a_thread_gets_a_fresh_budget_for_each_question():
     second = await ask(agent, "When was Castle Varen built, again?", thread="b")
     assert second.response_metadata["outcome"] == "success"
     assert second.response_metadata["usage"]["calls"] == 7 and len(model.calls) == 14
+
+
+def test_streamed_usage_is_asked_of_openai_by_default_and_of_other_endpoints_when_set(monkeypatch):
+    from rags_expert.settings import LLMSettings
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert build_chat_model(LLMSettings(api_key="sk-test")).stream_usage is True
+    assert build_chat_model(LLMSettings(api_key="sk-test", base_url="http://127.0.0.1:1/v1")).stream_usage is False
+    local = LLMSettings(api_key="sk-test", base_url="http://127.0.0.1:1/v1", stream_usage=True)
+    assert build_chat_model(local).stream_usage is True
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    assert build_chat_model(LLMSettings(api_key="sk-test")).stream_usage is False
