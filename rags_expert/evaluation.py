@@ -249,7 +249,7 @@ async def run_hotpotqa(
         reasons=dict(Counter(r.reason for r in results if r.outcome != "success")),
         llm_calls_mean=sum(r.llm_calls for r in results) / n,
         llm_calls_max=max((r.llm_calls for r in results), default=0),
-        llm_call_bound=settings.llm_call_bound(with_history=False),
+        llm_call_bound=settings.budgeted_call_bound(with_history=False),
         seconds_mean=statistics.fmean(seconds_all) if seconds_all else 0.0,
         seconds_p50=_pct(seconds_all, 0.5),
         seconds_p95=_pct(seconds_all, 0.95),

@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
 from rags_expert.redaction import redact
 from rags_expert.settings import LLMSettings
+from rags_expert.usage import record as record_usage
 
 log = logging.getLogger(__name__)
 
@@ -140,13 +141,17 @@ async def call_model(
     timeout: float | None,
     config: RunnableConfig | None = None,
 ) -> Any:
-    """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good."""
+    """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good.
+
+    The reply's tokens are recorded for the running graph node (:func:`rags_expert.usage.record`).
+    """
     retrying = policy.retrying()
+    reply: Any = None
     try:
         async for attempt in retrying:
             with attempt:
                 coro = runnable.ainvoke(messages, config=config)
-                return await (asyncio.wait_for(coro, timeout) if timeout else coro)
+                reply = await (asyncio.wait_for(coro, timeout) if timeout else coro)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - every model fault is classified here
@@ -155,7 +160,8 @@ async def call_model(
         attempts = retrying.statistics.get("attempt_number", 1)
         log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
         raise LLMCallError(name, text, attempts) from None
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+    record_usage(reply, messages)  # the running node's tokens (rags_expert.usage)
+    return reply
 
 
 def message_text(message: Any) -> str:
@@ -222,7 +228,8 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
     client's own ``max_retries`` is 0. Each call's own timeout is enforced by
     :func:`call_model`; ``client_timeout`` (default ``llm.timeout``) is the HTTP client's
     ceiling and should be the largest of the per-call timeouts. The async HTTP client keeps
-    one connection pool per event loop (see :func:`_loop_local_client_class`).
+    one connection pool per event loop (see :func:`_loop_local_client_class`). Streamed replies
+    carry the provider's token usage where ``llm.stream_usage`` asks for it (:mod:`rags_expert.usage`).
     """
     from langchain_openai import ChatOpenAI
 
@@ -242,6 +249,10 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore the key
     if llm.max_tokens:
         kwargs["max_tokens"] = llm.max_tokens
+    stream_usage = llm.stream_usage
+    if stream_usage is None:  # ChatOpenAI's own rule, which our HTTP client would otherwise turn off
+        stream_usage = not llm.base_url and not os.environ.get("OPENAI_BASE_URL")
+    kwargs["stream_usage"] = stream_usage
     if llm.legacy_max_tokens:  # the cap in the body too, under the name older servers read; grading
         kwargs["extra_body"] = {"max_tokens": llm.max_tokens}  # calls replace it with their own cap
     try:

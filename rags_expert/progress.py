@@ -19,6 +19,7 @@ RAG_STARTS = {
     "generate": "writing a draft",
     "grade_generation": "checking the draft",
     "extract_answer": "quoting the best matching sentence of the sources",
+    "budget_exceeded": "the question's budget is used up",
 }
 """The RAG graph's line when a node starts."""
 

@@ -1,12 +1,13 @@
-"""Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors),
-every run ends in a finalize node within the documented LLM-call bound."""
+"""Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors) and whatever the
+question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
+when there is a call budget), and a budget stop names a budget the question has really used up."""
 
 from __future__ import annotations
 
 import asyncio
 
 from conftest import KeywordRetriever, make_docs
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -68,9 +69,11 @@ REPLIES = st.one_of(
     max_retries=st.integers(0, 1),
     with_history=st.booleans(),
     default_relevant=st.booleans(),
+    max_calls=st.none() | st.integers(1, 30),
+    max_tokens=st.none() | st.integers(1, 4000),
 )
 def test_every_run_finalizes_within_the_llm_call_bound(
-    replies, top_k, max_rephrases, max_generations, max_retries, with_history, default_relevant
+    replies, top_k, max_rephrases, max_generations, max_retries, with_history, default_relevant, max_calls, max_tokens
 ):
     queue = list(replies)
 
@@ -85,6 +88,7 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         "max_generations": max_generations,
         "llm": {"max_retries": max_retries, "retry_base_delay": 0.0, "retry_max_delay": 0.0},
         "grading": {"default_relevant": default_relevant},
+        "budget": {"max_calls": max_calls, "max_tokens": max_tokens},
     }
 
     async def go():
@@ -110,11 +114,21 @@ def test_every_run_finalizes_within_the_llm_call_bound(
     final = values["messages"][-1]
     assert isinstance(final, AIMessage)
     assert final.response_metadata["outcome"] == ("success" if last_node == "finalize_success" else "failure")
-    bound = agent.llm_call_bound(with_history=with_history)
+    bound = agent.settings.budgeted_call_bound(with_history=with_history)
+    assert bound <= agent.llm_call_bound(with_history=with_history)
     assert values["llm_calls"] <= bound
     assert len(model.calls) <= bound * (1 + max_retries)
     if max_retries == 0:
         assert len(model.calls) == values["llm_calls"]  # the state's count is exact
+    event(f"outcome: {final.response_metadata.get('reason', 'success')}")
+    usage = final.response_metadata["usage"]
+    assert usage["calls"] == values["llm_calls"] == sum(u["calls"] for u in usage["by_node"].values())
+    assert usage["estimated"] == (usage["input_tokens"] + usage["output_tokens"] > 0)  # no usage fields: estimated
+    if final.response_metadata.get("reason") == "budget_exceeded":
+        spent = final.response_metadata["budget"]
+        assert spent["used"] >= spent["limit"] == (max_calls if spent["name"] == "max_calls" else max_tokens)
+        if spent["name"] == "max_tokens":
+            assert spent["used"] == usage["input_tokens"] + usage["output_tokens"]
     # a partial answer was cited against at most len(docs) chunks; the accepted one against the last context
     assert {s["n"] for s in final.response_metadata["sources"]} <= set(cited_numbers(final.content, len(docs)))
     if final.response_metadata["outcome"] == "success":

@@ -26,6 +26,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "rephrase_query": frozenset({"previous_queries", "feedback"}),
     "answer_system": frozenset({"date"}),
     "failure_not_found": frozenset({"partial"}),
+    "failure_budget": frozenset({"partial"}),
     "failure_error": frozenset({"component", "error", "question"}),
     "failure_retrieval": frozenset({"detail", "error", "question"}),
     "failure_request": frozenset({"detail", "question"}),

@@ -8,7 +8,7 @@ below override the common ones.
 
 Exit codes: 0 answered; 1 an honest "not found" (no grounded answer in the
 knowledge base); 2 an error (invalid settings or flags, a model or retriever
-fault, an invalid request); 130 interrupted.
+fault, an invalid request, the question's budget used up); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from rags_expert.settings import RagsExpertSettings
 
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
-"""Failure reasons that are an honest "not in the knowledge base" (exit 1); the others are errors (exit 2)."""
+"""Failure reasons that are an honest "not in the knowledge base" (exit 1); the others, ``budget_exceeded``
+included (a larger budget might have found an answer), are errors (exit 2)."""
 ASK_FLAGS = {
     "model": "llm.model",
     "base_url": "llm.base_url",

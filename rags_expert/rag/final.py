@@ -2,8 +2,10 @@
 
 Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
-``llm_calls``; on success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on
-failure ``reason`` and, after a fault, ``error`` and ``error_class``.
+``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.usage.summary`); on
+success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
+after a fault, ``error`` and ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit,
+what was used).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.state import RagState
+from rags_expert.usage import summary
 
 
 def error_class(error: str) -> str:
@@ -33,6 +37,7 @@ def success_message(state: RagState) -> AIMessage:
             "sources": sources,
             "question": state["question"],
             "llm_calls": state.get("llm_calls", 0),
+            "usage": summary(state.get("usage"), state.get("llm_calls", 0)),
         },
     )
 
@@ -62,10 +67,13 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
         "sources": sources,
         "question": question,
         "llm_calls": state.get("llm_calls", 0),
+        "usage": summary(state.get("usage"), state.get("llm_calls", 0)),
     }
     if error:
         metadata["error"] = error
         metadata["error_class"] = error_class(error)
+    if reason == "budget_exceeded" and (spent := spent_budget(state)):
+        metadata["budget"] = {"name": spent[0], "limit": spent[1], "used": spent[2]}
     return AIMessage(content, response_metadata=metadata)
 
 
@@ -82,13 +90,24 @@ def _failure_content(
     elif reason == "retrieval_error":
         detail = error.split(":", 1)[1].strip() if ":" in error else error
         content = prompts.render("failure_retrieval", question=question, error=error_class(error), detail=detail)
+    elif reason == "budget_exceeded" and not error and (spent := spent_budget(state)):
+        content = prompts.render(
+            "failure_budget",
+            question=question,
+            budget=budget_text(spent[0], spent[1]),
+            partial=_partial(prompts, state),
+        )
+        sources = list(state.get("partial_sources", [])) if state.get("partial_answer") else []
     elif error:
         component = "the prompt templates" if reason == "prompt_error" else "the language model"
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
     else:
-        partial = ""
         if state.get("partial_answer"):
             sources = list(state.get("partial_sources", []))
-            partial = prompts.render("failure_partial", answer=state["partial_answer"])
-        content = prompts.render("failure_not_found", question=question, partial=partial)
+        content = prompts.render("failure_not_found", question=question, partial=_partial(prompts, state))
     return content, sources
+
+
+def _partial(prompts: PromptStore, state: RagState) -> str:
+    """The failure text's offer of the best grounded (but not useful) answer so far, or ''."""
+    return prompts.render("failure_partial", answer=state["partial_answer"]) if state.get("partial_answer") else ""

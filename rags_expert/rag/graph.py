@@ -13,11 +13,14 @@ reflect ─┬─ not grounded, G left ─────────────�
          ├─ not useful, R and G left ─────────────→ rephrase_query
          ├─ otherwise, with the extractive fallback → extract_answer ─┬─ a sentence to quote → finalize_success
          └─ otherwise ────────────────────────────→ finalize_failure  └─ none ─────────────→ finalize_failure
+any router, once a budget is used up, instead of a node that may call the model → budget_exceeded → (as "otherwise")
 ```
 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
-the model says; the recursion limit is set above that and never decides. The
+the model says; the recursion limit is set above that and never decides. A
+per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.budget`)
+stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
 sentence of the relevant chunks where the run would otherwise give up.
 """
@@ -28,9 +31,11 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.state import InputState, OutputState, RagState
+from rags_expert.usage import metered
 
 
 def _generations_left(state: RagState) -> bool:
@@ -116,12 +121,15 @@ def route_after_extract(state: RagState) -> Literal["finalize_success", "finaliz
 
 def max_node_steps(max_rephrases: int, max_generations: int) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases,
-    G generate/grade/reflect rounds, the extractive fallback, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1 + 1
+    G generate/grade/reflect rounds, the budget stop, the extractive fallback, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1 + 1 + 1
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
     """Wire the nodes and routers into an (uncompiled) StateGraph.
+
+    Every node is :func:`~rags_expert.usage.metered` (the calls and tokens of those that call the model go to
+    the state's ``usage``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
 
     Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
     come as the run's context (``RequestContext``) or in ``configurable``.
@@ -130,26 +138,28 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
-    builder.add_node("prepare", nodes.prepare)  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    builder.add_node("retrieve", nodes.retrieve)
-    builder.add_node("grade_documents", nodes.grade_documents)
-    builder.add_node("rephrase_query", nodes.rephrase_query)
-    builder.add_node("generate", nodes.generate)
-    builder.add_node("grade_generation", nodes.grade_generation)
-    builder.add_node("reflect", nodes.reflect)
-    builder.add_node("extract_answer", nodes.extract_answer)
-    builder.add_node("finalize_success", nodes.finalize_success)
-    builder.add_node("finalize_failure", nodes.finalize_failure)
+    builder.add_node("prepare", metered("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
+    builder.add_node("retrieve", metered("retrieve", nodes.retrieve))
+    builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
+    builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
+    builder.add_node("generate", metered("generate", nodes.generate))
+    builder.add_node("grade_generation", metered("grade_generation", nodes.grade_generation))
+    builder.add_node("reflect", metered("reflect", nodes.reflect))
+    builder.add_node("extract_answer", metered("extract_answer", nodes.extract_answer))
+    builder.add_node(BUDGET_NODE, budget_exceeded)
+    builder.add_node("finalize_success", metered("finalize_success", nodes.finalize_success))
+    builder.add_node("finalize_failure", metered("finalize_failure", nodes.finalize_failure))
 
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_after_prepare)
-    builder.add_conditional_edges("retrieve", route_after_retrieve)
-    builder.add_conditional_edges("grade_documents", route_after_grading)
-    builder.add_conditional_edges("rephrase_query", route_after_rephrase)
-    builder.add_conditional_edges("generate", route_after_generate)
-    builder.add_conditional_edges("grade_generation", route_after_generation_grading)
-    builder.add_conditional_edges("reflect", route_after_reflect)
+    builder.add_conditional_edges("prepare", *budgeted(route_after_prepare))
+    builder.add_conditional_edges("retrieve", *budgeted(route_after_retrieve))
+    builder.add_conditional_edges("grade_documents", *budgeted(route_after_grading))
+    builder.add_conditional_edges("rephrase_query", *budgeted(route_after_rephrase))
+    builder.add_conditional_edges("generate", *budgeted(route_after_generate))
+    builder.add_conditional_edges("grade_generation", *budgeted(route_after_generation_grading))
+    builder.add_conditional_edges("reflect", *budgeted(route_after_reflect))
     builder.add_conditional_edges("extract_answer", route_after_extract)
+    builder.add_conditional_edges(BUDGET_NODE, _give_up)
     builder.add_edge("finalize_success", END)
     builder.add_edge("finalize_failure", END)
     return builder

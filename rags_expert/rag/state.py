@@ -7,7 +7,8 @@ per-question working state, reset by ``prepare`` at the start of every question
 and cleared by the finalize nodes, so a thread is always ready for its next
 question. The retry caps are copied from settings into the state, so routing is a
 pure function of the state. ``llm_calls`` has a reducer: each node returns the
-calls it made, and ``prepare`` starts a new count with :func:`new_count`.
+calls it made, and ``prepare`` starts a new count with :func:`new_count`; ``usage``
+(tokens per node, :mod:`rags_expert.usage`) is added up and restarted with it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from langgraph.graph.message import add_messages
 
 from rags_expert.rag.profiles import profile_for
 from rags_expert.settings import RagsExpertSettings
+from rags_expert.usage import add_usage
 
 
 def count_calls(total: int, calls: int) -> int:
@@ -95,11 +97,18 @@ class RagState(InputState, total=False):
     error: str
     """``ErrorClass: message`` (redacted) when a model or retriever failed for good."""
     failure_reason: str
+    usage: Annotated[dict[str, dict[str, Any]], add_usage]
+    """Calls and tokens per node for this question (see :mod:`rags_expert.usage`); restarted with ``llm_calls``."""
+    max_calls: int | None
+    """The question's LLM-call budget (``budget.max_calls``; None: none)."""
+    max_tokens: int | None
+    """The question's token budget (``budget.max_tokens``; None: none)."""
 
 
 def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
-    """The working state of a question not yet started (``llm_calls`` is reset by ``prepare`` alone); the
-    loop caps are those of the settings, as far as the model profile uses the loops."""
+    """The working state of a question not yet started (``llm_calls`` and ``usage`` are reset by ``prepare``
+    alone); the loop caps are those of the settings, as far as the model profile uses the loops, and so is
+    the budget."""
     profile = profile_for(settings.evidence)
     return {
         "question": "",
@@ -122,6 +131,8 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
         "max_generations": settings.max_generations if profile.regenerate else 1,
         "fallback": profile.extractive_fallback,
+        "max_calls": settings.budget.max_calls,
+        "max_tokens": settings.budget.max_tokens,
         "error": "",
         "failure_reason": "",
         "search": {},

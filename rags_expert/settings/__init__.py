@@ -2,7 +2,7 @@
 
 Sections (:mod:`~rags_expert.settings.sections`, :mod:`~rags_expert.settings.knowledge`,
 :mod:`~rags_expert.settings.kg`): ``LLMSettings``, ``GradingSettings``, ``LessonSettings``,
-``LocalModelSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
+``LocalModelSettings``, ``BudgetSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
 ``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``.
 
 Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :class:`KGExpertSettings`
@@ -41,6 +41,7 @@ from rags_expert.settings.knowledge import (
 from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
+    BudgetSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -54,6 +55,7 @@ from rags_expert.settings.sections import (
 __all__ = [
     "LEGACY_RETRIEVAL_KEYS",
     "AgentSettings",
+    "BudgetSettings",
     "EmbeddedEngine",
     "EmbeddingProvider",
     "EmbeddingSettings",

@@ -35,6 +35,7 @@ from rags_expert.settings.knowledge import (
 )
 from rags_expert.settings.legacy import legacy_env_retrieval, move_legacy_keys
 from rags_expert.settings.sections import (
+    BudgetSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -188,6 +189,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         "sentences of an uncited answer get their citations first.",
     )
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
@@ -206,6 +208,19 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         grading = k + 1 if self.grading.batch else k  # a batch call whose reply cannot be read, then k calls
         draft = 1 if self.speculative_draft else 0  # a discarded speculative draft
         return c + grading * (r + 1) + r + per_answer * g + draft
+
+    def max_node_calls(self) -> int:
+        """The most LLM requests one node makes: ``retrieval.top_k`` relevance grades, or the two answer checks."""
+        return max(self.retrieval.top_k, 2)
+
+    def budgeted_call_bound(self, with_history: bool = True) -> int:
+        """Maximum LLM requests for one question with ``budget.max_calls``: a node starts only while fewer
+        than ``max_calls`` calls were made, and its calls are not split, so
+        ``min(llm_call_bound, max_calls - 1 + max_node_calls)``. Without a call budget, the LLM-call bound."""
+        bound = self.llm_call_bound(with_history)
+        if self.budget.max_calls is None:
+            return bound
+        return min(bound, self.budget.max_calls - 1 + self.max_node_calls())
 
 
 class KGExpertSettings(AgentSettings):

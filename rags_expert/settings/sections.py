@@ -1,4 +1,5 @@
-"""The sections both agents share: the chat model, grading calls, lesson memory, the local model."""
+"""The sections both agents share (the chat model, grading calls, lesson memory, the local model) and the RAG
+agent's per-question budget."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ class LLMSettings(SettingsSection):
     retry_base_delay: float = Field(0.5, ge=0, description="First backoff delay in seconds; doubles each retry.")
     retry_max_delay: float = Field(8.0, ge=0, description="Cap on one backoff delay in seconds.")
     max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
+    stream_usage: bool | None = Field(
+        None,
+        description="Ask for token usage in streamed replies (stream_options.include_usage), so a streamed call's "
+        "tokens are the provider's, not estimated. None: on for api.openai.com (no base_url and no "
+        "OPENAI_BASE_URL), off for other endpoints, since some reject the field; vLLM, llama.cpp's llama-server "
+        "and Ollama accept it.",
+    )
     legacy_max_tokens: bool = Field(
         False,
         description="Also send every output cap as the legacy 'max_tokens' field in the request body. ChatOpenAI "
@@ -192,4 +200,24 @@ class LessonSettings(SettingsSection):
         180.0,
         ge=0.0,
         description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
+    )
+
+
+class BudgetSettings(SettingsSection):
+    """A per-question budget of LLM calls and tokens (docs/llm-calls.md); None means no budget.
+
+    Checked after every node: once a question has used up a budget, it makes no further LLM call and ends in
+    the honest failure naming the budget (``reason`` ``budget_exceeded``), or in the extractive fallback's
+    quote where that is on. A node's calls are not split, so a budget may be overshot by one node's calls
+    (at most ``retrieval.top_k`` relevance grades, or the two answer checks).
+    """
+
+    max_calls: int | None = Field(
+        None, ge=1, description="LLM calls one question may make (None: only the LLM-call bound limits them)."
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Input plus output tokens one question may use, as the provider reports them (estimated at "
+        "4 characters a token when it does not; None: no token budget).",
     )
