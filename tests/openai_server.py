@@ -242,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream(reply, model, body)
         else:
-            self._send_json(200, _completion(reply, model), reply.headers)
+            self._send_json(200, _completion(reply, model, body), reply.headers)
 
     def _stream(self, reply: Reply, model: str, body: dict[str, Any]) -> None:
         self.send_response(200)
@@ -291,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
                 event({"tool_calls": [{"index": i, "function": {"arguments": args[start : start + 8]}}]})
         event({}, "tool_calls" if reply.tool_calls else "stop")
         if (body.get("stream_options") or {}).get("include_usage"):
-            event(None, usage=_usage(reply))
+            event(None, usage=_usage(reply, body))
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")  # the terminating zero-length chunk
 
@@ -300,12 +300,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+    """Token counts like a provider's: the prompt's and the reply's text at ~4 characters a token."""
+    prompt = 1 + len(prompt_text(body)) // 4 + sum(len(json.dumps(t)) // 4 for t in body.get("tools") or [])
     out = len((reply.content or "").split()) + sum(len(c.arguments_text) // 4 for c in reply.tool_calls)
-    return {"prompt_tokens": 10, "completion_tokens": out, "total_tokens": 10 + out}
+    return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
 
 
-def _completion(reply: Reply, model: str) -> dict[str, Any]:
+def _completion(reply: Reply, model: str, body: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -322,7 +324,7 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": _usage(reply),
+        "usage": _usage(reply, body),
     }
 
 

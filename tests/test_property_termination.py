@@ -1,5 +1,5 @@
-"""Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors) and whatever the
-question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
+"""Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors), with or without the
+speculative draft and batch grading, and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
 when there is a call budget), and a budget stop names a budget the question has really used up."""
 
 from __future__ import annotations
@@ -71,9 +71,21 @@ REPLIES = st.one_of(
     default_relevant=st.booleans(),
     max_calls=st.none() | st.integers(1, 30),
     max_tokens=st.none() | st.integers(1, 4000),
+    speculative=st.booleans(),
+    batch=st.booleans(),
 )
 def test_every_run_finalizes_within_the_llm_call_bound(
-    replies, top_k, max_rephrases, max_generations, max_retries, with_history, default_relevant, max_calls, max_tokens
+    replies,
+    top_k,
+    max_rephrases,
+    max_generations,
+    max_retries,
+    with_history,
+    default_relevant,
+    max_calls,
+    max_tokens,
+    speculative,
+    batch,
 ):
     queue = list(replies)
 
@@ -87,7 +99,8 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         "max_rephrases": max_rephrases,
         "max_generations": max_generations,
         "llm": {"max_retries": max_retries, "retry_base_delay": 0.0, "retry_max_delay": 0.0},
-        "grading": {"default_relevant": default_relevant},
+        "grading": {"default_relevant": default_relevant, "batch": batch},
+        "speculative_draft": speculative,
         "budget": {"max_calls": max_calls, "max_tokens": max_tokens},
     }
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -49,7 +48,7 @@ from rags_expert.rag.options import (
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
 from rags_expert.rag.relevance import RelevanceJudge
-from rags_expert.rag.speculation import DRAFT_TAG, discard_reason, kept_draft
+from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
 from rags_expert.settings import RagsExpertSettings
 
@@ -174,15 +173,14 @@ class RagNodes:
                 fresh[cid] = doc
         docs = list(fresh.values())
         drafting = self._speculates(state, docs)
-        work: list[Coroutine[Any, Any, Any]] = [self.judge.judge(state["question"], docs, config)]
+        judging = self.judge.judge(state["question"], docs, config)
         if drafting:
-            work.append(self._draft(state, docs, config))
-        judged, *draft = await asyncio.gather(*work, return_exceptions=True)  # (Judged, [str]) or exceptions
-        update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting)}
-        if isinstance(judged, BaseException):  # LLMCallError, or a model that cannot even be called
-            update["llm_calls"] += len(docs) if self.judge.by_llm else 0
-            return update | {"error": self._error(judged), "failure_reason": "llm_error"}
-        update["llm_calls"] += judged.llm_calls
+            judged, draft = await asyncio.gather(judging, self._draft(state, docs, config))
+        else:
+            judged, draft = await judging, ""
+        update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
+        if judged.error is not None:
+            return update | {"error": self._error(judged.error), "failure_reason": "llm_error"}
         relevant = list(state.get("relevant", []))
         added = 0
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
@@ -193,7 +191,8 @@ class RagNodes:
         relevant = relevant[-self.deps.settings.max_context_chunks :]
         update |= {"graded": graded, "relevant": relevant, "new_relevant": added}
         if drafting:
-            update |= self._settle_draft(state, cast("str | BaseException", draft[0]), docs, relevant)
+            context = docs[: self.deps.settings.max_context_chunks]
+            update |= settle_draft(draft, context, relevant, state.get("generations", 0))
         return update
 
     def _speculates(self, state: RagState, docs: list[Document]) -> bool:
@@ -208,25 +207,16 @@ class RagNodes:
             and state.get("generations", 0) < state.get("max_generations", 0)
         )
 
-    async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str:
-        """The speculative draft over the retrieved chunks (tagged, so a host can tell it from an answer)."""
+    async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str | BaseException:
+        """The speculative draft over the retrieved chunks (tagged, so a host can tell it from an answer), or
+        the failure of its call (a failed draft is only discarded)."""
         tags = [*(config or {}).get("tags", []), DRAFT_TAG]
-        return await self._write_answer(state, docs[: self.deps.settings.max_context_chunks], {**config, "tags": tags})
-
-    def _settle_draft(
-        self, state: RagState, draft: str | BaseException, docs: list[Document], relevant: list[Document]
-    ) -> dict[str, Any]:
-        """Keep the draft (renumbered, as the first generation) or discard it, and say which."""
-        context = docs[: self.deps.settings.max_context_chunks]
-        if isinstance(draft, BaseException):
-            emit("draft_discarded", reason=f"the draft call failed ({type(draft).__name__})")
-            return {"speculative": "discarded"}
-        kept = kept_draft(draft, context, relevant)
-        if kept is None:
-            emit("draft_discarded", reason=discard_reason(draft, context, relevant))
-            return {"speculative": "discarded"}
-        emit("draft_kept", answer=kept)
-        return {"speculative": "kept", "answer": kept, "generations": state.get("generations", 0) + 1}
+        try:
+            return await self._write_answer(
+                state, docs[: self.deps.settings.max_context_chunks], {**config, "tags": tags}
+            )
+        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
+            return exc
 
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""

@@ -24,10 +24,12 @@ from rags_expert.settings import EvidenceSettings
 
 @dataclass(frozen=True)
 class Judged:
-    """The verdicts of one grading, in the order of the chunks, and the LLM calls they took."""
+    """The verdicts of one grading, in the order of the chunks, and the LLM calls they took (also when the
+    grading failed: ``error`` is then the first model failure, an ``LLMCallError`` or what the model raised)."""
 
     verdicts: list[bool]
     llm_calls: int
+    error: BaseException | None = None
 
 
 @dataclass(frozen=True)
@@ -42,20 +44,25 @@ class RelevanceJudge:
     """The profile's choice: the chat model grades (``standard``) or the evidence does (``small``)."""
 
     async def judge(self, question: str, docs: list[Document], config: RunnableConfig) -> Judged:
-        """Verdicts for ``docs``; raises the first model failure (an ``LLMCallError``)."""
+        """Verdicts for ``docs``; a model failure is returned in ``error``, never raised."""
         if not docs:
             return Judged([], 0)
         if not self.by_llm:
             scores = await self.evidence.relevance(question, docs)
             return Judged([score >= self.settings.min_relevance for score in scores], 0)
-        if self.grading.settings.batch and len(docs) > 1:
-            verdicts = await grading.grade_relevance_batch(
-                self.model, question, format_context(docs), len(docs), self.grading, config=config
-            )
-            if verdicts is not None:
-                return Judged(verdicts, 1)
-            return Judged(await self.per_chunk(question, docs, config), 1 + len(docs))
-        return Judged(await self.per_chunk(question, docs, config), len(docs))
+        calls = 0
+        try:
+            if self.grading.settings.batch and len(docs) > 1:
+                calls += 1
+                verdicts = await grading.grade_relevance_batch(
+                    self.model, question, format_context(docs), len(docs), self.grading, config=config
+                )
+                if verdicts is not None:
+                    return Judged(verdicts, calls)
+            calls += len(docs)
+            return Judged(await self.per_chunk(question, docs, config), calls)
+        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
+            return Judged([], calls, exc)
 
     async def per_chunk(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
         """One grading call per chunk, at most ``grading.concurrency`` at once; raises the first failure."""

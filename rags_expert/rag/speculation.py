@@ -17,9 +17,11 @@ and ``draft_discarded`` say what became of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 
+from rags_expert.events import emit
 from rags_expert.rag.citations import chunk_id, cited_numbers, rewrite_citations
 
 DRAFT_TAG = "rags_expert:speculative_draft"
@@ -60,3 +62,19 @@ def discard_reason(draft: str, draft_docs: Sequence[Document], relevant: Sequenc
     keep = {chunk_id(doc) for doc in relevant}
     irrelevant = [n for n in cited if chunk_id(draft_docs[n - 1]) not in keep]
     return "it cites chunk(s) graded irrelevant: " + ", ".join(f"[{n}]" for n in irrelevant)
+
+
+def settle_draft(
+    draft: str | BaseException, context: Sequence[Document], relevant: Sequence[Document], generations: int
+) -> dict[str, Any]:
+    """grade_documents' state update for its draft: kept (the renumbered answer, the first generation) or
+    discarded, announced as the ``draft_kept`` / ``draft_discarded`` custom event."""
+    if isinstance(draft, BaseException):
+        emit("draft_discarded", reason=f"the draft call failed ({type(draft).__name__})")
+        return {"speculative": "discarded"}
+    kept = kept_draft(draft, context, relevant)
+    if kept is None:
+        emit("draft_discarded", reason=discard_reason(draft, context, relevant))
+        return {"speculative": "discarded"}
+    emit("draft_kept", answer=kept)
+    return {"speculative": "kept", "answer": kept, "generations": generations + 1}

@@ -210,8 +210,11 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         return c + grading * (r + 1) + r + per_answer * g + draft
 
     def max_node_calls(self) -> int:
-        """The most LLM requests one node makes: ``retrieval.top_k`` relevance grades, or the two answer checks."""
-        return max(self.retrieval.top_k, 2)
+        """The most LLM requests one node makes: grade_documents' relevance grades (``retrieval.top_k``, plus
+        the batch call whose reply could not be read) and the speculative draft beside them, or the two
+        answer checks."""
+        grading = self.retrieval.top_k + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
+        return max(grading, 2)
 
     def budgeted_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question with ``budget.max_calls``: a node starts only while fewer
