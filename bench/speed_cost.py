@@ -40,7 +40,7 @@ os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
-from langchain_core.messages import HumanMessage  # noqa: E402
+from langchain_core.messages import HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
@@ -66,8 +66,12 @@ def yes_script(body: dict[str, Any]) -> Any:
     if kind == "relevance_batch":
         text = json.dumps(body)
         return {"relevant": list(range(1, text.count("<chunk n=") + 1))}
-    if kind in ("relevance", "grounded", "useful"):
-        return {kind: True, "unsupported": "", "missing": ""}
+    if kind == "relevance":
+        return {"relevant": True}
+    if kind == "grounded":
+        return {"grounded": True, "unsupported": ""}
+    if kind == "useful":
+        return {"useful": True, "missing": ""}
     return "Castle Varen was built in 1412 [1]."
 
 
@@ -159,9 +163,11 @@ class MinimalState(TypedDict, total=False):
 
 
 def minimal_pipeline(base_url: str, k: int):
-    """Retrieve → grade every chunk at once → answer → both checks at once: the same calls, no corrective logic."""
+    """Retrieve → grade every chunk at once → answer → both checks at once: the same requests (a system and a
+    user message each), no corrective logic."""
     model = ChatOpenAI(model="bench", base_url=base_url, api_key="sk-bench-000000", max_retries=0)
     docs = make_docs(k)
+    system = SystemMessage("You are a careful assistant.")
 
     async def retrieve(state: MinimalState) -> dict[str, Any]:
         return {"docs": docs}
@@ -172,7 +178,7 @@ def minimal_pipeline(base_url: str, k: int):
                 f"Question: {state['question']}\n<chunk>\n{doc.page_content}\n</chunk>\n"
                 + 'Reply {"relevant": true|false}.'
             )
-            reply = await model.ainvoke([HumanMessage(prompt)])
+            reply = await model.ainvoke([system, HumanMessage(prompt)])
             return '"relevant": true' in str(reply.content)
 
         verdicts = await asyncio.gather(*(one(d) for d in state["docs"]))
@@ -180,7 +186,9 @@ def minimal_pipeline(base_url: str, k: int):
 
     async def generate(state: MinimalState) -> dict[str, Any]:
         context = "\n".join(f"[{i}] {d.page_content}" for i, d in enumerate(state["relevant"], 1))
-        reply = await model.ainvoke([HumanMessage(f"{context}\nQuestion: {state['question']}\nAnswer citing [n].")])
+        reply = await model.ainvoke(
+            [system, HumanMessage(f"{context}\nQuestion: {state['question']}\nAnswer citing [n].")]
+        )
         return {"answer": str(reply.content)}
 
     async def check(state: MinimalState) -> dict[str, Any]:
@@ -188,7 +196,7 @@ def minimal_pipeline(base_url: str, k: int):
             f'Is it grounded? {state["answer"]} Reply {{"grounded": true|false}}.',
             f'Is it useful? {state["answer"]} Reply {{"useful": true|false}}.',
         ]
-        replies = await asyncio.gather(*(model.ainvoke([HumanMessage(p)]) for p in prompts))
+        replies = await asyncio.gather(*(model.ainvoke([system, HumanMessage(p)]) for p in prompts))
         return {"ok": all("true" in str(r.content) for r in replies)}
 
     builder = StateGraph(MinimalState)

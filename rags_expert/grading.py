@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
@@ -133,6 +134,11 @@ class GradingContext:
     settings: GradingSettings
     prompts: PromptStore
     retry: RetryPolicy
+    runnables: dict[tuple[int, str, str], tuple[BaseChatModel, Runnable]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The structured-output runnables built so far, by (model, schema, method): binding a schema as a tool
+    converts it to JSON schema, which took more client CPU than the rest of a grading call."""
 
     @classmethod
     def from_settings(cls, settings: AgentSettings | None = None, prompts: PromptStore | None = None) -> GradingContext:
@@ -162,11 +168,30 @@ class GradingContext:
 def _structured_runnable(
     model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext, method: str | None = None
 ) -> Runnable:
-    """``model`` set up to ask for ``schema`` by ``method`` (default: the configured one), output capped."""
+    """``model`` set up to ask for ``schema`` by ``method`` (default: the configured one), output capped;
+    built once per agent (the cache keeps the model, so its id cannot be reused while cached)."""
     method = method or ctx.settings.structured_output
+    key = (id(model), f"{schema.__module__}.{schema.__qualname__}", method)
+    cached = ctx.runnables.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    runnable = _bind_structured(model, schema, ctx, method)
+    ctx.runnables[key] = (model, runnable)
+    return runnable
+
+
+def _bind_structured(model: BaseChatModel, schema: type[BaseModel], ctx: GradingContext, method: str) -> Runnable:
+    """``model`` asking for ``schema`` by ``method`` (a forced tool call, a response format, or plain text)."""
     runnable: Runnable = model
     body: dict[str, Any] = {}
-    if method == "function_calling":
+    if method == "function_calling" and "extra_body" in getattr(type(model), "model_fields", {}):
+        # an OpenAI-compatible client: the same forced tool call, sent as request-body fields. Through the
+        # ``tools`` argument the openai SDK re-validates the constant tool definition on every request (a
+        # recursive type-driven transform: most of a grading call's client CPU, bench/speed_cost.py)
+        tool = convert_to_openai_tool(schema)
+        body["tools"] = [tool]
+        body["tool_choice"] = {"type": "function", "function": {"name": tool["function"]["name"]}}
+    elif method == "function_calling":
         try:
             runnable = model.bind_tools([schema], tool_choice=schema.__name__)
         except Exception as exc:  # noqa: BLE001 - e.g. no tools, or tool_choice by name unsupported

@@ -71,7 +71,7 @@ def server_usage(requests: list[RecordedRequest]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for r in requests:
         assert r.reply is not None
-        figures = _usage(r.reply)
+        figures = _usage(r.reply, r.body)
         entry = out.setdefault(NODE_OF_KIND[r.kind], {"calls": 0, "input_tokens": 0, "output_tokens": 0})
         entry["calls"] += 1
         entry["input_tokens"] += figures["prompt_tokens"]
@@ -233,7 +233,7 @@ async def test_a_token_budget_counts_the_providers_tokens():
     # each grade is 10 prompt tokens: after the 4 concurrent grades the budget is used up, nothing more is asked
     assert [r.kind for r in server.requests] == ["relevance"] * 4
     assert meta["reason"] == "budget_exceeded" and meta["budget"]["name"] == "max_tokens"
-    used = sum(_usage(r.reply)["total_tokens"] for r in server.requests if r.reply)
+    used = sum(_usage(r.reply, r.body)["total_tokens"] for r in server.requests if r.reply)
     assert meta["budget"] == {"name": "max_tokens", "limit": 30, "used": used}
     assert "the token budget of 30 tokens" in msg.content
     assert meta["usage"]["input_tokens"] + meta["usage"]["output_tokens"] == used

@@ -35,6 +35,7 @@ from rags_expert.evidence.text import (
     strip_citations,
     terms,
 )
+from rags_expert.retrieval.embeddings import query_vector
 from rags_expert.settings import EvidenceSettings
 
 _CACHE_SIZE = 4096
@@ -122,7 +123,7 @@ class EvidenceScorer:
             known = {s: self._cache[s] for s in sentences if s in self._cache}
         missing = [s for s in dict.fromkeys(sentences) if s not in known]
         known |= dict(zip(missing, model.embed_documents(missing) if missing else [], strict=True))
-        query = model.embed_query(question)
+        query = query_vector(model, question)
         with self._lock:
             for text in missing:
                 self._cache[text] = known[text]

