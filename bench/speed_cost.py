@@ -138,7 +138,7 @@ def make_docs(k: int) -> list[Document]:
 
 async def our_graph(base_url: str, k: int, variant: dict[str, Any]):
     settings = {
-        "llm": {"base_url": base_url, "api_key": "sk-bench-000000", "max_retries": 0},
+        "llm": {"base_url": base_url, "api_key": "sk-bench-000000", "max_retries": 2},
         "retrieval": {"top_k": k},
         **variant,
     }
@@ -165,7 +165,7 @@ class MinimalState(TypedDict, total=False):
 def minimal_pipeline(base_url: str, k: int):
     """Retrieve → grade every chunk at once → answer → both checks at once: the same requests (a system and a
     user message each), no corrective logic."""
-    model = ChatOpenAI(model="bench", base_url=base_url, api_key="sk-bench-000000", max_retries=0)
+    model = ChatOpenAI(model="bench", base_url=base_url, api_key="sk-bench-000000", max_retries=2)
     docs = make_docs(k)
     system = SystemMessage("You are a careful assistant.")
 

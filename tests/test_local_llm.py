@@ -208,3 +208,14 @@ async def test_ready_reports_a_server_that_died_while_the_agent_was_built(fake_r
     with pytest.raises(LocalModelError, match="exited with code 3"):
         async with maybe_local(RagsExpertSettings(local=fake_runner), True) as local:
             await local.ready()
+
+
+def test_local_settings_turn_the_speculative_draft_off():
+    """A single-slot server cannot overlap a draft with the grading: it would only add a call."""
+    from rags_expert.local_llm import local_settings
+    from rags_expert.settings import RagsExpertSettings
+
+    base = RagsExpertSettings(speculative_draft=True, local={"profile": "standard"})
+    local = local_settings(base, "http://127.0.0.1:9/v1")
+    assert local.speculative_draft is False and local.grading.concurrency == 1
+    assert base.speculative_draft is True

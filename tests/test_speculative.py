@@ -15,6 +15,7 @@ from openai_server import OpenAIServer, prompt_text, request_kind, tag_content
 from scripts import Script
 
 from rags_expert import RagsExpert
+from rags_expert.rag.relevance import keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, kept_draft
 from rags_expert.testing import ScriptedChatModel
 
@@ -221,3 +222,28 @@ async def test_over_http_the_draft_overlaps_the_grading():
         # the draft was sent with the grading calls, not after their replies; the checks one round trip later
         assert max(arrivals["answer"]) - min(arrivals["relevance"]) < delay / 2
         assert min(arrivals["grounded"]) - max(arrivals["relevance"]) >= delay * 0.9
+
+
+def test_the_context_keeps_the_best_ranked_new_chunks_and_the_latest_earlier_ones():
+    a, b, c, d, e = make_docs({t: f"chunk {t}" for t in "abcde"})
+    assert keep_context([a, b, c], [d, e], 4) == [b, c, d, e]
+    assert keep_context([a, b, c], [d, e], 1) == [d]  # the lower-ranked new chunk is dropped, not the best
+    assert keep_context([], [a, b, c], 2) == [a, b]
+    assert keep_context([a], [], 3) == [a]
+
+
+async def test_a_draft_over_more_chunks_than_the_context_holds_is_kept():
+    many = make_docs({f"fact{i}": f"Castle Varen fact {i}: built in 1412." for i in range(6)})
+    model = ScriptedChatModel(responder=Script(generate=lambda t: "Castle Varen was built in 1412 [1]."))
+    settings = {
+        "llm": {"max_retries": 0},
+        "speculative_draft": True,
+        "retrieval": {"top_k": 6},
+        "max_context_chunks": 4,
+    }
+    agent = await RagsExpert(settings, chat_model=model, retriever=KeywordRetriever(docs=many, calls=[])).async_init()
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage("When was Castle Varen built?")]}, {"configurable": {"thread_id": "m"}}
+    )
+    final = out["messages"][-1]
+    assert final.response_metadata["outcome"] == "success" and final.response_metadata["llm_calls"] == 6 + 1 + 2

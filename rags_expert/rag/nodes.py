@@ -47,7 +47,7 @@ from rags_expert.rag.options import (
     scopes_nothing,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
-from rags_expert.rag.relevance import RelevanceJudge
+from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
 from rags_expert.settings import RagsExpertSettings
@@ -181,15 +181,13 @@ class RagNodes:
         update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
             return update | {"error": self._error(judged.error), "failure_reason": "llm_error"}
-        relevant = list(state.get("relevant", []))
-        added = 0
+        new = []
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
             if verdict:
-                relevant.append(doc)
-                added += 1
-        relevant = relevant[-self.deps.settings.max_context_chunks :]
-        update |= {"graded": graded, "relevant": relevant, "new_relevant": added}
+                new.append(doc)
+        relevant = keep_context(state.get("relevant", []), new, self.deps.settings.max_context_chunks)
+        update |= {"graded": graded, "relevant": relevant, "new_relevant": len(new)}
         if drafting:
             context = docs[: self.deps.settings.max_context_chunks]
             update |= settle_draft(draft, context, relevant, state.get("generations", 0))

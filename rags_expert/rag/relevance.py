@@ -78,3 +78,12 @@ class RelevanceJudge:
         if failed := next((r for r in results if isinstance(r, BaseException)), None):
             raise failed
         return [bool(r) for r in results]
+
+
+def keep_context(previous: list[Document], new: list[Document], cap: int) -> list[Document]:
+    """The relevant chunks kept for answering (``max_context_chunks``): the new ones in retrieval order, best
+    first, and as many earlier ones as still fit, the most recent kept; the new ones beyond ``cap`` (the
+    lowest ranked) are dropped."""
+    new = new[:cap]
+    room = cap - len(new)
+    return [*(previous[-room:] if room > 0 else []), *new]
