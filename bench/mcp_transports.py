@@ -59,13 +59,14 @@ async def over_stdio(env: dict[str, str], rows: dict[str, list[float]], errlog: 
 def start_http(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str, float]:
     """Spawn ``rags-expert mcp --http --port 0``; its process, URL (from the ready line) and start time."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0"],
-        env=env,
-        cwd=ROOT,
-        stderr=log.open("w"),
-        stdout=subprocess.DEVNULL,
-    )
+    with log.open("w") as err:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0"],
+            env=env,
+            cwd=ROOT,
+            stderr=err,
+            stdout=subprocess.DEVNULL,
+        )
     while not (found := re.search(r"at (http://\S+)", log.read_text())):
         if proc.poll() is not None:
             raise RuntimeError(log.read_text())

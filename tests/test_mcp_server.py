@@ -171,14 +171,15 @@ class HttpServer:
 
     def __init__(self, env: dict[str, str], log: Path, *flags: str) -> None:
         self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0", *flags],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log.open("w"),
-            start_new_session=True,
-        )
+        with log.open("w") as err:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0", *flags],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
         self.url = self._wait_ready()
 
     def _wait_ready(self, timeout: float = 120) -> str:
