@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rags_expert import evaluation_cli
+from rags_expert import evaluation_cli, mcp_cli
 from rags_expert.cli_support import (
     SETTINGS_ERRORS,
     OneLineParser,
@@ -47,6 +47,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     register_settings,  # settings
     retrieval_cli.register,  # ingest, search
     kg_cli.register,  # kg
+    mcp_cli.register,  # mcp
 )
 """The subcommand registrations, in the order ``--help`` lists them."""
 

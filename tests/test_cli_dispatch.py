@@ -15,6 +15,8 @@ OPTIONAL_EXTRAS = (
     "matplotlib",
     "fastembed",
     "langgraph_cli",
+    "mcp",
+    "uvicorn",
 )  # langgraph_sdk: a langgraph dependency
 
 
@@ -24,8 +26,8 @@ def _subcommands() -> list[str]:
 
 
 def test_every_subcommand_is_registered_once_in_help_order():
-    assert _subcommands() == ["ask", "eval", "settings", "ingest", "search", "kg"]
-    assert len(COMMANDS) == 5
+    assert _subcommands() == ["ask", "eval", "settings", "ingest", "search", "kg", "mcp"]
+    assert len(COMMANDS) == 6
 
 
 def test_building_the_parser_imports_no_optional_extra():

@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "kg": ["kg", "Which genes?", "--schema", "schema.yaml"],
     "eval": ["eval", "hotpotqa", "--limit", "1"],
     "settings": ["settings"],
+    "mcp": ["mcp"],
 }
 
 

@@ -78,6 +78,7 @@ SETTINGS_MODELS = [
     "IngestionSettings",
     "KnowledgeFlowSettings",
     "KGSettings",
+    "McpSettings",
     "SettingsSection",
 ]
 

@@ -3,7 +3,8 @@
 Sections (:mod:`~rags_expert.settings.sections`, :mod:`~rags_expert.settings.knowledge`,
 :mod:`~rags_expert.settings.kg`): ``LLMSettings``, ``GradingSettings``, ``LessonSettings``,
 ``LocalModelSettings``, ``BudgetSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
-``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``.
+``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``,
+``McpSettings`` (:mod:`~rags_expert.settings.mcp`, the ``rags-expert mcp`` server).
 
 Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :class:`KGExpertSettings`
 (pydantic-settings). Values come, in order of precedence, from the arguments a host passes (a settings
@@ -39,6 +40,7 @@ from rags_expert.settings.knowledge import (
     default_data_dir,
 )
 from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
+from rags_expert.settings.mcp import McpSettings, McpTransport
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
     BudgetSettings,
@@ -72,6 +74,8 @@ __all__ = [
     "LessonSettings",
     "LocalModelSettings",
     "LocalRunner",
+    "McpSettings",
+    "McpTransport",
     "ModelProfileName",
     "OmpWaitPolicy",
     "RagsExpertSettings",

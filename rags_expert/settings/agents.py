@@ -34,6 +34,7 @@ from rags_expert.settings.knowledge import (
     StoreSettings,
 )
 from rags_expert.settings.legacy import legacy_env_retrieval, move_legacy_keys
+from rags_expert.settings.mcp import McpSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     GradingSettings,
@@ -190,6 +191,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     )
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
