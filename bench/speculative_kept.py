@@ -29,10 +29,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
 from langchain_core.messages import HumanMessage  # noqa: E402
 from openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
+from speed_cost import yes_grade  # noqa: E402
 
 from rags_expert.evaluation import load_questions, write_corpus  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
@@ -41,13 +43,8 @@ DATA = ROOT.parent / "shared" / "data" / "hotpotqa"
 
 
 def yes_script(body: dict[str, Any]) -> Any:
-    kind = request_kind(body)
-    if kind == "relevance":
-        return {"relevant": True}
-    if kind == "grounded":
-        return {"grounded": True, "unsupported": ""}
-    if kind == "useful":
-        return {"useful": True, "missing": ""}
+    if (grade := yes_grade(request_kind(body))) is not None:
+        return grade
     text = prompt_text(body)
     question = set(re.findall(r"\w{4,}", text.rsplit("Question:", 1)[-1].lower()))
     for n, chunk in re.findall(r'<chunk n="(\d+)"[^>]*>\n(.*?)\n</chunk>', text, re.S):

@@ -66,13 +66,16 @@ def yes_script(body: dict[str, Any]) -> Any:
     if kind == "relevance_batch":
         text = json.dumps(body)
         return {"relevant": list(range(1, text.count("<chunk n=") + 1))}
-    if kind == "relevance":
-        return {"relevant": True}
-    if kind == "grounded":
-        return {"grounded": True, "unsupported": ""}
-    if kind == "useful":
-        return {"useful": True, "missing": ""}
-    return "Castle Varen was built in 1412 [1]."
+    return yes_grade(kind) or "Castle Varen was built in 1412 [1]."
+
+
+def yes_grade(kind: str) -> dict[str, Any] | None:
+    """A yes to a per-chunk relevance, grounding or usefulness request (None for other kinds)."""
+    return {
+        "relevance": {"relevant": True},
+        "grounded": {"grounded": True, "unsupported": ""},
+        "useful": {"useful": True, "missing": ""},
+    }.get(kind)
 
 
 def serve(latency: float, port_out: Any, stats_in: Any, stats_out: Any) -> None:
