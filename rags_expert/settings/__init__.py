@@ -2,8 +2,9 @@
 
 Sections (:mod:`~rags_expert.settings.sections`, :mod:`~rags_expert.settings.knowledge`,
 :mod:`~rags_expert.settings.kg`): ``LLMSettings``, ``GradingSettings``, ``LessonSettings``,
-``LocalModelSettings``, ``BudgetSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
-``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``.
+``LocalModelSettings``, ``CheckpointerSettings`` (conversation threads), ``BudgetSettings``,
+``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant), ``EmbeddingSettings``,
+``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``.
 
 Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :class:`KGExpertSettings`
 (pydantic-settings). Values come, in order of precedence, from the arguments a host passes (a settings
@@ -42,6 +43,7 @@ from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
     BudgetSettings,
+    CheckpointerSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -56,6 +58,7 @@ __all__ = [
     "LEGACY_RETRIEVAL_KEYS",
     "AgentSettings",
     "BudgetSettings",
+    "CheckpointerSettings",
     "EmbeddedEngine",
     "EmbeddingProvider",
     "EmbeddingSettings",
