@@ -237,11 +237,12 @@ class CheckpointerSettings(SettingsSection):
         4,
         ge=1,
         le=100,
-        description="Database connections per event loop, and the checkpoint reads and writes in flight at once "
-        "on it (LangGraph's saver alone runs one at a time per process).",
+        description="Connections kept open per event loop, and the checkpoint reads and writes in flight at once on "
+        "it (LangGraph's own saver runs one at a time per process). Every replica may hold this many per loop: "
+        "replicas x loops x pool_size must stay under the server's max_connections.",
     )
     connect_timeout: float = Field(
-        10.0, gt=0, description="Seconds to wait for a database connection (at start, and for a free one later)."
+        10.0, gt=0, description="Seconds to wait for a new database connection (libpq rounds it, at least 2)."
     )
     setup: bool = Field(
         True,
