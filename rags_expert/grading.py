@@ -400,7 +400,8 @@ async def score(
 async def condense_question(
     model: BaseChatModel, question: str, history: str, ctx: GradingContext, *, config: RunnableConfig | None = None
 ) -> str:
-    """Make a follow-up standalone using the conversation ``history``; the question itself if nothing parses."""
+    """Make a follow-up standalone using the conversation ``history``; the question itself if nothing parses,
+    or when the reply is the prompt's placeholder (``<the standalone question>``, echoed by SmolLM2-135M)."""
     reply = await structured_call(
         model,
         StandaloneQuestion,
@@ -409,7 +410,7 @@ async def condense_question(
         config=config,
     )
     text = _text_field(reply, "question")
-    return text[:1000] if text else question
+    return text[:1000] if text and not re.fullmatch(r"<[^<>]*>", text.strip()) else question
 
 
 async def reflect(

@@ -2,8 +2,10 @@
 
 An agent carries metadata a host shows (name, role, description, ...), builds its models and
 clients in ``await agent.async_init()`` and serves one compiled LangGraph graph per checkpointer
-(``get_compiled_graph``). Hosts load agents from a YAML list or discover them through the
-``agentflow.agents`` entry-point group (:mod:`rags_expert.hosts`).
+(``get_compiled_graph``): by default the one its settings describe (``checkpointer.url``: PostgreSQL shared
+by replicas, else in memory; :mod:`rags_expert.checkpoints`); ``await agent.aclose()`` releases its
+connections. Hosts load agents from a YAML list or discover them through the ``agentflow.agents``
+entry-point group (:mod:`rags_expert.hosts`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Self
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
+from rags_expert.checkpoints import build_checkpointer, close_checkpointer, open_checkpointer
 
 
 class NotInitializedError(RuntimeError):
@@ -36,7 +39,7 @@ class AgentFlow(ABC):
         self.settings = settings
         self._graph: StateGraph | None = None
         self._compiled: dict[int | str, CompiledStateGraph] = {}
-        self._default_checkpointer = InMemorySaver()
+        self._default_checkpointer = build_checkpointer(getattr(settings, "checkpointer", None))
 
     @abstractmethod
     async def async_init(self) -> Self:
@@ -49,6 +52,15 @@ class AgentFlow(ABC):
     def recursion_limit(self) -> int:
         """The recursion limit compiled graphs run with (subclasses raise it above their own bound)."""
         return 25
+
+    async def open_checkpointer(self) -> None:
+        """Connect the agent's own checkpointer and create its tables (PostgreSQL), so that a wrong
+        ``checkpointer.url`` fails at start; nothing for the in-memory one. ``async_init`` calls it."""
+        await open_checkpointer(self._default_checkpointer)
+
+    async def aclose(self) -> None:
+        """Close the connections of the agent's own checkpointer opened on the running event loop."""
+        await close_checkpointer(self._default_checkpointer)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -66,9 +78,9 @@ class AgentFlow(ABC):
     def get_compiled_graph(self, checkpointer: BaseCheckpointSaver | None | bool = None) -> CompiledStateGraph:
         """The compiled graph, compiled once per checkpointer.
 
-        ``None`` uses the agent's own in-memory checkpointer (threads remember their
-        history); pass a saver to persist elsewhere, or ``False`` for none (e.g. when a
-        LangGraph server provides persistence).
+        ``None`` uses the agent's own checkpointer (threads remember their history): the
+        PostgreSQL one of ``checkpointer.url``, else in memory; pass a saver to persist
+        elsewhere, or ``False`` for none (e.g. when a LangGraph server provides persistence).
         """
         if self._graph is None:
             raise NotInitializedError(f"{type(self).__name__}: call 'await agent.async_init()' first")

@@ -4,7 +4,7 @@
   URL userinfo (``scheme://user:pass@`` → ``scheme://***@``), ``Authorization`` header
   values in any notation (``Authorization: Basic …``, ``"authorization": "Bearer …"``,
   ``(b'authorization', b'…')``), standalone ``Bearer``/``Basic`` credentials,
-  ``sk-…`` keys and ``api_key=…`` assignments.
+  ``sk-…`` keys, ``api_key=…`` assignments and ``password=…`` (libpq conninfo strings).
 * :func:`url_secrets` lists the forms a URL's credentials take on the wire (the
   password, ``user:password``, and its base64 as sent in ``Authorization: Basic``).
 * :class:`RedactingFilter` is a :class:`logging.Filter` for *handlers*: installed on the
@@ -36,6 +36,7 @@ _BEARER = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._\-~+/=]{6,}")
 _BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/_\-]{4,}={0,2})")
 _SK_KEY = re.compile(r"sk-[A-Za-z0-9_\-*]{6,}")
 _API_KEY = re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}")
+_PASSWORD = re.compile(r"(?i)(\bpassword\s*=\s*['\"]?)[^\s'\"]{2,}")
 _URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@?#'\"<>]+@")
 
 
@@ -66,6 +67,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = _BEARER.sub(_mask_tail, text)
     text = _BASIC.sub(_basic_credentials, text)
     text = _SK_KEY.sub(MASK, text)
+    text = _PASSWORD.sub(_mask_tail, text)
     return _API_KEY.sub(_mask_tail, text)
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +73,26 @@ def castle_docs() -> list[Document]:
             "duke": "Duke Albrecht ruled from 1398 to 1431 and founded the town of Varen.",
         }
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server for the session (tests/pg_server.py), stopped and deleted after it. Skipped, with
+    the reason, where none can run (failed instead when RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
+    from pg_server import REQUIRED_ENV, PostgresServer, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None and find_spec("psycopg") is None:
+        reason = "the 'postgres' extra is not installed (pip install -e '.[postgres]')"
+    if reason is not None:
+        if os.environ.get(REQUIRED_ENV) == "required":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """The URL of a fresh database on the session's PostgreSQL server (user and password in it)."""
+    return postgres_server.create_database("t_" + uuid.uuid4().hex[:12])

@@ -331,7 +331,7 @@ def _completion(reply: Reply, model: str, body: dict[str, Any]) -> dict[str, Any
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
-    request_queue_size = 128  # the default listen backlog (5) resets connections when 16+ requests arrive at once
+    request_queue_size = 512  # listen backlog: many clients connecting at once (replicas) are not refused
     owner: OpenAIServer
 
 

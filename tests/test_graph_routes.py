@@ -179,6 +179,16 @@ async def test_follow_up_is_condensed_from_history(castle_docs):
     assert script.count("condense") == 1  # the first question of a thread needs no condensing
 
 
+async def test_a_condensed_reply_that_echoes_the_placeholder_keeps_the_question(castle_docs):
+    """SmolLM2-135M answered the condense prompt with its placeholder: the follow-up is searched as asked."""
+    script = Script(relevance=castle_relevant, condense=lambda t: '{"question": "<the standalone question>"}')
+    agent, _, retriever = await make_agent(script, castle_docs)
+    await run(agent, "When was Castle Varen built?", thread="p")
+    _, msg = await run(agent, "Who built Castle Varen?", thread="p")
+    assert msg.response_metadata["question"] == "Who built Castle Varen?"
+    assert retriever.calls[-1]["query"] == "Who built Castle Varen?"
+
+
 async def test_thread_is_ready_for_next_question_after_failure(castle_docs):
     verdicts = {"first": "no"}
 

@@ -66,8 +66,9 @@ class KGQueryExpert(AgentFlow):
         self.kg_schema: KGSchema | None = None
 
     async def async_init(self) -> Self:
-        """Load the schema, start the database (and the sample graph), build the agent and its graph."""
-        schema = await self.open()
+        """Load the schema, start the database (and the sample graph), connect the checkpointer
+        (``checkpointer.url``), build the agent and its graph."""
+        schema, _ = await asyncio.gather(self.open(), self.open_checkpointer())
         await asyncio.to_thread(self._init_sync, schema)
         return self
 
@@ -111,6 +112,7 @@ class KGQueryExpert(AgentFlow):
             lesson_memory=lesson_memory or self.lesson_memory,
         )
         clone.kg_schema = self.kg_schema
+        clone._default_checkpointer = self._default_checkpointer  # one set of connections, not one per turn
         clone._init_sync(self.kg_schema)
         return clone
 
@@ -140,6 +142,9 @@ class KGQueryExpert(AgentFlow):
         return await self.agent.execute(question)
 
     async def aclose(self) -> None:
-        """Stop the embedded database (or disconnect)."""
-        if self.backend is not None:
-            await self.backend.close()
+        """Stop the embedded database (or disconnect); close the checkpointer's connections."""
+        try:
+            if self.backend is not None:
+                await self.backend.close()
+        finally:
+            await super().aclose()

@@ -79,12 +79,13 @@ class RagsExpert(AgentFlow):
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
-        """Validate prompt overrides, build the missing model / retriever / lesson memory, build the graph.
+        """Validate prompt overrides, build the missing model / retriever / lesson memory, build the graph;
+        connect the checkpointer (``checkpointer.url``) meanwhile.
 
         The blocking parts (file reads, model loading, opening the embedded database) run in a
         worker thread, so a host's event loop is never blocked.
         """
-        await asyncio.to_thread(self._init_sync)
+        await asyncio.gather(asyncio.to_thread(self._init_sync), self.open_checkpointer())
         return self
 
     def _init_sync(self) -> None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
     from rags_expert.local_llm import LocalRun
+    from rags_expert.rag import RagsExpert
     from rags_expert.settings import RagsExpertSettings
 
 NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
@@ -41,6 +42,8 @@ ASK_FLAGS = {
     "collection": "store.collection",
 }
 """Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
+THREAD_FLAGS = {"checkpointer_url": "checkpointer.url"}
+"""Flags of ``ask`` alone: where the conversation threads live."""
 
 
 def exit_code(metadata: dict[str, Any]) -> int:
@@ -69,6 +72,14 @@ async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) 
     # the agent is built while a local model server loads its model; the server then reads the answer
     # prompt's fixed beginning while the graph retrieves and grades
     agent, _ = await asyncio.gather(RagsExpert(local.settings).async_init(), local.ready())
+    try:
+        return await _answer(args, agent, local)
+    finally:
+        await agent.aclose()  # the checkpointer's connections (checkpointer.url)
+
+
+async def _answer(args: argparse.Namespace, agent: RagsExpert, local: LocalRun[RagsExpertSettings]) -> int:
+    """Run the question on ``thread`` through the initialised agent; print the answer; the exit code."""
     warming = asyncio.create_task(agent.warm_up()) if local.server is not None else None
     graph = agent.get_compiled_graph()
     config: RunnableConfig = {"configurable": {"thread_id": args.thread}}
@@ -113,6 +124,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
     p.add_argument("--tags", help="comma-separated library tags to filter on")
     p.add_argument("--thread", default="cli", help="conversation thread id")
+    p.add_argument(
+        "--checkpointer-url",
+        type=setting_type("checkpointer.url"),
+        help="PostgreSQL URL keeping the threads, shared by every process given it, so a follow-up on --thread "
+        "may run in another process (RAGS_EXPERT_CHECKPOINTER__URL, preferred for a password: a command line "
+        "is visible to other users; needs the 'postgres' extra). Default: this process's memory",
+    )
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument(
@@ -120,4 +138,4 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="answer offline with a local model server started for this call (needs the 'local' extra)",
     )
-    p.set_defaults(func=lambda a: asyncio.run(ask(a)), settings_flags=ASK_FLAGS)
+    p.set_defaults(func=lambda a: asyncio.run(ask(a)), settings_flags={**ASK_FLAGS, **THREAD_FLAGS})

@@ -2,9 +2,10 @@
 
 Sections (:mod:`~rags_expert.settings.sections`, :mod:`~rags_expert.settings.knowledge`,
 :mod:`~rags_expert.settings.kg`): ``LLMSettings``, ``GradingSettings``, ``LessonSettings``,
-``LocalModelSettings``, ``BudgetSettings``, ``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant),
-``EmbeddingSettings``, ``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``,
-``McpSettings`` (:mod:`~rags_expert.settings.mcp`, the ``rags-expert mcp`` server).
+``LocalModelSettings``, ``CheckpointerSettings`` (conversation threads), ``BudgetSettings``,
+``RetrievalSettings`` (the RAG query), ``StoreSettings`` (Qdrant), ``EmbeddingSettings``,
+``IngestionSettings``, ``KnowledgeFlowSettings``, ``KGSettings``, ``McpSettings`` (:mod:`~rags_expert.settings.mcp`,
+the ``rags-expert mcp`` server).
 
 Agents (:mod:`~rags_expert.settings.agents`): :class:`RagsExpertSettings` and :class:`KGExpertSettings`
 (pydantic-settings). Values come, in order of precedence, from the arguments a host passes (a settings
@@ -44,6 +45,7 @@ from rags_expert.settings.mcp import McpSettings, McpTransport
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
     BudgetSettings,
+    CheckpointerSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -58,6 +60,7 @@ __all__ = [
     "LEGACY_RETRIEVAL_KEYS",
     "AgentSettings",
     "BudgetSettings",
+    "CheckpointerSettings",
     "EmbeddedEngine",
     "EmbeddingProvider",
     "EmbeddingSettings",

@@ -1,7 +1,8 @@
 """One settings model per agent, composed of the sections by concern.
 
 * :class:`AgentSettings`: what every agent reads (chat model, grading, lesson memory, the local model,
-  the vector store and embeddings the lesson memory lives in, prompts, follow-up condensing).
+  the vector store and embeddings the lesson memory lives in, the conversation checkpointer, prompts,
+  follow-up condensing).
 * :class:`RagsExpertSettings`: the corrective-RAG agent (adds retrieval, ingestion, knowledge-flow and
   its loop bounds); it is also a :class:`KnowledgeBaseSettings`, what the knowledge-base code takes.
 * :class:`KGExpertSettings`: the KG-query agent (adds the ``kg`` section).
@@ -37,6 +38,7 @@ from rags_expert.settings.legacy import legacy_env_retrieval, move_legacy_keys
 from rags_expert.settings.mcp import McpSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
+    CheckpointerSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -88,6 +90,7 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
     grading: GradingSettings = Field(default_factory=GradingSettings)
     lessons: LessonSettings = Field(default_factory=LessonSettings)
     local: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    checkpointer: CheckpointerSettings = Field(default_factory=CheckpointerSettings)
     condense_followups: bool = Field(
         True, description="Rewrite a follow-up into a standalone question from the thread's history."
     )
@@ -139,7 +142,7 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
     def credential_urls(self) -> list[str]:
         """Every configured URL that may carry ``user:password@`` credentials (``OPENAI_BASE_URL`` too)."""
         urls = [
-            getattr(section, name)
+            _plain(getattr(section, name))
             for section in self.sections()
             for name in URL_FIELDS
             if name in type(section).model_fields
@@ -160,6 +163,11 @@ def env_sections(prefix: str = ENV_PREFIX) -> set[str]:
         if rest != name.upper() and "__" in rest:
             out.add(rest.split("__", 1)[0].lower())
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A secret URL's text (``checkpointer.url``), any other value as it is."""
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
 
 
 def _field_values(section: BaseModel) -> list[Any]:

@@ -1,5 +1,5 @@
-"""The sections both agents share (the chat model, grading calls, lesson memory, the local model) and the RAG
-agent's per-question budget."""
+"""The sections both agents share (the chat model, grading calls, lesson memory, the local model, the
+conversation checkpointer) and the RAG agent's per-question budget."""
 
 from __future__ import annotations
 
@@ -220,4 +220,33 @@ class BudgetSettings(SettingsSection):
         ge=1,
         description="Input plus output tokens one question may use, as the provider reports them (estimated at "
         "4 characters a token when it does not; None: no token budget).",
+    )
+
+
+class CheckpointerSettings(SettingsSection):
+    """Where the agents keep their conversation threads (LangGraph checkpoints): in this process's memory, or
+    in a PostgreSQL database that every replica of a deployment shares (docs/deploy.md)."""
+
+    url: SecretStr | None = Field(
+        None,
+        description="PostgreSQL connection URL (postgresql://user:password@host:5432/db) or libpq conninfo string "
+        "of LangGraph's async Postgres checkpointer (the 'postgres' extra). None: LangGraph's in-memory saver, "
+        "threads live as long as this process. A secret: never logged.",
+    )
+    pool_size: int = Field(
+        4,
+        ge=1,
+        le=100,
+        description="Connections kept open per event loop, and the checkpoint reads and writes in flight at once on "
+        "it (LangGraph's own saver runs one at a time per process). Every replica may hold this many per loop: "
+        "replicas x loops x pool_size must stay under the server's max_connections.",
+    )
+    connect_timeout: float = Field(
+        10.0, gt=0, description="Seconds to wait for a new database connection (libpq rounds it, at least 2)."
+    )
+    setup: bool = Field(
+        True,
+        description="Create or migrate the checkpoint tables at start (under a PostgreSQL advisory lock, so replicas "
+        "starting together run the migrations once). Off for a database role without DDL rights whose tables a "
+        "migration job created.",
     )
