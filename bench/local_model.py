@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
-from rags_expert import grading
+from rags_expert import grading, structured
 from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_settings
 from rags_expert.parsing import parse_model, parse_yes_no
@@ -72,7 +72,7 @@ def cases(n: int, ctx: grading.GradingContext) -> list[tuple[type[BaseModel], li
 def runnable_for(model: Any, schema: type[BaseModel], ctx: grading.GradingContext, method: str) -> Runnable:
     """The grading call's runnable: the grading module's own for its methods, else the candidate's."""
     if method != CANDIDATE:
-        return grading._structured_runnable(model, schema, ctx, method)
+        return structured._structured_runnable(model, schema, ctx, method)
     body = {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}
     return grading._bind_request(model, model, ctx.settings.max_tokens, body)
 
@@ -111,7 +111,7 @@ async def one(
         status = getattr(exc, "status_code", "")
         return {"error": f"{type(exc).__name__} {status}".strip(), "seconds": time.monotonic() - began}
     seconds = time.monotonic() - began
-    payloads = grading._reply_payloads(reply)
+    payloads = structured._reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
     obj = next((o for p in payloads if (o := parse_model(schema, p)) is not None), None)
     loose = None if obj is not None else parse_yes_no(raw)

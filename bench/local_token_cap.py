@@ -28,7 +28,7 @@ from unittest import mock
 
 from langchain_core.messages import HumanMessage
 
-from rags_expert import grading, local_llm
+from rags_expert import grading, local_llm, structured
 from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_settings
 from rags_expert.settings import RagsExpertSettings
@@ -66,7 +66,7 @@ async def measure(settings: RagsExpertSettings, kind: str, prompt: Any) -> dict[
         reply = await model.ainvoke([HumanMessage(prompt)])
     else:
         ctx = grading.GradingContext.from_settings(settings)
-        reply = await grading._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(prompt)
+        reply = await structured._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(prompt)
     finish = (getattr(reply, "response_metadata", None) or {}).get("finish_reason")
     return {"kind": kind, "tokens": tokens_of(reply), "finish": finish, "seconds": time.monotonic() - began}
 

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from rags_expert import grading
+from rags_expert import grading, structured
 from rags_expert.llm import LLMCallError, is_transient
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
@@ -62,11 +62,11 @@ async def test_a_real_server_fault_is_still_raised_after_its_retries():
 
 
 def test_format_rejected_classification():
-    assert grading.format_rejected(LLMCallError("BadRequestError", "tools are not supported", 1))
-    assert grading.format_rejected(LLMCallError("InternalServerError", REJECTED, 1))
-    assert not grading.format_rejected(LLMCallError("BadRequestError", "context length exceeded", 1))
-    assert not grading.format_rejected(LLMCallError("InternalServerError", "out of memory", 4))
-    assert not grading.format_rejected(LLMCallError("TimeoutError", "TimeoutError", 4))
+    assert structured.format_rejected(LLMCallError("BadRequestError", "tools are not supported", 1))
+    assert structured.format_rejected(LLMCallError("InternalServerError", REJECTED, 1))
+    assert not structured.format_rejected(LLMCallError("BadRequestError", "context length exceeded", 1))
+    assert not structured.format_rejected(LLMCallError("InternalServerError", "out of memory", 4))
+    assert not structured.format_rejected(LLMCallError("TimeoutError", "TimeoutError", 4))
 
 
 async def test_no_fallback_when_retries_are_off_so_the_request_bound_holds():
@@ -99,7 +99,7 @@ def test_json_modes_go_in_the_request_body_for_openai_models_so_truncated_replie
 
     model = ChatOpenAI(model="m", base_url="http://127.0.0.1:1/v1", api_key="x", extra_body={"keep": 1})
     ctx = _ctx("json_mode")
-    bound = grading._structured_runnable(model, grading.RelevanceGrade, ctx)
+    bound = structured._structured_runnable(model, grading.RelevanceGrade, ctx)
     kwargs = bound.kwargs
     assert kwargs["extra_body"] == {"keep": 1, "response_format": {"type": "json_object"}}
     assert "response_format" not in kwargs and kwargs["max_tokens"] == ctx.settings.max_tokens

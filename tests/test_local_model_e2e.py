@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 
-from rags_expert import grading
+from rags_expert import grading, structured
 from rags_expert.agent import RagsExpert
 from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_extra_installed, local_settings
@@ -255,5 +255,5 @@ async def test_output_caps_reach_the_real_server(server):
     answer = await model.ainvoke(long_reply)
     assert answer.usage_metadata["output_tokens"] == 16 and answer.response_metadata["finish_reason"] == "length"
     ctx = grading.GradingContext.from_settings(settings)  # a grading call's own, smaller cap replaces the answer cap
-    graded = await grading._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(long_reply)
+    graded = await structured._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(long_reply)
     assert graded.usage_metadata["output_tokens"] == 12 and graded.response_metadata["finish_reason"] == "length"
