@@ -21,8 +21,8 @@ from pathlib import Path
 
 #: Variables an override may leave out (the prompt then simply goes without that context).
 OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
-    "generate": frozenset({"feedback", "lessons"}),
-    "generate_small": frozenset({"feedback", "lessons"}),
+    "generate": frozenset({"feedback", "lessons", "language"}),
+    "generate_small": frozenset({"feedback", "lessons", "language"}),
     "rephrase_query": frozenset({"previous_queries", "feedback"}),
     "answer_system": frozenset({"date"}),
     "failure_not_found": frozenset({"partial"}),

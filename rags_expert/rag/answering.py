@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, split_sentences, strip_citations, terms
+from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.citations import cited_numbers, format_context
@@ -51,7 +52,11 @@ async def answer_messages(
     feedback: str = "",
     lessons: list[str] | None = None,
 ) -> list[BaseMessage]:
-    """The system and user messages of the answer call (chunks numbered as in ``relevant``)."""
+    """The system and user messages of the answer call (chunks numbered as in ``relevant``).
+
+    ``{language}`` is the language detected in ``question`` (:func:`rags_expert.language.language_name`),
+    so the answer comes back in the user's language whatever the chunks are written in.
+    """
     docs = await focused(question, relevant, scorer, per_chunk) if profile.focus_context else list(relevant)
     return [
         _system_message(prompts),
@@ -62,6 +67,7 @@ async def answer_messages(
                 question=question,
                 feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
                 lessons=lessons_block(prompts, lessons),
+                language=language_name(question),
             )
         ),
     ]
