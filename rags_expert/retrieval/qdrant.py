@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.documents import Document
 from qdrant_client import QdrantClient, models
 
+from rags_expert.language import detect_language
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.base import ScopedRetriever, nothing_in_scope
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings, query_vector
@@ -289,8 +290,14 @@ class KnowledgeBase:
         mode: RetrievalMode,
         flt: models.Filter | None = None,
     ) -> list[Hit]:
-        """Top-k hits for a query by dense, sparse or hybrid (fused) search in one query."""
+        """Top-k hits for a query by dense, sparse or hybrid (fused) search in one query.
+
+        A hybrid query in a language of ``retrieval.mode_by_language`` is searched in that language's mode.
+        """
         self.check_model()
+        by_language = self.settings.retrieval.mode_by_language
+        if mode == "hybrid" and by_language and (language := detect_language(query)) is not None:
+            mode = by_language.get(language, mode)
         sparse_q = sparse.query_vector(query)
         if mode == "sparse" and not sparse_q.indices:
             return []
