@@ -122,17 +122,20 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         messages = [HumanMessage("When was the castle built?")]
         if with_history:
             messages = [HumanMessage("Tell me about the castle."), AIMessage("It is old [1]."), *messages]
-        last_node, n_relevant = None, 0
+        last_node, n_relevant, consulted = None, 0, False
         async for update in graph.astream(
             {"messages": messages}, {"configurable": {"thread_id": "p"}}, stream_mode="updates"
         ):
             last_node = next(iter(update))
+            consulted = consulted or last_node == "fallback_retrieve"
             if last_node == "grade_documents":  # the context the next answer is cited against
                 n_relevant = len(update[last_node].get("relevant", []))
         state = await graph.aget_state({"configurable": {"thread_id": "p"}})
-        return agent, last_node, state.values, n_relevant
+        return agent, last_node, state.values, n_relevant, consulted
 
-    agent, last_node, values, n_relevant = asyncio.run(go())
+    agent, last_node, values, n_relevant, consulted = asyncio.run(go())
+    assert not consulted or fallback is not None  # off unless there is a fallback source
+    event(f"fallback source consulted: {consulted}")
     assert last_node in {"finalize_success", "finalize_failure"}
     final = values["messages"][-1]
     assert isinstance(final, AIMessage)
