@@ -15,6 +15,7 @@ from typing import Any
 RAG_STARTS = {
     "retrieve": "searching the knowledge base",
     "grade_documents": "grading the chunks",
+    "fallback_retrieve": "nothing relevant found: searching the fallback source",
     "rephrase_query": "rephrasing the search",
     "generate": "writing a draft",
     "grade_generation": "checking the draft",

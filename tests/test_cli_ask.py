@@ -60,3 +60,22 @@ def test_ask_without_a_model_endpoint_is_a_clear_error(kb, capsys, monkeypatch):
     rc = main(["ask", "When was Castle Varen built?"])
     err = capsys.readouterr().err
     assert rc == 2 and "OPENAI_API_KEY" in err and "--local" in err
+
+
+def test_ask_with_a_fallback_collection_names_the_fallback_source(tmp_path, capsys, monkeypatch):
+    docs = tmp_path / "fallback_docs"
+    (docs / "primary").mkdir(parents=True)
+    (docs / "second").mkdir()
+    (docs / "primary" / "cheese.md").write_text("# Cheese\n\nMura valley cheese is aged for nine months.\n")
+    (docs / "second" / "castle.md").write_text("# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n")
+    assert main(["ingest", str(docs / "primary"), "--collection", "primary"]) == 0
+    assert main(["ingest", str(docs / "second"), "--collection", "second"]) == 0
+    monkeypatch.setenv("RAGS_EXPERT_FALLBACK__COLLECTION", "second")
+    capsys.readouterr()
+    with OpenAIServer(script) as server:
+        rc = main(["ask", "When was Castle Varen built?", "--base-url", server.base_url, "--collection", "primary"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured
+    assert captured.out.startswith("Castle Varen was built in 1412 [1].")
+    assert "castle.md, fallback source)" in captured.out
+    assert "searching the fallback source" in captured.err

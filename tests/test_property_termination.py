@@ -1,5 +1,5 @@
 """Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors), with or without the
-speculative draft and batch grading, and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
+speculative draft, batch grading and a fallback source (empty or not), and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
 when there is a call budget), and a budget stop names a budget the question has really used up."""
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ REPLIES = st.one_of(
     max_tokens=st.none() | st.integers(1, 4000),
     speculative=st.booleans(),
     batch=st.booleans(),
+    fallback=st.sampled_from([None, "empty", "docs"]),
 )
 def test_every_run_finalizes_within_the_llm_call_bound(
     replies,
@@ -86,6 +87,7 @@ def test_every_run_finalizes_within_the_llm_call_bound(
     max_tokens,
     speculative,
     batch,
+    fallback,
 ):
     queue = list(replies)
 
@@ -94,6 +96,11 @@ def test_every_run_finalizes_within_the_llm_call_bound(
 
     model = ScriptedChatModel(responder=responder)
     docs = make_docs({f"d{i}": f"castle fact {i}" for i in range(6)})
+    second = (
+        None
+        if fallback is None
+        else make_docs({f"f{i}": f"fallback fact {i}" for i in range(3 * (fallback == "docs"))})
+    )
     settings_ = {
         "retrieval": {"top_k": top_k},
         "max_rephrases": max_rephrases,
@@ -106,28 +113,34 @@ def test_every_run_finalizes_within_the_llm_call_bound(
 
     async def go():
         agent = await RagsExpert(
-            settings_, chat_model=model, retriever=KeywordRetriever(docs=docs, calls=[])
+            settings_,
+            chat_model=model,
+            retriever=KeywordRetriever(docs=docs, calls=[]),
+            fallback_retriever=None if second is None else KeywordRetriever(docs=second, calls=[]),
         ).async_init()
         graph = agent.get_compiled_graph()
         messages = [HumanMessage("When was the castle built?")]
         if with_history:
             messages = [HumanMessage("Tell me about the castle."), AIMessage("It is old [1]."), *messages]
-        last_node, n_relevant = None, 0
+        last_node, n_relevant, consulted = None, 0, False
         async for update in graph.astream(
             {"messages": messages}, {"configurable": {"thread_id": "p"}}, stream_mode="updates"
         ):
             last_node = next(iter(update))
+            consulted = consulted or last_node == "fallback_retrieve"
             if last_node == "grade_documents":  # the context the next answer is cited against
                 n_relevant = len(update[last_node].get("relevant", []))
         state = await graph.aget_state({"configurable": {"thread_id": "p"}})
-        return agent, last_node, state.values, n_relevant
+        return agent, last_node, state.values, n_relevant, consulted
 
-    agent, last_node, values, n_relevant = asyncio.run(go())
+    agent, last_node, values, n_relevant, consulted = asyncio.run(go())
+    assert not consulted or fallback is not None  # off unless there is a fallback source
+    event(f"fallback source consulted: {consulted}")
     assert last_node in {"finalize_success", "finalize_failure"}
     final = values["messages"][-1]
     assert isinstance(final, AIMessage)
     assert final.response_metadata["outcome"] == ("success" if last_node == "finalize_success" else "failure")
-    bound = agent.settings.budgeted_call_bound(with_history=with_history)
+    bound = agent.settings.budgeted_call_bound(with_history=with_history, fallback=fallback is not None)
     assert bound <= agent.llm_call_bound(with_history=with_history)
     assert values["llm_calls"] <= bound
     assert len(model.calls) <= bound * (1 + max_retries)

@@ -35,6 +35,7 @@ from rags_expert.lessons import LessonMemory
 from rags_expert.llm import bind_output_cap, build_chat_model
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.answering import answer_prefix
+from rags_expert.rag.fallback import build_fallback_retriever
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.rag.profiles import profile_for
@@ -69,13 +70,17 @@ class RagsExpert(AgentFlow):
         retriever: BaseRetriever | None = None,
         lesson_memory: LessonMemory | None = None,
         embeddings: Embeddings | None = None,
+        fallback_retriever: BaseRetriever | None = None,
     ) -> None:
+        """``fallback_retriever``: a second source searched once when nothing relevant is found
+        (:mod:`rags_expert.rag.fallback`); without it, ``fallback.collection`` names one, else there is none."""
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model
         self.retriever = retriever
         self.lesson_memory = lesson_memory
         self.embeddings = embeddings
+        self.fallback_retriever = fallback_retriever
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
@@ -95,6 +100,8 @@ class RagsExpert(AgentFlow):
             self.chat_model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)
         if self.retriever is None:
             self.retriever = _default_retriever(settings)
+        if self.fallback_retriever is None:
+            self.fallback_retriever = build_fallback_retriever(settings)
         if settings.lessons.enabled and self.lesson_memory is None:
             self.lesson_memory = LessonMemory.from_settings(settings)
         self._graph = self.build_graph()
@@ -109,6 +116,7 @@ class RagsExpert(AgentFlow):
             settings=settings,
             grading=GradingContext.from_settings(settings, self.prompts),
             lessons=self.lesson_memory if settings.lessons.enabled else None,
+            fallback_retriever=self.fallback_retriever,
             evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
         )
         return build_graph(deps)
@@ -133,7 +141,8 @@ class RagsExpert(AgentFlow):
 
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question; see :meth:`RagsExpertSettings.llm_call_bound`."""
-        return self.settings.llm_call_bound(with_history)
+        fallback = self.fallback_retriever is not None or self.settings.fallback.collection is not None
+        return self.settings.llm_call_bound(with_history, fallback=fallback)
 
 
 def _retriever_embeddings(retriever: BaseRetriever) -> Callable[[], Embeddings | None] | None:

@@ -175,7 +175,8 @@ def rewrite_citations(text: str, n_chunks: int, rewrite: Callable[[Citation], st
 
 def source_dict(doc: Document, n: int) -> dict[str, Any]:
     """The public description of a cited chunk: ``n`` is its number in the final answer; ``uid`` (= ``chunk_id``)
-    identifies the chunk across runs."""
+    identifies the chunk across runs; ``origin`` says which source it came from (``"primary"``, or
+    ``"fallback"``: :mod:`rags_expert.rag.fallback`)."""
     meta = doc.metadata
     uid = chunk_id(doc)
     return {
@@ -187,6 +188,7 @@ def source_dict(doc: Document, n: int) -> dict[str, Any]:
         "page": meta.get("page"),
         "score": meta.get("score"),
         "chunk_id": uid,
+        "origin": meta.get("retrieval_origin") or "primary",
     }
 
 

@@ -110,7 +110,8 @@ async def _answer(args: argparse.Namespace, agent: RagsExpert, local: LocalRun[R
         for src in meta["sources"]:
             where = src.get("source") or ""
             page = f", p. {src['page']}" if src.get("page") is not None else ""
-            print(f"[{src['n']}] {src.get('title') or where}{page} ({where})")
+            fallback = ", fallback source" if src.get("origin") == "fallback" else ""
+            print(f"[{src['n']}] {src.get('title') or where}{page} ({where}{fallback})")
     return exit_code(meta)
 
 

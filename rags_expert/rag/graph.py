@@ -6,6 +6,8 @@ START → prepare ─┬─ empty / error ────────────�
                                                 ├─ speculative draft kept ──────→ grade_generation
                       ↑                         ├─ none, R left ─→ rephrase_query ─┐
                       └─────────────────────────┼──────────────────────────────────┘
+                                                ├─ none, no R, fallback source not yet consulted
+                                                │      → fallback_retrieve → grade_documents (once)
                                                 └─ none, no R ───→ finalize_failure
 grade_generation ─┬─ grounded and useful ─────────→ finalize_success
                   └─ rejected ────────────────────→ reflect (lesson memory) ─┐
@@ -22,7 +24,9 @@ the model says; the recursion limit is set above that and never decides. A
 per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.budget`)
 stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
-sentence of the relevant chunks where the run would otherwise give up.
+sentence of the relevant chunks where the run would otherwise give up. An optional
+fallback source (:mod:`rags_expert.rag.fallback`, CRAG's "incorrect" action) is
+searched once when nothing relevant was found, before giving up.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
+from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.state import InputState, OutputState, RagState
@@ -68,9 +73,11 @@ def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
 
 def route_after_grading(
     state: RagState,
-) -> Literal["grade_generation", "generate", "rephrase_query", "extract_answer", "finalize_failure"]:
+) -> Literal[
+    "grade_generation", "generate", "rephrase_query", "fallback_retrieve", "extract_answer", "finalize_failure"
+]:
     """Check a kept speculative draft; else generate from new relevant chunks; with none, rephrase while
-    rephrases remain."""
+    rephrases remain, then search the fallback source once (when there is one) before giving up."""
     if state.get("error"):
         return "finalize_failure"
     if state.get("speculative") == "kept":
@@ -79,6 +86,8 @@ def route_after_grading(
         return "generate"
     if _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
+    if wants_fallback(state):
+        return "fallback_retrieve"
     return _give_up(state)
 
 
@@ -120,9 +129,10 @@ def route_after_extract(state: RagState) -> Literal["finalize_success", "finaliz
 
 
 def max_node_steps(max_rephrases: int, max_generations: int) -> int:
-    """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases,
-    G generate/grade/reflect rounds, the budget stop, the extractive fallback, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 3 * max_generations + 1 + 1 + 1
+    """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases, the
+    fallback source's retrieve/grade round, G generate/grade/reflect rounds, the budget stop, the extractive
+    fallback, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 3 * max_generations + 1 + 1 + 1
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
@@ -142,6 +152,8 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_node("retrieve", metered("retrieve", nodes.retrieve))
     builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
     builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
+    fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes._error).retrieve
+    builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     builder.add_node("generate", metered("generate", nodes.generate))
     builder.add_node("grade_generation", metered("grade_generation", nodes.grade_generation))
     builder.add_node("reflect", metered("reflect", nodes.reflect))
@@ -155,6 +167,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_conditional_edges("retrieve", *budgeted(route_after_retrieve))
     builder.add_conditional_edges("grade_documents", *budgeted(route_after_grading))
     builder.add_conditional_edges("rephrase_query", *budgeted(route_after_rephrase))
+    builder.add_conditional_edges(FALLBACK_NODE, *budgeted(route_after_retrieve))
     builder.add_conditional_edges("generate", *budgeted(route_after_generate))
     builder.add_conditional_edges("grade_generation", *budgeted(route_after_generation_grading))
     builder.add_conditional_edges("reflect", *budgeted(route_after_reflect))

@@ -67,6 +67,8 @@ class RagDeps:
     settings: RagsExpertSettings
     grading: grading.GradingContext
     lessons: LessonMemory | None = None
+    fallback_retriever: BaseRetriever | None = None
+    """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
 
@@ -134,6 +136,7 @@ class RagNodes:
         update |= {
             "search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
             "lesson_scope": self._lesson_scope(request),
+            "fallback_source": self.deps.fallback_retriever is not None,
         }
         transcript = history_text(history, self.deps.settings.history_messages)
         if transcript and self.deps.settings.condense_followups:

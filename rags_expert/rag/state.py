@@ -86,6 +86,10 @@ class RagState(InputState, total=False):
     max_generations: int
     fallback: bool
     """Whether the extractive fallback may answer when no generated answer passes (the profile's choice)."""
+    fallback_source: bool
+    """Whether a fallback source is configured (:mod:`rags_expert.rag.fallback`), set by ``prepare``."""
+    fallback_consulted: bool
+    """Whether this question searched the fallback source (at most once)."""
     search: dict[str, Any]
     """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
     lesson_scope: str
@@ -131,6 +135,8 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
         "max_generations": settings.max_generations if profile.regenerate else 1,
         "fallback": profile.extractive_fallback,
+        "fallback_source": False,
+        "fallback_consulted": False,
         "max_calls": settings.budget.max_calls,
         "max_tokens": settings.budget.max_tokens,
         "error": "",

@@ -46,6 +46,7 @@ from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
+    FallbackSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -60,6 +61,7 @@ __all__ = [
     "LEGACY_RETRIEVAL_KEYS",
     "AgentSettings",
     "BudgetSettings",
+    "FallbackSettings",
     "CheckpointerSettings",
     "EmbeddedEngine",
     "EmbeddingProvider",

@@ -39,6 +39,7 @@ from rags_expert.settings.mcp import McpSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
+    FallbackSettings,
     GradingSettings,
     LessonSettings,
     LLMSettings,
@@ -199,25 +200,29 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     )
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
-    def llm_call_bound(self, with_history: bool = True) -> int:
+    def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
 
-        ``C + K*(R+1) + R + (3+L)*G + S`` where C is 1 when a follow-up is condensed, K is
+        ``C + K*(R+1+F) + R + (3+L)*G + S`` where F is 1 with a fallback source (``fallback``; None: whether
+        ``fallback.collection`` is set), where C is 1 when a follow-up is condensed, K is
         ``retrieval.top_k`` (k; k+1 with ``grading.batch``), R ``max_rephrases``, G ``max_generations``,
         L is 1 when the lesson memory is on and S is 1 with ``speculative_draft``: each of the R+1
         retrievals brings at most k chunks, each graded once (in one batch call, or per chunk when the
         batch reply cannot be read); each answer costs one generation plus two concurrent checks
         (grounded, useful), plus one reflection when it is rejected and lessons are enabled; a kept
-        speculative draft is the first generation, a discarded one one more call.
+        speculative draft is the first generation, a discarded one one more call. The fallback source is
+        searched at most once, and its chunks graded like the others (no speculative draft there).
         """
+        f = int(self.fallback.collection is not None if fallback is None else fallback)
         c = 1 if (with_history and self.condense_followups) else 0
         k, r, g = self.retrieval.top_k, self.max_rephrases, self.max_generations
         per_answer = 3 + (1 if self.lessons.enabled else 0)
         grading = k + 1 if self.grading.batch else k  # a batch call whose reply cannot be read, then k calls
         draft = 1 if self.speculative_draft else 0  # a discarded speculative draft
-        return c + grading * (r + 1) + r + per_answer * g + draft
+        return c + grading * (r + 1 + f) + r + per_answer * g + draft
 
     def max_node_calls(self) -> int:
         """The most LLM requests one node makes: grade_documents' relevance grades (``retrieval.top_k``, plus
@@ -226,11 +231,11 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         grading = self.retrieval.top_k + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
         return max(grading, 2)
 
-    def budgeted_call_bound(self, with_history: bool = True) -> int:
+    def budgeted_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question with ``budget.max_calls``: a node starts only while fewer
         than ``max_calls`` calls were made, and its calls are not split, so
         ``min(llm_call_bound, max_calls - 1 + max_node_calls)``. Without a call budget, the LLM-call bound."""
-        bound = self.llm_call_bound(with_history)
+        bound = self.llm_call_bound(with_history, fallback)
         if self.budget.max_calls is None:
             return bound
         return min(bound, self.budget.max_calls - 1 + self.max_node_calls())

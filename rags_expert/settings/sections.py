@@ -223,6 +223,28 @@ class BudgetSettings(SettingsSection):
     )
 
 
+class FallbackSettings(SettingsSection):
+    """A second source consulted once when grading finds nothing relevant (CRAG "incorrect"; docs/retrieval.md).
+
+    When no chunk of the knowledge base was graded relevant after the allowed rephrasings, the agent searches
+    the fallback source once with the question, grades its chunks like the others and answers from the
+    relevant ones; its sources carry ``origin: "fallback"``. A host may pass any LangChain retriever instead
+    (``RagsExpert(fallback_retriever=...)``: a web search, the knowledge-flow service). Off by default.
+    """
+
+    collection: str | None = Field(
+        None,
+        min_length=1,
+        description="Another Qdrant collection of the knowledge base (same store and embeddings) searched as the "
+        "fallback source (None: no fallback source unless the host passes fallback_retriever=).",
+    )
+    request_filters: bool = Field(
+        False,
+        description="Apply the request's library_tags / document_uids to the fallback source too (its top_k "
+        "always applies); off: the fallback searches all of its documents.",
+    )
+
+
 class CheckpointerSettings(SettingsSection):
     """Where the agents keep their conversation threads (LangGraph checkpoints): in this process's memory, or
     in a PostgreSQL database that every replica of a deployment shares (docs/deploy.md)."""
