@@ -190,7 +190,11 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         "answer from the relevant chunks. Costs one answer call's tokens when the draft is discarded.",
     )
     max_context_chunks: int = Field(
-        12, ge=1, le=200, description="Relevant chunks kept (accumulated over retrieval rounds) for generation."
+        12,
+        ge=1,
+        le=200,
+        description="Relevant chunks kept (accumulated over retrieval rounds) for generation: the latest "
+        "retrieval's, best ranked first, then as many earlier ones as fit, the most recent kept.",
     )
     require_citations: bool = Field(
         True,
