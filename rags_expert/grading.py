@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -29,7 +29,6 @@ from pydantic import BaseModel, Field
 from rags_expert.parsing import parse_free_text_field, parse_score, parse_yes_no
 from rags_expert.structured import GradingContext, StructuredReply, structured_call
 
-M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)
 
 

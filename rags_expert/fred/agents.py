@@ -127,6 +127,13 @@ class OurFredAgent(GraphAgent):
         """This agent's Fred fields (overridden per agent)."""
         raise NotImplementedError
 
+    def fields_once(self) -> list[Tunable]:
+        """:meth:`tunables`, worked out on the first turn and kept (they depend on the agent's settings only)."""
+        items = self._shared.items
+        if "tunables" not in items:
+            items["tunables"] = self.tunables()
+        return items["tunables"]
+
     async def turn_graph(self, ctx: Any, settings: Any) -> tuple[Any, FredDocumentSearch | None, dict[str, Any]]:
         """The compiled graph for this turn, the retriever whose hits it cites, and the run's context."""
         raise NotImplementedError
@@ -143,7 +150,7 @@ class OurFredAgent(GraphAgent):
         try:
             if ctx.model is None:
                 raise LookupError("no chat model is configured for this agent in Fred's models catalog")
-            settings = apply_tuning(base, dict(ctx.tuning_values or {}), self.tunables())
+            settings = apply_tuning(base, dict(ctx.tuning_values or {}), self.fields_once())
             graph, retriever, context = await self.turn_graph(ctx, settings)
             messages = conversation(turn.conversation_history, turn.message)
             final = await run_graph(graph, messages, ctx, self.progress, context)

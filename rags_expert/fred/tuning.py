@@ -100,23 +100,21 @@ def apply_tuning(settings: S, values: Mapping[str, Any], fields: Sequence[Tunabl
     starts); a blank prompt or one equal to the current template changes nothing.
     """
     by_key = {f.key: f for f in fields}
-    data = settings.model_dump()
     prompts = dict(settings.prompts)
-    store = PromptStore(settings.prompts, settings.prompt_dir)
-    changed = False
+    paths: dict[str, Any] = {}
     for key, value in values.items():
         field = by_key.get(key)
         if field is None or value is None:
             continue
-        if field.path is None:
-            name = key.removeprefix(PROMPT_PREFIX)
-            if isinstance(value, str) and value.strip() and value != store.get(name):
-                prompts[name], changed = value, True
-        else:
-            _set_path(data, field.path, value)
-            changed = True
-    if not changed:
+        if field.path is not None:
+            paths[field.path] = value
+        elif isinstance(value, str) and value.strip() and value != field.spec["default"]:  # the current template
+            prompts[key.removeprefix(PROMPT_PREFIX)] = value
+    if not paths and prompts == settings.prompts:
         return settings
+    data = settings.model_dump()
+    for path, value in paths.items():
+        _set_path(data, path, value)
     data["prompts"] = prompts
     return type(settings).model_validate(data)
 

@@ -202,10 +202,7 @@ class RagNodes:
             self.deps.settings.speculative_draft
             and self.judge.by_llm
             and bool(docs)
-            and len(state.get("queries", [])) == 1
-            and not state.get("relevant")
-            and state.get("generations", 0) == 0
-            and state.get("generations", 0) < state.get("max_generations", 0)
+            and len(state.get("queries", [])) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
         )
 
     async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str | BaseException:
