@@ -47,6 +47,12 @@ class RelevantChunks(BaseModel):
     relevant: list[int] = Field(description="the numbers n of the chunks that help answer the question")
 
 
+class NeededStrips(BaseModel):
+    """Which numbered strips of a relevant chunk are needed to answer the question (knowledge refinement)."""
+
+    needed: list[int] = Field(description="the numbers n of the strips needed to answer the question")
+
+
 class GroundednessGrade(BaseModel):
     """Whether every claim of the answer is supported by the chunks."""
 
@@ -157,13 +163,37 @@ async def grade_relevance_batch(
     """
     messages = ctx.messages("grade_documents_batch", trusted=("chunks",), question=question, chunks=chunks)
     reply = await structured_call(model, RelevantChunks, messages, ctx, config=config)
+    return _numbers_chosen(reply, "relevant", n_chunks)
+
+
+async def select_strips(
+    model: BaseChatModel,
+    question: str,
+    title: str,
+    strips: str,
+    n_strips: int,
+    ctx: GradingContext,
+    *,
+    config: RunnableConfig | None = None,
+) -> list[bool] | None:
+    """Which of ``n_strips`` numbered ``strips`` (framed ``<strip n="1">``) of a chunk titled ``title`` are
+    needed to answer ``question``, in one call (prompt ``refine_strips``); None when the reply names no
+    readable list. Read like :func:`grade_relevance_batch`'s reply."""
+    messages = ctx.messages("refine_strips", trusted=("strips",), question=question, title=title, strips=strips)
+    reply = await structured_call(model, NeededStrips, messages, ctx, config=config)
+    return _numbers_chosen(reply, "needed", n_strips)
+
+
+def _numbers_chosen(reply: StructuredReply, field: str, n: int) -> list[bool] | None:
+    """Which of 1..n the reply's list ``field`` names (numbers outside 1..n ignored; a reply of bare numbers,
+    "1, 3", "[2]", "[]", is read too); None when it names no readable list."""
     if reply.parsed is not None:
-        numbers = set(reply.parsed.relevant)
+        numbers = set(getattr(reply.parsed, field))
     elif (reply.raw or "").strip() and re.fullmatch(r"\s*\[?[\s,;0-9]*\]?\s*", reply.raw):
-        numbers = {int(n) for n in re.findall(r"[0-9]+", reply.raw)}
+        numbers = {int(x) for x in re.findall(r"[0-9]+", reply.raw)}
     else:
         return None
-    return [n in numbers for n in range(1, n_chunks + 1)]
+    return [i in numbers for i in range(1, n + 1)]
 
 
 async def grade_grounded(

@@ -17,6 +17,7 @@ RAG_STARTS = {
     "grade_documents": "grading the chunks",
     "fallback_retrieve": "nothing relevant found: searching the fallback source",
     "rephrase_query": "rephrasing the search",
+    "refine_knowledge": "keeping the relevant parts of the chunks",
     "generate": "writing a draft",
     "grade_generation": "checking the draft",
     "extract_answer": "quoting the best matching sentence of the sources",
@@ -36,6 +37,8 @@ def rag_end_line(node: str, update: Mapping[str, Any]) -> str | None:
     """What to tell the user when a RAG node has ended with ``update`` (None: nothing worth a line)."""
     if node == "grade_documents" and "graded" in update:
         return f"{update.get('new_relevant', 0)} new relevant chunk(s)"
+    if node == "refine_knowledge" and "strips" in update:
+        return f"{len(update['strips'])} chunk(s) cut to their relevant parts"
     if node == "rephrase_query" and update.get("query"):
         return f"new search: {update['query']}"
     if node == "grade_generation" and "grounded" in update:

@@ -10,14 +10,13 @@ from langchain_core.messages import HumanMessage
 from scripts import Script
 
 from rags_expert import RagsExpert
-from rags_expert.evidence import EvidenceScorer
 from rags_expert.language import FALLBACK, detect_language, language_name
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.answering import answer_messages
 from rags_expert.rag.profiles import PROFILES
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-from rags_expert.settings import EvidenceSettings, RagsExpertSettings
+from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
 QUESTIONS = {
@@ -73,13 +72,11 @@ async def test_the_answer_prompt_asks_for_the_language_of_the_question(castle_do
 @pytest.mark.parametrize(("code", "expected"), [("fr", "French"), ("de", "German"), ("en", "English")])
 async def test_the_small_profile_asks_for_it_too(castle_docs, code, expected):
     """The small profile's prompt (its graph grades chunks by the evidence, tested elsewhere)."""
-    messages = await answer_messages(
+    messages = answer_messages(
         PromptStore(),
         PROFILES["small"],
         question=QUESTIONS[code],
         relevant=castle_docs,
-        scorer=EvidenceScorer(EvidenceSettings(), None),
-        per_chunk=1,
     )
     assert messages[1].content.rstrip().endswith(f"Answer in {expected}:")
     assert "Answer in the language of the question" in messages[0].content

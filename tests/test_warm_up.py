@@ -7,13 +7,12 @@ from conftest import KeywordRetriever
 from langchain_core.documents import Document
 from openai_server import OpenAIServer, error
 
-from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import build_chat_model
 from rags_expert.prompts import PromptStore
 from rags_expert.rag import RagsExpert
 from rags_expert.rag.answering import answer_messages, answer_prefix
 from rags_expert.rag.profiles import PROFILES
-from rags_expert.settings import EvidenceSettings, RagsExpertSettings
+from rags_expert.settings import RagsExpertSettings
 
 DOCS = [Document(page_content="The Zephyr lighthouse was built in 1871 by Mara Quill.", metadata={"title": "Zephyr"})]
 
@@ -27,13 +26,11 @@ async def test_the_prefix_is_the_start_of_every_answer_call(profile, override):
     key = PROFILES[profile].answer_prompt
     prompts = PromptStore({key: override} if override else None).validate()
     prefix = answer_prefix(prompts, PROFILES[profile])
-    real = await answer_messages(
+    real = answer_messages(
         prompts,
         PROFILES[profile],
         question="Who built the Zephyr lighthouse?",
         relevant=DOCS,
-        scorer=EvidenceScorer(EvidenceSettings(), None),
-        per_chunk=2,
     )
     assert prefix[0].content == real[0].content
     assert real[1].content.startswith(prefix[1].content)

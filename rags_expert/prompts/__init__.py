@@ -32,11 +32,12 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "failure_request": frozenset({"detail", "question"}),
     "reflect": frozenset({"feedback"}),
     "kg_draft": frozenset({"lessons"}),
+    "refine_strips": frozenset({"title"}),
 }
 
 
 _TAGLIKE = re.compile(
-    r"<\s*/?\s*(chunk|chunks|question|answer|system|document|documents|task|result|failed_attempt|conversation|lesson|lessons)\b",
+    r"<\s*/?\s*(chunk|chunks|chunk_title|strip|strips|question|answer|system|document|documents|task|result|failed_attempt|conversation|lesson|lessons)\b",
     re.I,
 )
 

@@ -1,6 +1,6 @@
 """The answer's side of the graph, apart from the model call: its prompt, its citations, its evidence checks.
 
-* :func:`answer_messages`: the answer prompt for the profile (whole chunks, or each chunk's best sentences).
+* :func:`answer_messages`: the answer prompt for the profile.
 * :func:`answer_prefix`: its fixed beginning, which a local server can evaluate ahead (``RagsExpert.warm_up``).
 * :func:`attribute`: give the sentences of an answer the chunks that support them (``evidence.attribution``).
 * :func:`evidence_verdicts`: grounded / useful from the evidence (the ``small`` profile's graders).
@@ -25,45 +25,27 @@ from rags_expert.rag.citations import cited_numbers, format_context
 from rags_expert.rag.profiles import ModelProfile
 
 
-async def focused(question: str, docs: Sequence[Document], scorer: EvidenceScorer, per_chunk: int) -> list[Document]:
-    """``docs`` with each chunk cut to its ``per_chunk`` best-matching sentences (kept in document order)."""
-    if per_chunk <= 0:
-        return list(docs)
-    keep: dict[int, set[str]] = {}
-    for m in await scorer.matches(question, docs):
-        chosen = keep.setdefault(m.doc, set())
-        if len(chosen) < per_chunk:
-            chosen.add(m.sentence)
-    out = []
-    for i, doc in enumerate(docs):
-        sentences = [s for s in split_sentences(doc.page_content) if s in keep.get(i, set())]
-        out.append(Document(page_content=" ".join(sentences) or doc.page_content, metadata=doc.metadata, id=doc.id))
-    return out
-
-
-async def answer_messages(
+def answer_messages(
     prompts: PromptStore,
     profile: ModelProfile,
     *,
     question: str,
     relevant: Sequence[Document],
-    scorer: EvidenceScorer,
-    per_chunk: int,
     feedback: str = "",
     lessons: list[str] | None = None,
 ) -> list[BaseMessage]:
-    """The system and user messages of the answer call (chunks numbered as in ``relevant``).
+    """The system and user messages of the answer call (chunks numbered as in ``relevant``, each as given:
+    whole, or its kept strips after knowledge refinement).
 
     ``{language}`` is the language detected in ``question`` (:func:`rags_expert.language.language_name`),
     so the answer comes back in the user's language whatever the chunks are written in.
     """
-    docs = await focused(question, relevant, scorer, per_chunk) if profile.focus_context else list(relevant)
     return [
         _system_message(prompts),
         HumanMessage(
             prompts.render(
                 profile.answer_prompt,
-                context=format_context(docs),
+                context=format_context(relevant),
                 question=question,
                 feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
                 lessons=lessons_block(prompts, lessons),

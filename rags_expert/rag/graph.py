@@ -2,7 +2,7 @@
 
 ```
 START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
-                 └→ retrieve → grade_documents ─┬─ new relevant ─→ generate → grade_generation
+                 └→ retrieve → grade_documents ─┬─ new relevant ─→ [refine_knowledge →] generate → grade_generation
                                                 ├─ speculative draft kept ──────→ grade_generation
                       ↑                         ├─ none, R left ─→ rephrase_query ─┐
                       └─────────────────────────┼──────────────────────────────────┘
@@ -11,7 +11,7 @@ START → prepare ─┬─ empty / error ────────────�
                                                 └─ none, no R ───→ finalize_failure
 grade_generation ─┬─ grounded and useful ─────────→ finalize_success
                   └─ rejected ────────────────────→ reflect (lesson memory) ─┐
-reflect ─┬─ not grounded, G left ─────────────────→ generate                 ←┘
+reflect ─┬─ not grounded, G left ─────────────────→ [refine_knowledge →] generate ←┘
          ├─ not useful, R and G left ─────────────→ rephrase_query
          ├─ otherwise, with the extractive fallback → extract_answer ─┬─ a sentence to quote → finalize_success
          └─ otherwise ────────────────────────────→ finalize_failure  └─ none ─────────────→ finalize_failure
@@ -26,7 +26,9 @@ stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
 sentence of the relevant chunks where the run would otherwise give up. An optional
 fallback source (:mod:`rags_expert.rag.fallback`, CRAG's "incorrect" action) is
-searched once when nothing relevant was found, before giving up.
+searched once when nothing relevant was found, before giving up. With knowledge refinement on
+(:mod:`rags_expert.rag.refinement`, CRAG's decompose-recompose), ``[refine_knowledge →]`` cuts the relevant
+chunks not yet refined to their relevant strips on the way to ``generate``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
+from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
 from rags_expert.rag.state import InputState, OutputState, RagState
 from rags_expert.usage import metered
 
@@ -71,10 +74,21 @@ def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
     return "finalize_failure"
 
 
+def _to_generate(state: RagState) -> Literal["refine_knowledge", "generate"]:
+    """``generate``, through ``refine_knowledge`` while a relevant chunk is not refined yet (refinement on)."""
+    return "refine_knowledge" if needs_refinement(state) else "generate"
+
+
 def route_after_grading(
     state: RagState,
 ) -> Literal[
-    "grade_generation", "generate", "rephrase_query", "fallback_retrieve", "extract_answer", "finalize_failure"
+    "grade_generation",
+    "refine_knowledge",
+    "generate",
+    "rephrase_query",
+    "fallback_retrieve",
+    "extract_answer",
+    "finalize_failure",
 ]:
     """Check a kept speculative draft; else generate from new relevant chunks; with none, rephrase while
     rephrases remain, then search the fallback source once (when there is one) before giving up."""
@@ -83,7 +97,7 @@ def route_after_grading(
     if state.get("speculative") == "kept":
         return "grade_generation"
     if state.get("new_relevant", 0) > 0 and _generations_left(state):
-        return "generate"
+        return _to_generate(state)
     if _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
     if wants_fallback(state):
@@ -110,12 +124,17 @@ def route_after_generation_grading(state: RagState) -> Literal["finalize_success
     return "reflect"
 
 
+def route_after_refine(state: RagState) -> Literal["generate"]:
+    """Refined chunks are answered from."""
+    return "generate"
+
+
 def route_after_reflect(
     state: RagState,
-) -> Literal["generate", "rephrase_query", "extract_answer", "finalize_failure"]:
+) -> Literal["refine_knowledge", "generate", "rephrase_query", "extract_answer", "finalize_failure"]:
     """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
     if not state.get("grounded") and _generations_left(state):
-        return "generate"
+        return _to_generate(state)
     if state.get("grounded") and _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
     return _give_up(state)
@@ -130,9 +149,9 @@ def route_after_extract(state: RagState) -> Literal["finalize_success", "finaliz
 
 def max_node_steps(max_rephrases: int, max_generations: int) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases, the
-    fallback source's retrieve/grade round, G generate/grade/reflect rounds, the budget stop, the extractive
-    fallback, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 3 * max_generations + 1 + 1 + 1
+    fallback source's retrieve/grade round, G refine/generate/grade/reflect rounds (knowledge refinement
+    only ever leads to a generation), the budget stop, the extractive fallback, one finalize."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 4 * max_generations + 1 + 1 + 1
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
@@ -154,6 +173,8 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
     fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes._error).retrieve
     builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
+    refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
+    builder.add_node(REFINE_NODE, metered(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
     builder.add_node("generate", metered("generate", nodes.generate))
     builder.add_node("grade_generation", metered("grade_generation", nodes.grade_generation))
     builder.add_node("reflect", metered("reflect", nodes.reflect))
@@ -168,6 +189,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_conditional_edges("grade_documents", *budgeted(route_after_grading))
     builder.add_conditional_edges("rephrase_query", *budgeted(route_after_rephrase))
     builder.add_conditional_edges(FALLBACK_NODE, *budgeted(route_after_retrieve))
+    builder.add_conditional_edges(REFINE_NODE, *budgeted(route_after_refine))
     builder.add_conditional_edges("generate", *budgeted(route_after_generate))
     builder.add_conditional_edges("grade_generation", *budgeted(route_after_generation_grading))
     builder.add_conditional_edges("reflect", *budgeted(route_after_reflect))

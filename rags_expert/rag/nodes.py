@@ -47,6 +47,7 @@ from rags_expert.rag.options import (
     scopes_nothing,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
+from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
@@ -233,7 +234,8 @@ class RagNodes:
         return update | {"query": query}
 
     async def generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Answer from the relevant chunks only, citing them as [n]; the tokens stream to the host.
+        """Answer from the relevant chunks only (their kept strips, after knowledge refinement), citing them as
+        [n]; the tokens stream to the host.
 
         A prompt that cannot be rendered ends the run in ``finalize_failure`` (``prompt_error``).
         """
@@ -246,20 +248,20 @@ class RagNodes:
     async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
         try:
-            answer = await self._write_answer(state, state["relevant"], config)
+            answer = await self._write_answer(
+                state, refined_context(state["relevant"], state.get("strips", {})), config
+            )
         except LLMCallError as exc:
             return update | {"error": self._error(exc), "failure_reason": "llm_error"}
         return update | {"answer": answer}
 
     async def _write_answer(self, state: RagState, chunks: list[Document], config: RunnableConfig) -> str:
         """One answer call over ``chunks`` (numbered from 1) with the profile's prompt; raises LLMCallError."""
-        messages = await answer_messages(
+        messages = answer_messages(
             self.deps.prompts,
             self.deps.profile,
             question=state["question"],
             relevant=chunks,
-            scorer=self.deps.evidence,
-            per_chunk=self.deps.settings.evidence.focus_sentences,
             feedback=state.get("feedback", ""),
             lessons=state.get("lessons"),
         )
@@ -314,7 +316,7 @@ class RagNodes:
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
         else:
             update["llm_calls"] = 2
-            context = format_context(relevant)
+            context = format_context(refined_context(relevant, state.get("strips", {})))  # what the answer read
             results = await asyncio.gather(
                 grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
                 grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),

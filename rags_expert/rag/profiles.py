@@ -3,7 +3,8 @@
 | check | ``standard`` (API models) | ``small`` (``--local``, SmolLM2-135M) |
 |---|---|---|
 | chunk relevance | LLM grader | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
-| answer prompt | ``generate`` (whole chunks) | ``generate_small`` (copy the answering words; each chunk's best sentence) |
+| answer prompt | ``generate`` | ``generate_small`` (copy the answering words, one line) |
+| knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's best sentence |
 | citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | every sentence re-attributed from the evidence |
 | grounded | LLM grader | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
 | useful | LLM grader | evidence: holds an answer of the question's type, found in a matching sentence |
@@ -22,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from rags_expert.settings import EvidenceSettings
+from rags_expert.settings import EvidenceSettings, RagsExpertSettings
+from rags_expert.settings.evidence import RefinementMethod
 
 Judge = Literal["llm", "evidence"]
 
@@ -37,8 +39,11 @@ class ModelProfile:
     useful: Judge
     answer_prompt: str
     """Prompt key of the answer call."""
-    focus_context: bool
-    """Show the model only the best-matching sentences of each chunk (``evidence.focus_sentences``)."""
+    refinement: RefinementMethod
+    """How relevant chunks are cut to their relevant strips before the answer, unless ``refinement.method``
+    says (:mod:`rags_expert.rag.refinement`)."""
+    max_strips: int
+    """Strips per chunk the evidence method keeps, unless ``refinement.max_strips`` says."""
     reattribute: bool
     """Replace the model's own citations by those the evidence finds."""
     answer_stop: tuple[str, ...]
@@ -58,7 +63,8 @@ PROFILES: dict[str, ModelProfile] = {
         grounded="llm",
         useful="llm",
         answer_prompt="generate",
-        focus_context=False,
+        refinement="off",
+        max_strips=3,
         reattribute=False,
         answer_stop=(),
         rephrase=True,
@@ -72,7 +78,8 @@ PROFILES: dict[str, ModelProfile] = {
         grounded="evidence",
         useful="evidence",
         answer_prompt="generate_small",
-        focus_context=True,
+        refinement="evidence",
+        max_strips=1,
         reattribute=True,
         answer_stop=("\n",),
         rephrase=False,
@@ -89,3 +96,24 @@ def profile_for(settings: EvidenceSettings) -> ModelProfile:
     if settings.extractive_fallback is None or settings.extractive_fallback == profile.extractive_fallback:
         return profile
     return ModelProfile(**{**profile.__dict__, "extractive_fallback": settings.extractive_fallback})
+
+
+@dataclass(frozen=True)
+class RefinePlan:
+    """The refinement settings in force: the settings' own, else the model profile's."""
+
+    method: RefinementMethod
+    window: int
+    max_strips: int
+    min_score: float
+
+    @classmethod
+    def of(cls, settings: RagsExpertSettings) -> RefinePlan:
+        """The plan of ``settings`` (``refinement.*``, the profile filling in what is unset)."""
+        profile, own = profile_for(settings.evidence), settings.refinement
+        return cls(
+            method=own.method or profile.refinement,
+            window=own.window,
+            max_strips=own.max_strips or profile.max_strips,
+            min_score=own.min_score,
+        )

@@ -19,7 +19,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from rags_expert.rag.profiles import profile_for
+from rags_expert.rag.profiles import RefinePlan, profile_for
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.usage import add_usage
 
@@ -69,9 +69,13 @@ class RagState(InputState, total=False):
     answer: str
     """The latest generated answer (or the extractive fallback's quote)."""
     answer_kind: str
+    """``"extractive"`` once the extractive fallback found a sentence to quote; else empty (generated)."""
     speculative: str
     """What became of this retrieval's speculative draft: ``"kept"`` (it is ``answer``), ``"discarded"``, or ""."""
-    """``"extractive"`` once the extractive fallback found a sentence to quote; else empty (generated)."""
+    refine: bool
+    """Whether relevant chunks are cut to their relevant strips before the answer (:mod:`rags_expert.rag.refinement`)."""
+    strips: dict[str, str]
+    """The kept strips of each refined relevant chunk, by chunk id (the chunk's text in the answer prompt)."""
     grounded: bool
     useful: bool
     feedback: str
@@ -125,6 +129,8 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "answer": "",
         "answer_kind": "",
         "speculative": "",
+        "refine": RefinePlan.of(settings).method != "off",
+        "strips": {},
         "grounded": False,
         "useful": False,
         "feedback": "",

@@ -24,7 +24,7 @@ from rags_expert.settings.agents import (
     VectorStoreSettings,
     coerce_settings,
 )
-from rags_expert.settings.evidence import EvidenceSettings, ModelProfileName
+from rags_expert.settings.evidence import EvidenceSettings, ModelProfileName, RefinementMethod, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
     EmbeddedEngine,
@@ -67,6 +67,8 @@ __all__ = [
     "EmbeddingProvider",
     "EmbeddingSettings",
     "EvidenceSettings",
+    "RefinementMethod",
+    "RefinementSettings",
     "Fusion",
     "GradingSettings",
     "IngestionSettings",

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rags_expert.redaction import url_secrets
-from rags_expert.settings.evidence import EvidenceSettings
+from rags_expert.settings.evidence import EvidenceSettings, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
     EmbeddingSettings,
@@ -34,7 +34,7 @@ from rags_expert.settings.knowledge import (
     RetrievalSettings,
     StoreSettings,
 )
-from rags_expert.settings.legacy import legacy_env_retrieval, move_legacy_keys
+from rags_expert.settings.legacy import legacy_env_retrieval, move_focus_sentences, move_legacy_keys
 from rags_expert.settings.mcp import McpSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
@@ -117,6 +117,8 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
                 data = {**data, "retrieval": env}
         unknown = env_sections() - set(cls.model_fields) - cls.FOREIGN_KEYS
         data = {**{section: {} for section in unknown}, **move_legacy_keys(data, set(cls.model_fields))}
+        if "refinement" in cls.model_fields:
+            data = move_focus_sentences(data)
         return {k: v for k, v in data.items() if k not in cls.FOREIGN_KEYS}
 
     def sections(self) -> list[BaseModel]:
@@ -203,6 +205,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         "sentences of an uncited answer get their citations first.",
     )
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    refinement: RefinementSettings = Field(default_factory=RefinementSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
@@ -210,15 +213,18 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
 
-        ``C + K*(R+1+F) + R + (3+L)*G + S`` where F is 1 with a fallback source (``fallback``; None: whether
+        ``C + (K+P)*(R+1+F) + R + (3+L)*G + S`` where F is 1 with a fallback source (``fallback``; None: whether
         ``fallback.collection`` is set), where C is 1 when a follow-up is condensed, K is
         ``retrieval.top_k`` (k; k+1 with ``grading.batch``), R ``max_rephrases``, G ``max_generations``,
-        L is 1 when the lesson memory is on and S is 1 with ``speculative_draft``: each of the R+1
+        L is 1 when the lesson memory is on, S is 1 with ``speculative_draft`` and P is k with the
+        ``llm`` refinement method (0 otherwise): each of the R+1
         retrievals brings at most k chunks, each graded once (in one batch call, or per chunk when the
         batch reply cannot be read); each answer costs one generation plus two concurrent checks
         (grounded, useful), plus one reflection when it is rejected and lessons are enabled; a kept
         speculative draft is the first generation, a discarded one one more call. The fallback source is
-        searched at most once, and its chunks graded like the others (no speculative draft there).
+        searched at most once, and its chunks graded like the others (no speculative draft there). The
+        ``llm`` refinement method refines each relevant chunk once, in one call, and every relevant chunk was
+        retrieved.
         """
         f = int(self.fallback.collection is not None if fallback is None else fallback)
         c = 1 if (with_history and self.condense_followups) else 0
@@ -226,14 +232,22 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         per_answer = 3 + (1 if self.lessons.enabled else 0)
         grading = k + 1 if self.grading.batch else k  # a batch call whose reply cannot be read, then k calls
         draft = 1 if self.speculative_draft else 0  # a discarded speculative draft
-        return c + grading * (r + 1 + f) + r + per_answer * g + draft
+        refine = k if self.refines_by_llm() else 0
+        return c + (grading + refine) * (r + 1 + f) + r + per_answer * g + draft
+
+    def refines_by_llm(self) -> bool:
+        """Whether knowledge refinement asks the chat model (``refinement.method``, else the profile's)."""
+        return self.refinement.method == "llm"
 
     def max_node_calls(self) -> int:
         """The most LLM requests one node makes: grade_documents' relevance grades (``retrieval.top_k``, plus
-        the batch call whose reply could not be read) and the speculative draft beside them, or the two
-        answer checks."""
-        grading = self.retrieval.top_k + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
-        return max(grading, 2)
+        the batch call whose reply could not be read) and the speculative draft beside them, the two answer
+        checks, or the ``llm`` refinement of the relevant chunks not refined yet (at most two retrievals'
+        worth: a kept speculative draft skips refinement until its answer is rejected)."""
+        k = self.retrieval.top_k
+        grading = k + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
+        refine = min(self.max_context_chunks, 2 * k) if self.refines_by_llm() else 0
+        return max(grading, 2, refine)
 
     def budgeted_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question with ``budget.max_calls``: a node starts only while fewer

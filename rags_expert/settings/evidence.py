@@ -75,17 +75,41 @@ class EvidenceSettings(SettingsSection):
         description="Rank bonus of a sentence that holds the adjective of a 'how tall / how far' question ('its "
         "tower is 34 metres tall' before 'the keeper tended the lamp for 26 years'); ranking only, no threshold.",
     )
-    focus_sentences: int = Field(
-        1,
-        ge=0,
-        le=50,
-        description="Small profile: the chat model sees only this many best-matching sentences per chunk (0: whole "
-        "chunks); short contexts are faster and a weak model answers them better (1 measured best: the same right "
-        "answers as 2 or 3, more of them in the model's own words).",
-    )
 
     @model_validator(mode="after")
     def _ordered_similarity(self) -> EvidenceSettings:
         if self.similarity_ceiling <= self.similarity_floor:
             raise ValueError("similarity_ceiling must be above similarity_floor")
         return self
+
+
+RefinementMethod = Literal["off", "evidence", "llm"]
+
+
+class RefinementSettings(SettingsSection):
+    """Knowledge refinement (CRAG's decompose-recompose, docs/retrieval.md): before the answer, each relevant
+    chunk is cut to its relevant strips (``window`` sentences each), so the answer prompt and the groundedness
+    check read less; citations and sources still name the whole chunk."""
+
+    method: RefinementMethod | None = Field(
+        None,
+        description="How strips are chosen: 'evidence' (no model call: each strip scored against the question by "
+        "the evidence's term match blended with embedding similarity), 'llm' (one call per relevant chunk lists its "
+        "relevant strips), or 'off' (whole chunks). None: the model profile's choice ('evidence' for 'small', "
+        "'off' for 'standard').",
+    )
+    window: int = Field(1, ge=1, le=10, description="Sentences per strip (consecutive, not overlapping).")
+    max_strips: int | None = Field(
+        None,
+        ge=1,
+        le=50,
+        description="Evidence method: strips kept per chunk at most, best first (kept in the chunk's order). "
+        "None: the profile's (1 for 'small', 3 for 'standard').",
+    )
+    min_score: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="Evidence method: a strip is kept when its best sentence's match score reaches this; the "
+        "chunk's best strip is always kept.",
+    )

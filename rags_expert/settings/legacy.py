@@ -5,6 +5,9 @@ too (``retrieval.url``, ``retrieval.embedding_provider``, ``retrieval.kf_token``
 dict or an environment variable such as ``RAGS_EXPERT_RETRIEVAL__KF_BASE_URL`` may still use those
 names: :func:`move_legacy_keys` moves each to its new place with a ``DeprecationWarning`` naming
 old → new. When both the old and the new name are given, the new one wins.
+
+``evidence.focus_sentences`` (the small profile's sentences per chunk) became ``refinement.max_strips`` when
+knowledge refinement became a setting of its own (0, "whole chunks", is ``refinement.method: off``).
 """
 
 from __future__ import annotations
@@ -85,3 +88,22 @@ def legacy_env_retrieval(prefix: str = "RAGS_EXPERT_RETRIEVAL__") -> dict[str, s
             if key in LEGACY_RETRIEVAL_KEYS:
                 out[key] = value
     return out
+
+
+def move_focus_sentences(data: dict[str, Any]) -> dict[str, Any]:
+    """Move the old ``evidence.focus_sentences`` to ``refinement.max_strips`` (0: ``refinement.method`` off),
+    with a ``DeprecationWarning``. Returns a new dict when something moved; ``data`` is not changed."""
+    evidence = data.get("evidence")
+    if isinstance(evidence, BaseModel) or not isinstance(evidence, dict) or "focus_sentences" not in evidence:
+        return data
+    evidence = dict(evidence)
+    value = evidence.pop("focus_sentences")
+    warnings.warn(
+        "setting evidence.focus_sentences is deprecated: use refinement.max_strips", DeprecationWarning, stacklevel=2
+    )
+    refinement = _as_dict(data.get("refinement"))
+    if str(value).strip() == "0":
+        refinement.setdefault("method", "off")
+    else:
+        refinement.setdefault("max_strips", value)
+    return {**data, "evidence": evidence, "refinement": refinement}

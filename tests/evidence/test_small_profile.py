@@ -66,7 +66,7 @@ async def test_small_profile_grades_by_evidence_and_makes_one_llm_call() -> None
 async def test_small_profile_shows_the_model_only_the_best_sentences() -> None:
     prompts: list[str] = []
     script = Script(generate=lambda t: prompts.append(t) or "Tobias Venn was the first keeper.")
-    await ask("Who was the first keeper?", script, evidence={**SMALL["evidence"], "focus_sentences": 1})
+    await ask("Who was the first keeper?", script, **SMALL)
     assert "Tobias Venn" in prompts[0] and "automated in 1962" not in prompts[0]
 
 
