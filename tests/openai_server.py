@@ -129,6 +129,7 @@ _KINDS = (
     ('{"query"', "rephrase"),
     ('{"question"', "condense"),
     ('{"score"', "score"),
+    ('{"needed"', "refine"),
 )
 _TOOL_KINDS = {
     "RelevanceGrade": "relevance",
@@ -138,11 +139,12 @@ _TOOL_KINDS = {
     "RephrasedQuery": "rephrase",
     "StandaloneQuestion": "condense",
     "ScoreGrade": "score",
+    "NeededStrips": "refine",
 }
 
 
 def request_kind(body: dict[str, Any]) -> str:
-    """``relevance``, ``grounded``, ``useful``, ``rephrase``, ``condense``, ``score`` or ``answer``."""
+    """``relevance``, ``grounded``, ``useful``, ``rephrase``, ``condense``, ``score``, ``refine`` or ``answer``."""
     if (name := requested_tool(body)) in _TOOL_KINDS:
         return _TOOL_KINDS[name]
     last = message_texts(body)[-1] if body.get("messages") else ""

@@ -22,6 +22,7 @@ def kind_of(text: str) -> str:
         ('{"useful":', "useful"),
         ('{"query":', "rephrase"),
         ('{"question":', "condense"),
+        ('{"needed":', "refine"),
     ):
         if marker in text:
             return kind
@@ -38,6 +39,7 @@ class Script:
     useful: Callable[[str], Any] = lambda text: "yes"
     rephrase: Callable[[str], Any] = lambda text: '{"query": "rephrased query"}'
     condense: Callable[[str], Any] = lambda text: '{"question": "standalone question"}'
+    refine: Callable[[str], Any] = lambda text: '{"needed": [1]}'
     generate: Callable[[str], Any] = lambda text: "The answer is in the first chunk [1]."
     seen: list[str] = field(default_factory=list)
 

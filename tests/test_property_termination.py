@@ -1,5 +1,5 @@
 """Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors), with or without the
-speculative draft, batch grading and a fallback source (empty or not), and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
+speculative draft, batch grading, knowledge refinement (by the evidence or by the model) and a fallback source (empty or not), and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
 when there is a call budget), and a budget stop names a budget the question has really used up."""
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ REPLIES = st.one_of(
             "The answer is [1].",
             "Answer without citations.",
             "[7] [1, 99]",
+            '{"needed": [2]}',
+            "[]",
         ]
     ),
     st.text(max_size=40),
@@ -74,6 +76,7 @@ REPLIES = st.one_of(
     speculative=st.booleans(),
     batch=st.booleans(),
     fallback=st.sampled_from([None, "empty", "docs"]),
+    refine=st.sampled_from(["off", "evidence", "llm"]),
 )
 def test_every_run_finalizes_within_the_llm_call_bound(
     replies,
@@ -88,6 +91,7 @@ def test_every_run_finalizes_within_the_llm_call_bound(
     speculative,
     batch,
     fallback,
+    refine,
 ):
     queue = list(replies)
 
@@ -95,7 +99,7 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         return queue.pop(0) if queue else "yes"
 
     model = ScriptedChatModel(responder=responder)
-    docs = make_docs({f"d{i}": f"castle fact {i}" for i in range(6)})
+    docs = make_docs({f"d{i}": f"The castle fact {i}. It was built then. Nothing else." for i in range(6)})
     second = (
         None
         if fallback is None
@@ -109,6 +113,7 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         "grading": {"default_relevant": default_relevant, "batch": batch},
         "speculative_draft": speculative,
         "budget": {"max_calls": max_calls, "max_tokens": max_tokens},
+        "refinement": {"method": refine},
     }
 
     async def go():
