@@ -51,7 +51,7 @@ def test_an_answerable_question_gets_the_fact_with_a_citation(env):
     assert "zephyr.md" in sources
     progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
     assert progress[0] == "[starting the local model]"
-    order = ["[searching the knowledge base]", "[grading the chunks]"]
+    order = ["[searching the knowledge base]", "[grading the chunks]", "[keeping the relevant parts of the chunks]"]
     assert [line for line in progress if line in order] == order
     assert "Traceback" not in done.stderr
     for line in progress:  # a rejected draft shows only in its progress line, never as the answer

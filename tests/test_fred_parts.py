@@ -100,6 +100,9 @@ def test_progress_words_for_both_graphs():
     )
     rejected = {"name": "grade_generation", "result": {"grounded": False, "feedback": "not in the chunks"}}
     assert RAG_PROGRESS.line(rejected) == "draft rejected: not in the chunks"
+    assert RAG_PROGRESS.line({"name": "refine_knowledge"}) == "keeping the relevant parts of the chunks"
+    refined = {"name": "refine_knowledge", "result": {"strips": {"a": "x", "b": "y"}, "llm_calls": 0}}
+    assert RAG_PROGRESS.line(refined) == "2 chunk(s) cut to their relevant parts"
     assert RAG_PROGRESS.line({"name": "prepare"}) is None
     assert KG_PROGRESS.line({"name": "draft"}) == "writing a Cypher query"
     ran = {"name": "execute_tool", "result": {"attempts": [{"rows": [{"a": 1}, {"a": 2}], "error": None}]}}
