@@ -236,7 +236,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         return c + (grading + refine) * (r + 1 + f) + r + per_answer * g + draft
 
     def refines_by_llm(self) -> bool:
-        """Whether knowledge refinement asks the chat model (``refinement.method``, else the profile's)."""
+        """Whether knowledge refinement asks the chat model (``refinement.method: llm``; no profile chooses it)."""
         return self.refinement.method == "llm"
 
     def max_node_calls(self) -> int:
