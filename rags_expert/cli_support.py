@@ -72,29 +72,23 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The settings the given flags override, as ``{section: {field: value}}``."""
-    out: dict[str, dict[str, Any]] = {}
-    for dest, path in (getattr(args, "settings_flags", None) or {}).items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            section, name = path.split(".")
-            out.setdefault(section, {})[name] = value
-    return out
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the given flags override, as ``{"section.field": value}``."""
+    flags = getattr(args, "settings_flags", None) or {}
+    return {path: value for dest, path in flags.items() if (value := getattr(args, dest, None)) is not None}
 
 
 def settings_from_args(args: argparse.Namespace, base: AgentSettings | None = None) -> AgentSettings:
     """``base`` (default: the environment's settings of the subcommand's agent, ``set_defaults(settings_class=
     ...)``, else the RAG agent's) with the command line's overrides, validated."""
-    overrides: dict[str, Any] = _overrides(args)
+    overrides = _overrides(args)
     if base is None:
-        return getattr(args, "settings_class", RagsExpertSettings)(**overrides)
-    if not overrides:
-        return base
-    data = base.model_dump()
-    for section, values in overrides.items():
-        data[section] = {**data[section], **values}
-    return type(base).model_validate(data)
+        nested: dict[str, Any] = {}
+        for path, value in overrides.items():
+            section, name = path.split(".")
+            nested.setdefault(section, {})[name] = value
+        return getattr(args, "settings_class", RagsExpertSettings)(**nested)
+    return base.updated(overrides)
 
 
 def args_settings(args: argparse.Namespace) -> AgentSettings:

@@ -110,20 +110,9 @@ def apply_tuning(settings: S, values: Mapping[str, Any], fields: Sequence[Tunabl
             paths[field.path] = value
         elif isinstance(value, str) and value.strip() and value != field.spec["default"]:  # the current template
             prompts[key.removeprefix(PROMPT_PREFIX)] = value
-    if not paths and prompts == settings.prompts:
-        return settings
-    data = settings.model_dump()
-    for path, value in paths.items():
-        _set_path(data, path, value)
-    data["prompts"] = prompts
-    return type(settings).model_validate(data)
-
-
-def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
-    *sections, leaf = path.split(".")
-    for name in sections:
-        data = data.setdefault(name, {})
-    data[leaf] = value
+    if prompts != settings.prompts:
+        paths["prompts"] = prompts
+    return settings.updated(paths)
 
 
 def _field_info(settings: BaseModel, path: str) -> tuple[FieldInfo, Any]:

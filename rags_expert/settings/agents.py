@@ -18,8 +18,9 @@ still read (:mod:`rags_expert.settings.legacy`).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, overload
+from typing import Any, ClassVar, Self, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -120,6 +121,21 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
         if "refinement" in cls.model_fields:
             data = move_focus_sentences(data)
         return {k: v for k, v in data.items() if k not in cls.FOREIGN_KEYS}
+
+    def updated(self, values: Mapping[str, Any]) -> Self:
+        """A copy with the settings at the dotted ``values`` paths (``"retrieval.top_k"``, ``"prompts"``)
+        replaced, validated like any settings (``ValidationError`` if not); ``self`` when there is nothing to
+        replace."""
+        if not values:
+            return self
+        data = self.model_dump()
+        for path, value in values.items():
+            *sections, leaf = path.split(".")
+            target = data
+            for name in sections:
+                target = target.setdefault(name, {})
+            target[leaf] = value
+        return type(self).model_validate(data)
 
     def sections(self) -> list[BaseModel]:
         """The settings sections (``llm``, ``store``, ...) of this agent."""
