@@ -11,6 +11,8 @@
   each starting with trailing pieces of the previous chunk up to ``overlap`` characters. Pieces keep their
   separators: newlines and indentation (nested lists, code) are preserved, never collapsed.
 * **Plain text** (``markdown=False``: .txt files, PDF pages) goes to the recursive splitter as it is.
+* **Titles** (:func:`markdown_title`, used by the loaders): the front matter's ``title:``, else the first
+  heading found by the same parser, so a ``# comment`` line in a shell code block is never a title.
 
 MarkdownHeaderTextSplitter was not used: it strips every line (code and nested lists lose their indentation)
 and joins lines with ``"  \\n"``; the experimental Markdown splitter drops an unterminated fence's text.
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 CHUNKER_VERSION = "v2"
 """Version of the chunking rules, recorded with every point (see :func:`chunking_label`)."""
@@ -44,6 +47,7 @@ _SEPARATORS = [
 ]
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _MD = MarkdownIt("commonmark")
+_ATTRIBUTES = re.compile(r"\s*\{[#.:][^{}]*\}\s*$")  # a heading's trailing {#anchor .class} (attr_list)
 
 
 @dataclass
@@ -130,11 +134,54 @@ def _code_parts(lines: list[str], markup: str, limit: int) -> list[str]:
     return [f"{opener}\n" + "\n".join(g) + f"\n{closer}" for g in _cut_lines(body, room)]
 
 
-def _structure(lines: list[str]) -> tuple[dict[int, tuple[int, int, str]], dict[int, tuple[int, str]]]:
-    """Top-level headings {start: (end, level, title)} and code blocks {start: (end, fence markup or '')}."""
+def _parse(lines: list[str]) -> tuple[int, list[Token]]:
+    """The number of lines of a leading YAML front matter, and the markdown-it tokens of the lines (that
+    front matter blanked, so that its ``---`` lines are not read as a rule and a setext heading)."""
     front = _FRONT_MATTER.match("\n".join(lines) + "\n")
     skip = front.group(0).count("\n") if front else 0
-    tokens = _MD.parse("\n".join([""] * skip + lines[skip:]))
+    return skip, _MD.parse("\n".join([""] * skip + lines[skip:]))
+
+
+def _plain_text(inline: Token) -> str:
+    """The words of an inline token (a heading's text): text, code and image alt text, without markup."""
+    parts: list[str] = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(_plain_text(child))
+    return " ".join("".join(parts).split())
+
+
+def _front_matter_title(lines: list[str], skip: int) -> str:
+    """The ``title:`` of a leading YAML front matter of ``skip`` lines ('' if none or not valid YAML)."""
+    import yaml
+
+    try:
+        meta = yaml.safe_load("\n".join(lines[1 : skip - 1])) if skip > 1 else None
+    except yaml.YAMLError:
+        return ""
+    title = meta.get("title") if isinstance(meta, dict) else None
+    return " ".join(str(title).split()) if isinstance(title, (str, int, float)) else ""
+
+
+def markdown_title(text: str) -> str:
+    """A Markdown document's title ('' if it has none): the ``title:`` of its YAML front matter, else the
+    text of its first heading (ATX or setext) outside code blocks, fenced or indented, and outside quotes and
+    lists; a trailing attribute list (``{#anchor}``) is dropped."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    skip, tokens = _parse(lines)
+    if title := _front_matter_title(lines, skip):
+        return title
+    headings = (tokens[i + 1] for i, tok in enumerate(tokens) if tok.type == "heading_open" and tok.level == 0)
+    return next((title for inline in headings if (title := _ATTRIBUTES.sub("", _plain_text(inline)))), "")
+
+
+def _structure(lines: list[str]) -> tuple[dict[int, tuple[int, int, str]], dict[int, tuple[int, str]]]:
+    """Top-level headings {start: (end, level, title)} and code blocks {start: (end, fence markup or '')}."""
+    skip, tokens = _parse(lines)
     headings: dict[int, tuple[int, int, str]] = {}
     code: dict[int, tuple[int, str]] = {0: (skip, "")} if skip else {}
     for i, tok in enumerate(tokens):

@@ -130,12 +130,21 @@ class Ingestor:
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
 
     def _existing(self, records: list[ChunkRecord]) -> dict[str, dict[str, Any]]:
-        """Existing point ids among the records, with their stored tags, file hash and chunking label."""
+        """Existing point ids among the records, with their stored tags, title, file hash and chunking label."""
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(records), 1024):
             ids = [r.id for r in records[start : start + 1024]]
-            found.update(self.kb.retrieve_payloads(ids, ["tags", "file_hash", "chunking"]))
+            found.update(self.kb.retrieve_payloads(ids, ["tags", "title", "file_hash", "chunking"]))
         return found
+
+    def _retitle(self, records: list[ChunkRecord], existing: dict[str, dict[str, Any]]) -> None:
+        """Give stored points the title their file has now (titles once came from a ``# comment`` in code)."""
+        stale: dict[str, list[str]] = {}
+        for r in records:
+            if r.id in existing and existing[r.id].get("title") != r.payload["title"]:
+                stale.setdefault(r.payload["title"], []).append(r.id)
+        for title, ids in stale.items():
+            self.kb.set_payload(ids, {"title": title})
 
     def store(self, records: list[ChunkRecord]) -> int:
         """Embed and upsert the records that are not stored yet (in batches); fix tags of the others.
@@ -146,6 +155,7 @@ class Ingestor:
         existing = self._existing(records)
         todo = [r for r in records if r.id not in existing]
         self._adopt(records, existing)
+        self._retitle(records, existing)
         retag = [r.id for r in records if r.id in existing and sorted(existing[r.id].get("tags") or []) != self.tags]
         self.kb.set_payload(retag, {"tags": self.tags})
         self.progress(len(records) - len(todo))
@@ -169,7 +179,7 @@ class Ingestor:
             version = (r.payload.get("file_hash"), r.payload.get("chunking"))
             if old is not None and (old.get("file_hash"), old.get("chunking")) != version:
                 self.kb.set_payload([r.id], {**r.payload, "tags": self.tags})
-                old["tags"] = self.tags
+                old.update(tags=self.tags, title=r.payload["title"])
 
     def ingest_file(self, path: Path, report: IngestReport) -> None:
         """Ingest one file; one that cannot be read is recorded as skipped with a warning.

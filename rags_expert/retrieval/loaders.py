@@ -50,9 +50,11 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 def _markdown_title(text: str, path: Path) -> str:
-    """The first Markdown heading, else the file name without suffix."""
-    m = re.search(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.MULTILINE)
-    return m.group(1).strip() if m else path.stem
+    """The front matter's ``title:``, else the first heading outside code, else the file name without suffix
+    (:func:`rags_expert.retrieval.chunking.markdown_title`)."""
+    from rags_expert.retrieval.chunking import markdown_title  # the Markdown parser, loaded when needed
+
+    return markdown_title(text) or path.stem
 
 
 class _HTMLText(HTMLParser):
@@ -64,8 +66,11 @@ class _HTMLText(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title = ""
+        self.heading = ""
+        """The text of the first heading element (the title when the page has no ``<title>``)."""
         self._skip = 0
         self._in_title = False
+        self._in_heading = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         """Track skipped elements, titles, headings and block breaks."""
@@ -75,6 +80,7 @@ class _HTMLText(HTMLParser):
             self._in_title = True
         elif re.fullmatch(r"h[1-6]", tag):
             self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
+            self._in_heading = not self.heading.strip()
         elif tag in self.BLOCK:
             self.parts.append("\n\n" if tag != "br" else "\n")
 
@@ -85,6 +91,7 @@ class _HTMLText(HTMLParser):
         elif tag == "title":
             self._in_title = False
         elif re.fullmatch(r"h[1-6]", tag) or tag in self.BLOCK:
+            self._in_heading = False
             self.parts.append("\n\n")
 
     def handle_data(self, data: str) -> None:
@@ -93,6 +100,8 @@ class _HTMLText(HTMLParser):
             self.title += data
         elif not self._skip:
             self.parts.append(data)
+            if self._in_heading:
+                self.heading += data
 
     def text(self) -> str:
         """The collected text with whitespace tidied."""
@@ -108,12 +117,12 @@ def load_markdown(path: Path, data: bytes) -> list[TextUnit]:
 
 
 def load_html(path: Path, data: bytes) -> list[TextUnit]:
-    """HTML: visible text, <title> (or first heading) as title."""
+    """HTML: visible text; title: ``<title>``, else the first heading element, else the file name."""
     parser = _HTMLText()
     parser.feed(_decode(data, path))
     parser.close()
-    text = parser.text()
-    return [TextUnit(text=text, title=parser.title.strip() or _markdown_title(text, path))]
+    title = " ".join(parser.title.split()) or " ".join(parser.heading.split()) or path.stem
+    return [TextUnit(text=parser.text(), title=title)]
 
 
 def load_pdf(path: Path, data: bytes) -> list[TextUnit]:
