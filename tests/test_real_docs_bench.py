@@ -1,0 +1,71 @@
+"""The shape of the real-documentation benchmark's set (bench/real_docs/): ids, splits, patterns, manifest.
+
+Offline: the documents themselves are checked by ``python bench/real_docs.py --check`` (it downloads them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SET = ROOT / "bench" / "real_docs"
+ROWS = [json.loads(line) for line in (SET / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line]
+CORPORA = json.loads((SET / "corpora.json").read_text(encoding="utf-8"))
+FIELDS = {"id", "corpus", "split", "kind", "question", "answer", "patterns", "file"}
+
+
+def test_every_row_has_the_fields_and_a_unique_id() -> None:
+    assert all(set(r) == FIELDS for r in ROWS)
+    assert len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len({r["question"] for r in ROWS}) == len(ROWS)
+
+
+def test_splits_are_balanced_per_corpus_and_kind() -> None:
+    counts = Counter((r["corpus"], r["kind"], r["split"]) for r in ROWS)
+    for corpus in CORPORA:
+        for kind in ("literal", "paraphrased", "unanswerable"):
+            dev, test = counts[(corpus, kind, "dev")], counts[(corpus, kind, "test")]
+            assert dev >= 1 and test >= 1 and abs(dev - test) <= 1, (corpus, kind, dev, test)
+    assert {r["corpus"] for r in ROWS} == set(CORPORA)
+    assert {r["split"] for r in ROWS} == {"dev", "test"}
+
+
+def test_answerable_questions_have_compiling_patterns_and_a_kept_file() -> None:
+    for r in ROWS:
+        if r["kind"] == "unanswerable":
+            assert r["patterns"] == [] and r["file"] == "" and r["answer"] == "", r["id"]
+            continue
+        assert r["patterns"] and r["answer"], r["id"]
+        for p in r["patterns"]:
+            re.compile(p, re.IGNORECASE)
+        assert r["file"] in CORPORA[r["corpus"]]["files"], r["id"]
+        assert any(re.search(p, r["answer"], re.IGNORECASE) for p in r["patterns"]), r["id"]
+        assert not any(re.search(p, r["question"], re.IGNORECASE) for p in r["patterns"]), r["id"]
+
+
+def test_the_manifest_pins_every_corpus() -> None:
+    for meta in CORPORA.values():
+        assert re.fullmatch(r"[0-9a-f]{64}", meta["sha256"])
+        assert meta["sdist"] == f"{meta['package']}-{meta['version']}.tar.gz"
+        assert meta["repo"].startswith("https://github.com/") and meta["tag"] and meta["license"]
+        assert meta["files"] and all(f.startswith("docs/") and f.endswith(".md") for f in meta["files"])
+
+
+def test_scoring_counts_a_cited_fact_and_an_honest_failure() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import real_docs
+
+    row = next(r for r in ROWS if r["id"] == "black-l01")
+    cited = {"n": 1, "source": "/x/docs/usage_and_configuration/the_basics.md", "content": "The default is 88."}
+    good = real_docs.score(row, 0, {"answer": "88 characters [1]", "sources": [cited]}, [cited["source"]])
+    assert good["right_cited"] and good["recall5"] and not good["wrong_success"]
+    uncited = {"answer": "88 characters [1]", "sources": [cited | {"content": "Black is a formatter."}]}
+    assert not real_docs.score(row, 0, uncited, [])["right_cited"]
+    wrong = real_docs.score(row, 0, {"answer": "79 [1]", "sources": [cited]}, [])
+    assert wrong["wrong_success"] and not wrong["right_cited"]
+    absent = next(r for r in ROWS if r["kind"] == "unanswerable")
+    assert real_docs.score(absent, 1, {"answer": "I could not find an answer.", "sources": []}, [])["honest"]
