@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from rags_expert.evidence.code import new_code
 from rags_expert.evidence.text import stem, terms, words
 from rags_expert.retrieval.sparse import STOPWORDS
 
@@ -64,7 +65,24 @@ _MEASURES = (
     "many|much|tall|long|far|high|old|big|large|deep|wide|heavy|hot|fast|often|small|short|cold|warm|steep|expensive"
 )
 _NUMBER_QUESTION = re.compile(rf"\bhow ({_MEASURES})\b", re.I)
-_YEAR_QUESTION = re.compile(r"\b(when|what year|which year|what date|which date|in what year|since when)\b", re.I)
+# "When was it built?" asks for a date; "When is the handler called?" (documentation) asks for a condition
+_YEAR_QUESTION = re.compile(
+    r"\b(when (?:was|were|did|had)|what year|which year|what date|which date|in what year|since when)\b", re.I
+)
+_DEFAULT_QUESTION = re.compile(
+    r"\b(defaults?|default value|(?:what|which) (?:value|version|release|port|level|status code|limit|timeout))\b", re.I
+)
+_CODE_NOUNS = (
+    "argument|arg|parameter|param|kwarg|keyword|option|flag|switch|setting|exception|error|warning|class|function|"
+    "method|command|subcommand|module|attribute|property|variable|env var|key|field|decorator|hook|callback|"
+    "package|encoding|codec|format|header|extension|backend|import|type|object|directive|name|section|table|"
+    "file|path|directory|folder|url|endpoint|route|hook id|plugin|tool|library|dependency"
+)
+_CODE_QUESTION = re.compile(
+    rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b|\bcalled\b"
+    r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b",
+    re.I,
+)
 _NAME_QUESTION = re.compile(r"\b(who|whom|whose|where)\b", re.I)
 
 
@@ -76,17 +94,24 @@ class AnswerType(StrEnum):
     """The kind of answer a question asks for."""
 
     DATE = "date"
+    VALUE = "value"
     NUMBER = "number"
+    CODE = "code"
     NAME = "name"
     ANY = "any"
 
 
 def expected_type(question: str) -> AnswerType:
-    """The answer type of a question: a date, a number, a name (who/where) or anything new."""
+    """The answer type of a question: a date, a (default) value, a number, a code name (which argument /
+    option / exception / command, X's equivalent of Y), a name (who/where) or anything new."""
     if _YEAR_QUESTION.search(question):
         return AnswerType.DATE
+    if _DEFAULT_QUESTION.search(question):
+        return AnswerType.VALUE
     if _NUMBER_QUESTION.search(question):
         return AnswerType.NUMBER
+    if _CODE_QUESTION.search(question):
+        return AnswerType.CODE
     if _NAME_QUESTION.search(question):
         return AnswerType.NAME
     return AnswerType.ANY
@@ -167,14 +192,34 @@ def names_category(text: str, category: str) -> bool:
     return False
 
 
+_LITERAL = re.compile(
+    r"(?<![\w.])(?:\d[\d,._]*|true|false|none|null|nil)(?![\w])|(?<!\w)[\"“'][^\"”'\n]{1,40}[\"”'](?!\w)",
+    re.I | re.UNICODE,
+)
+
+
+def _has_value(text: str, question: str, known: set[str]) -> bool:
+    """A value the question does not hold: a number (bare, or in words with a unit), a literal (True, None,
+    a quoted string) or a code name."""
+    for m in _LITERAL.finditer(text):
+        value = m.group(0).strip("\"“”'").lower()
+        if value and stem(value) not in known and value not in question.lower():
+            return True
+    return _has_number(text, known) or bool(new_code(text, question))
+
+
 def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:
     """Whether ``text`` holds something of the question's answer type that the question itself does not."""
     kind = kind or expected_type(question)
     known = terms(question)
     if kind is AnswerType.DATE:
         return any(stem(m.lower()) not in known for m in _YEAR_OR_DATE.findall(text))
+    if kind is AnswerType.VALUE:
+        return _has_value(text, question, known)
     if kind is AnswerType.NUMBER:
         return _has_number(text, known)
+    if kind is AnswerType.CODE:
+        return bool(new_code(text, question))
     if kind is AnswerType.NAME:
-        return _has_name(text, known)
+        return _has_name(text, known) or bool(new_code(text, question))
     return len(terms(text) - known) >= _MIN_NEW_TERMS

@@ -26,15 +26,15 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence.answer_type import AnswerType, answer_category, expected_type, holds_answer, names_category
+from rags_expert.evidence.code import new_code
 from rags_expert.evidence.text import (
-    is_heading,
     measure_hint,
     name_phrases,
     question_terms,
-    split_sentences,
     strip_citations,
     terms,
 )
+from rags_expert.evidence.units import Unit, units
 from rags_expert.retrieval.embeddings import query_vector
 from rags_expert.settings import EvidenceSettings
 
@@ -70,15 +70,46 @@ class Support:
     score: float
 
 
-def _heading(sentences: list[str]) -> str:
-    """The chunk's first sentence when it is a heading (a short line without end punctuation), else ""."""
-    first = sentences[0] if sentences else ""
-    return first if is_heading(first) else ""
+@dataclass(frozen=True)
+class _Row:
+    """A unit being scored: its chunk, the question terms it holds, those its context holds, and those its
+    whole chunk lacks."""
+
+    doc: int
+    unit: Unit
+    own: set[str]
+    context: set[str]
+    absent: set[str]
+    hinted: bool
+
+
+def _heading(chunk_units: list[Unit]) -> str:
+    """The chunk's first unit when it is a heading, else ""."""
+    return chunk_units[0].text if chunk_units and chunk_units[0].kind == "heading" else ""
 
 
 def _chunk_header(doc: Document) -> str:
     meta = doc.metadata or {}
     return " ".join(str(meta.get(k) or "") for k in ("title", "section", "heading"))
+
+
+def _source(doc: Document, index: int) -> str:
+    meta = doc.metadata or {}
+    return str(meta.get("doc_id") or meta.get("source") or f"#{index}")
+
+
+def _required_names(question: str, wanted: set[str], docs: Sequence[Document], helds: list[set[str]]) -> list[set[str]]:
+    """The question's names (:func:`~rags_expert.evidence.text.name_phrases`) that pick a chunk: those held by
+    the chunks of at most one source. A name that chunks of several documents hold is what the whole knowledge
+    base is about ("the thread pool size *in Starlette*", asked of Starlette's documentation), and a chunk that
+    does not repeat it is not about something else."""
+    names = [p & wanted for p in name_phrases(question) if p & wanted]
+    required = []
+    for name in names:
+        sources = {_source(doc, i) for i, (doc, held) in enumerate(zip(docs, helds, strict=True)) if name <= held}
+        if len(sources) < 2:
+            required.append(name)
+    return required
 
 
 def _local_idf(wanted: set[str], sentence_terms: list[set[str]]) -> dict[str, float]:
@@ -147,49 +178,61 @@ class EvidenceScorer:
     # --- question → sentences -------------------------------------------------------------------
 
     async def matches(self, question: str, docs: Sequence[Document]) -> list[Match]:
-        """Every sentence of ``docs`` scored against ``question``, best first; a chunk that holds none of the
-        question's names in full (:func:`~rags_expert.evidence.text.name_phrases`) has no match at all.
+        """Every unit of ``docs`` (sentence, list item, table row; :mod:`.units`) scored against ``question``,
+        best first; a chunk that holds none of the question's names in full
+        (:func:`~rags_expert.evidence.text.name_phrases`) has no match at all.
 
-        Question terms are weighted by how rare they are among the sentences scored (a local IDF): the
+        Question terms are weighted by how rare they are among the units scored (a local IDF): the
         subject that every sentence of a document repeats weighs little, the verb that picks the one
-        sentence about it weighs much ("Who *organised* the Tidewater Festival?").
+        sentence about it weighs much ("Who *organised* the Tidewater Festival?"). A unit's context (its
+        chunk's title and heading, a list item's term, a table row's header) counts ``context_weight``.
         """
         wanted = question_terms(question)
         kind, category = expected_type(question), answer_category(question)
         hint = measure_hint(question)
-        names = [p & wanted for p in name_phrases(question) if p & wanted]
-        chunks = []
+        helds = [terms(_chunk_header(doc) + " " + doc.page_content) & wanted for doc in docs]
+        names = _required_names(question, wanted, docs, helds)
+        rows = []
         for i, doc in enumerate(docs):
-            sentences = split_sentences(doc.page_content)
-            held = terms(_chunk_header(doc) + " " + doc.page_content) & wanted
+            chunk_units = units(doc.page_content)
+            held = helds[i]
             if names and not any(name <= held for name in names):
                 continue  # about something else: none of the question's names in full
-            subject = terms(_chunk_header(doc) + " " + _heading(sentences)) & wanted
-            for sentence in sentences:
-                own = terms(sentence)
-                chunks.append((i, sentence, own & wanted, subject, held, hint is not None and hint in own))
-        weight = _local_idf(wanted, [c[2] for c in chunks])
+            subject = terms(_chunk_header(doc) + " " + _heading(chunk_units)) & wanted
+            for unit in chunk_units:
+                own = terms(unit.text)
+                context = subject | (terms(unit.label) & wanted)
+                rows.append(_Row(i, unit, own & wanted, context, wanted - held, hint is not None and hint in own))
+        weight = _local_idf(wanted, [r.own for r in rows])
         total = sum(weight.values()) or 1.0
-        rows = []
-        for i, sentence, own, subject, held, hinted in chunks:
-            covered = sum(weight[t] for t in own) + self.settings.context_weight * sum(weight[t] for t in subject - own)
-            rows.append((i, sentence, covered / total, wanted - held, hinted))
-        sims = await self._similarities(question, [r[1] for r in rows])
+        context_weight = self.settings.context_weight
+        sims = await self._similarities(question, [r.unit.quote for r in rows])
         ranked = []
-        for (i, sentence, cov, absent, hinted), sim in zip(rows, sims, strict=True):
-            answers = self._answers(sentence, question, kind, len(absent), category)
-            match = Match(i, sentence, cov, sim, sum(weight[t] for t in absent) / total, answers, self._blend(cov, sim))
-            bonus = self.settings.measure_bonus if hinted else 0.0  # ranking only: "34 metres *tall*"
+        for row, sim in zip(rows, sims, strict=True):
+            covered = sum(weight[t] for t in row.own) + context_weight * sum(weight[t] for t in row.context - row.own)
+            cov = covered / total
+            answers = row.unit.factual and self._answers(row, question, kind, category, sim)
+            missing = sum(weight[t] for t in row.absent) / total
+            match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim))
+            bonus = self.settings.measure_bonus if row.hinted else 0.0  # ranking only: "34 metres *tall*"
             ranked.append(((match.score + bonus, answers), match))
         ranked.sort(key=lambda pair: pair[0], reverse=True)
         return [match for _, match in ranked]
 
-    @staticmethod
-    def _answers(sentence: str, question: str, kind: AnswerType, absent: int, category: str | None) -> bool:
-        """See :attr:`Match.answers`."""
-        if absent > 1 or (absent == 1 and (category is None or not names_category(sentence, category))):
-            return False
-        return holds_answer(sentence, question, kind)
+    def _answers(self, row: _Row, question: str, kind: AnswerType, category: str | None, sim: float | None) -> bool:
+        """See :attr:`Match.answers`. A code-name question's category ("which *argument*") need not be in the
+        chunk (a parameter list does not say "argument"). One other absent term is allowed when the unit names
+        the category; in a unit that holds a code name the question lacks, one (two) absent terms are allowed
+        from ``paraphrase_similarity`` (``paraphrase_similarity_two``): the question said it in other words."""
+        absent = len({t for t in row.absent if not (kind is AnswerType.CODE and t == category)})
+        text = row.unit.text if row.unit.kind == "row" else row.unit.quote
+        if absent and not (absent == 1 and category is not None and names_category(row.unit.quote, category)):
+            s = self.settings
+            close = sim is not None and new_code(text, question)
+            allowed = (sim >= s.paraphrase_similarity) + (sim >= s.paraphrase_similarity_two) if close else 0
+            if absent > allowed:
+                return False
+        return holds_answer(text, question, kind)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""
@@ -213,9 +256,9 @@ class EvidenceScorer:
         """For each claim, the chunk whose sentence (or pair of neighbouring sentences) holds most of its terms."""
         windows: list[tuple[int, set[str]]] = []
         for i, doc in enumerate(docs):
-            sentences = split_sentences(doc.page_content)
-            header = terms(_chunk_header(doc) + " " + _heading(sentences))
-            sentence_terms = [terms(s) for s in sentences] or [set()]
+            chunk_units = units(doc.page_content)
+            header = terms(_chunk_header(doc) + " " + _heading(chunk_units))
+            sentence_terms = [terms(u.quote) for u in chunk_units] or [set()]
             for j, own in enumerate(sentence_terms):
                 nxt = sentence_terms[j + 1] if j + 1 < len(sentence_terms) else set()
                 windows.append((i, header | own | nxt))

@@ -12,13 +12,11 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from rags_expert.evidence.units import units
 from rags_expert.retrieval.sparse import STOPWORDS
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[,;-]\s*\d+)*\]")
-# a sentence ends at . ! ? (and closing quotes/brackets) followed by space and a capital, digit or quote
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
-_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "no", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr"})
 
 QUESTION_WORDS = frozenset(
     {
@@ -50,6 +48,15 @@ QUESTION_WORDS = frozenset(
         "you",
         "know",
         "called",
+        "make",
+        "get",
+        "want",
+        "need",
+        "way",
+        "so",
+        "my",
+        "possible",
+        "able",
     }
 )
 """Words that shape a question rather than name what it is about (``year`` in "what year": the
@@ -104,32 +111,10 @@ def strip_citations(text: str) -> str:
     return _CITATION.sub("", text).strip()
 
 
-def is_heading(line: str) -> bool:
-    """A short line without end punctuation: a title or a heading path, not the start of a wrapped sentence."""
-    line = line.strip()
-    return bool(line) and line[-1] not in ".!?,;:" and len(line.split()) <= 12
-
-
 def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (headings and list items count as sentences; abbreviations do not end one)."""
-    out: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*(?:#|[-*+] |\d+[.)] |\|))", text):  # table rows stand alone
-        first, _, rest = block.strip().partition("\n")
-        if rest and is_heading(first):  # a chunk's heading path ("Title > Section") on its own line
-            out.append(" ".join(first.split()).lstrip("#*-+ ").strip())
-            block = rest
-        line = " ".join(block.split()).lstrip("#*-+ ").strip()
-        if not line:
-            continue
-        start = 0
-        for match in _SENTENCE_END.finditer(line):
-            before = line[start : match.start()].rsplit(" ", 1)[-1].rstrip(".").lower()
-            if before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha()):
-                continue  # "Mt. Arden", "J. Smith"
-            out.append(line[start : match.start()].strip())
-            start = match.end()
-        out.append(line[start:].strip())
-    return [s for s in out if s]
+    """The texts of a chunk's units, in order: headings, sentences, whole short list items, table rows, code
+    lines (:func:`rags_expert.evidence.units.units`)."""
+    return [unit.text for unit in units(text)]
 
 
 def name_phrases(question: str) -> list[set[str]]:

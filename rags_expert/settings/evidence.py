@@ -61,6 +61,20 @@ class EvidenceSettings(SettingsSection):
         le=1.0,
         description="A sentence answers the question (may be quoted; makes an answer useful) from this match score.",
     )
+    paraphrase_similarity: float = Field(
+        0.86,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine similarity (the knowledge base's embedding model) from which a unit holding a code "
+        "name the question lacks may answer although its chunk lacks one of the question's terms (the question "
+        "said it in other words: 'serves' for 'loads'). Tuned on the real-documentation dev half.",
+    )
+    paraphrase_similarity_two: float = Field(
+        0.89,
+        ge=-1.0,
+        le=1.0,
+        description="Likewise, from which two absent terms are allowed.",
+    )
     min_support: float = Field(
         1.0,
         ge=0.0,
