@@ -31,22 +31,21 @@ def _settings(args: argparse.Namespace) -> KnowledgeBaseSettings:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest files and folders into the knowledge base."""
-    from tqdm import tqdm
-
+    from rags_expert.progress import ingest_progress
     from rags_expert.retrieval.ingest import Ingestor
     from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
-    bar = tqdm(unit="chunk", desc="ingest", disable=args.quiet or None, file=sys.stderr)
+    progress = ingest_progress(args.quiet, sys.stderr)  # a bar on a terminal, else a line per 10 % of the files
     try:
         kb = KnowledgeBase(settings)
-        report = Ingestor(kb, tags, progress=bar.update).run([Path(p) for p in args.paths], prune=args.prune)
+        report = Ingestor(kb, tags, progress=progress).run([Path(p) for p in args.paths], prune=args.prune)
     except (FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
-        bar.close()
+        progress.close()
         print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
-    bar.close()
+    progress.close()
     if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
         print(f"nothing was ingested from {', '.join(args.paths)}: {_nothing_reason(report)}", file=sys.stderr)
         return 1
@@ -135,7 +134,12 @@ def register(subparsers: Any) -> None:
     _common(p)
     p.add_argument("--tags", default="", help="comma-separated tags stored with every chunk (for filtering)")
     p.add_argument("--prune", action="store_true", help="remove files that no longer exist under the given folders")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line per 10%% of the files)",
+    )
     p.set_defaults(func=cmd_ingest, settings_flags=FLAGS)
 
     s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")

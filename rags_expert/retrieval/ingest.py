@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from qdrant_client import models
 
@@ -64,6 +64,37 @@ class IngestReport:
     def chunks_per_second(self) -> float:
         """Embedded-and-stored chunks per wall-clock second."""
         return self.chunks_embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+class IngestProgress(Protocol):
+    """Where an ingestion reports how far it is (:mod:`rags_expert.progress` shows it to a user)."""
+
+    def start(self, files: int) -> None:
+        """The files to ingest are listed: ``files`` of them."""
+
+    def chunks(self, n: int) -> None:
+        """``n`` more chunks are stored (embedded now, or found already stored)."""
+
+    def file_done(self) -> None:
+        """One more file is done (ingested, unchanged or skipped)."""
+
+
+class _ChunkCallback:
+    """Progress given to a function of the number of chunks stored (the older ``progress=`` form), or nowhere."""
+
+    def __init__(self, report: Callable[[int], None] | None = None) -> None:
+        self.report = report
+
+    def start(self, files: int) -> None:
+        """Not reported."""
+
+    def chunks(self, n: int) -> None:
+        """Pass ``n`` on."""
+        if self.report is not None:
+            self.report(n)
+
+    def file_done(self) -> None:
+        """Not reported."""
 
 
 def chunk_id(source: str, key: str, index: int, text: str) -> str:
@@ -118,14 +149,21 @@ def _source_filter(source: str, keep_hash: str | None = None, keep_chunking: str
 
 
 class Ingestor:
-    """Ingests files into one knowledge base (a Qdrant collection)."""
+    """Ingests files into one knowledge base (a Qdrant collection).
+
+    ``progress`` hears of the files listed, the chunks stored and the files done (:class:`IngestProgress`); a
+    plain function is given the number of chunks stored at each step.
+    """
 
     def __init__(
-        self, kb: KnowledgeBase, tags: list[str] | None = None, progress: Callable[[int], None] | None = None
+        self,
+        kb: KnowledgeBase,
+        tags: list[str] | None = None,
+        progress: IngestProgress | Callable[[int], None] | None = None,
     ) -> None:
         self.kb = kb
         self.tags = sorted(set(tags or []))
-        self.progress = progress or (lambda n: None)
+        self.progress: IngestProgress = _ChunkCallback(progress) if progress is None or callable(progress) else progress
         s = kb.settings.ingestion
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
 
@@ -158,7 +196,7 @@ class Ingestor:
         self._retitle(records, existing)
         retag = [r.id for r in records if r.id in existing and sorted(existing[r.id].get("tags") or []) != self.tags]
         self.kb.set_payload(retag, {"tags": self.tags})
-        self.progress(len(records) - len(todo))
+        self.progress.chunks(len(records) - len(todo))
         for start in range(0, len(todo), self.batch):
             batch = todo[start : start + self.batch]
             vectors = self.kb.embeddings.embed_documents([r.text for r in batch])
@@ -169,7 +207,7 @@ class Ingestor:
                 for r, v in zip(batch, vectors)
             ]
             self.kb.upsert(points)
-            self.progress(len(batch))
+            self.progress.chunks(len(batch))
         return len(todo)
 
     def _adopt(self, records: list[ChunkRecord], existing: dict[str, dict[str, Any]]) -> None:
@@ -250,8 +288,11 @@ class Ingestor:
             raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, missing))}")
         self.kb.ensure_collection()
         ignored: list[Path] = []
-        for path in iter_files(paths, ignored):
+        files = list(iter_files(paths, ignored))
+        self.progress.start(len(files))
+        for path in files:
             self.ingest_file(path, report)
+            self.progress.file_done()
         report.ignored = [str(p) for p in ignored]
         if ignored:
             log.info("ignored %d file(s) of unsupported types under the given folders", len(ignored))
