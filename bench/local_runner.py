@@ -3,7 +3,7 @@
 Run (needs the 'local' extra and ../shared/data)::
 
     python bench/local_runner.py [--repeats 2] [--requests 3] [--out-tokens 60] [--json out.json]
-                                 [--xllamacpp-python /path/to/venv/bin/python] [--only-default]
+                                 [--runners llama_cpp_python ...] [--only-default]
 
 Every variant is a :class:`~rags_expert.settings.LocalModelSettings` (``threads``, ``threads_batch``,
 ``omp_wait_policy``) started by :class:`~rags_expert.local_llm.LocalModelServer` exactly as ``--local``
@@ -16,9 +16,10 @@ first / time from the first to the last. A nonce at the start of every prompt de
 prompt-prefix cache. Prints a markdown table: medians, and ratios against the first variant (the
 settings before OMP_WAIT_POLICY was set), per condition.
 
-``--xllamacpp-python PY`` adds a variant served by the prebuilt ``xllamacpp`` wheel (llama.cpp's C++ server,
-installed in the interpreter PY, see ``bench/xllamacpp_server.py``) with the default settings.
-``--only-default`` keeps only the shipped default (and the xllamacpp variant, compared against it).
+Every variant runs on the default runner (``local.runner``, ``xllamacpp`` as shipped); ``--runners R ...`` adds,
+per named runner (``llama_cpp_python``: needs the ``local-compiled`` extra; ``llama_server``), a variant with the
+default settings on that runner. ``--only-default`` keeps only the shipped default (and the ``--runners`` variants,
+compared against it).
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 
 from rags_expert.local_llm import LocalModelServer, available_cores, thread_counts
-from rags_expert.settings import LocalModelSettings
+from rags_expert.settings import LocalModelSettings, LocalRunner
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
 #: SmolLM2's end tokens (<|endoftext|>, <|im_end|>), suppressed so every reply runs to the cap.
@@ -73,15 +73,6 @@ def variants(cores: int) -> dict[str, LocalModelSettings]:
         name + (" (default)" if s.omp_wait_policy == "PASSIVE" and (s.threads, s.threads_batch) == default else ""): s
         for name, s in out.items()
     }
-
-
-def xllamacpp_variant(python: str, workdir: Path) -> LocalModelSettings:
-    """The shipped settings, served by ``bench/xllamacpp_server.py`` under ``python`` (a llama-server stand-in)."""
-    wrapper = workdir / "xllamacpp-server"
-    script = Path(__file__).with_name("xllamacpp_server.py")
-    wrapper.write_text(f'#!/bin/sh\nexec "{python}" "{script}" "$@"\n')
-    wrapper.chmod(0o755)
-    return LocalModelSettings(runner="llama_server", server_binary=str(wrapper))
 
 
 def rag_prompts(n: int, paragraphs: int = 5) -> list[tuple[str, str]]:
@@ -212,17 +203,18 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=3, help="RAG prompts sent to each server")
     parser.add_argument("--out-tokens", type=int, default=60)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--xllamacpp-python", help="an interpreter with xllamacpp installed: adds its variant")
-    parser.add_argument("--only-default", action="store_true", help="only the default (and xllamacpp)")
+    parser.add_argument(
+        "--runners", nargs="*", default=[], choices=get_args(LocalRunner), help="runners compared with the default"
+    )
+    parser.add_argument("--only-default", action="store_true", help="only the default (and --runners)")
     args = parser.parse_args()
     os.environ.pop("OMP_WAIT_POLICY", None)  # every variant sets (or leaves) it itself
     cores = available_cores()
     candidates = variants(cores)
     if args.only_default:
         candidates = {k: v for k, v in candidates.items() if k.endswith("(default)")}
-    workdir = Path(tempfile.mkdtemp(prefix="bench-runner-"))
-    if args.xllamacpp_python:
-        candidates["xllamacpp wheel, default settings"] = xllamacpp_variant(args.xllamacpp_python, workdir)
+    for runner in args.runners:
+        candidates[f"{runner} runner, default settings"] = LocalModelSettings(runner=runner)
     names = list(candidates)
     prompts = rag_prompts(args.requests)
     with LocalModelServer(LocalModelSettings()) as server:  # warms the page cache; counts prompt tokens
