@@ -223,3 +223,35 @@ def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bo
     if kind is AnswerType.NAME:
         return _has_name(text, known) or bool(new_code(text, question))
     return len(terms(text) - known) >= _MIN_NEW_TERMS
+
+
+_SUBJECT = re.compile(r"\b(?:does|do|did|can|should|will|would)\s+(?:the\s+|a\s+|an\s+)?([\w.`'-]+)", re.I | re.UNICODE)
+_PRONOUNS = frozenset({"i", "you", "we", "it", "they", "he", "she", "there", "this", "that", "one", "my", "your"})
+
+
+def question_subject(question: str) -> str | None:
+    """Who the question asks about when it names it after its verb: ``httpx`` in "What encoding does httpx
+    use?", ``TestClient`` in "Which port does the TestClient use?"; None when that is a pronoun or a stop word."""
+    match = _SUBJECT.search(question)
+    if match is None:
+        return None
+    word = match.group(1).strip("`'").lower()
+    word = word[:-2] if word.endswith("'s") else word
+    return None if not word or word in _PRONOUNS or word in STOPWORDS or word in _NUMBER_WORDS else word
+
+
+def about_other_subject(text: str, question: str) -> bool:
+    """Whether ``text`` says its fact of another named subject: it does not name the question's subject, and
+    it opens with a name (a capitalised word or a code name) that the question does not hold ("*Requests*
+    uses chardet …" answering "What encoding does httpx use?")."""
+    subject = question_subject(question)
+    if subject is None or subject in text.lower():
+        return False
+    asked = {w.lower() for w in words(question)}
+    for token in re.findall(r"[`_*]*([\w.-]+)", text)[:3]:
+        low = token.lower().strip("._-")
+        if low in STOPWORDS or low in asked or not low:
+            continue
+        if token[:1].isupper() or "_" in token or "." in token.strip("."):
+            return True
+    return False

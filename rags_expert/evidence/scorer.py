@@ -25,12 +25,20 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rags_expert.evidence.answer_type import AnswerType, answer_category, expected_type, holds_answer, names_category
+from rags_expert.evidence.answer_type import (
+    AnswerType,
+    about_other_subject,
+    answer_category,
+    expected_type,
+    holds_answer,
+    names_category,
+)
 from rags_expert.evidence.code import new_code
 from rags_expert.evidence.text import (
     measure_hint,
     name_phrases,
     question_terms,
+    stem,
     strip_citations,
     terms,
 )
@@ -91,6 +99,17 @@ def _heading(chunk_units: list[Unit]) -> str:
 def _chunk_header(doc: Document) -> str:
     meta = doc.metadata or {}
     return " ".join(str(meta.get(k) or "") for k in ("title", "section", "heading"))
+
+
+_VALUE_NOUN = stem("value")
+
+
+def _type_nouns(kind: AnswerType, category: str | None) -> set[str]:
+    """Question terms that name the kind of answer, not its subject: "which *argument*", "the default *value*".
+    A parameter list or a table of defaults says neither."""
+    if kind is AnswerType.CODE and category:
+        return {category}
+    return {_VALUE_NOUN} if kind is AnswerType.VALUE else set()
 
 
 def _source(doc: Document, index: int) -> str:
@@ -224,15 +243,15 @@ class EvidenceScorer:
         chunk (a parameter list does not say "argument"). One other absent term is allowed when the unit names
         the category; in a unit that holds a code name the question lacks, one (two) absent terms are allowed
         from ``paraphrase_similarity`` (``paraphrase_similarity_two``): the question said it in other words."""
-        absent = len({t for t in row.absent if not (kind is AnswerType.CODE and t == category)})
+        absent = len(row.absent - _type_nouns(kind, category))
         text = row.unit.text if row.unit.kind == "row" else row.unit.quote
         if absent and not (absent == 1 and category is not None and names_category(row.unit.quote, category)):
-            s = self.settings
-            close = sim is not None and new_code(text, question)
-            allowed = (sim >= s.paraphrase_similarity) + (sim >= s.paraphrase_similarity_two) if close else 0
+            s, allowed = self.settings, 0
+            if sim is not None and new_code(text, question):
+                allowed = int(sim >= s.paraphrase_similarity) + int(sim >= s.paraphrase_similarity_two)
             if absent > allowed:
                 return False
-        return holds_answer(text, question, kind)
+        return holds_answer(text, question, kind) and not about_other_subject(row.unit.text, question)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""

@@ -1,0 +1,175 @@
+"""The units of a chunk that the evidence scores and quotes, and what each one is about.
+
+Technical documentation does not say its facts in narrative sentences only: a default sits in a list item
+(``* `max_age` - Session expiry time in seconds. Defaults to 2 weeks.``), a value in a table row under its
+header, an example in a code block. :func:`units` cuts a chunk's text into
+
+* **headings** (a chunk's heading path, ``#`` lines, a table's header row);
+* **prose**: the sentences of a paragraph;
+* **items**: a list item, whole when it is short (its sentences share the item's term), else its sentences;
+* **rows**: a table row, with the header as its label (``| `timeout` | `5.0` |`` under ``| option | default |``);
+* **code**: the lines of a fenced code block (an example, never quoted as a fact).
+
+Each unit has a ``label``: what the unit is about when it does not say so itself (a list item's leading term,
+a table's header). A unit that ends with a colon is a lead-in to what follows, not a fact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+UnitKind = Literal["heading", "prose", "item", "row", "code"]
+
+ITEM_MAX_CHARS = 400
+"""A list item up to this long is one unit; a longer one is cut into its sentences (each keeps the label)."""
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_ROW = re.compile(r"^\s*\|")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_ATX = re.compile(r"^\s{0,3}#{1,6}\s+")
+# a list item's term: a leading code span, or a few words, before " - ", " – ", " — " or ": "
+_ITEM_LABEL = re.compile(r"^(`[^`]+`(?:\s*\([^)]*\))?|[^\s:`][^:]{0,60}?)\s*(?:\s[-–—]\s|:\s)")
+# a sentence ends at . ! ? (and closing quotes/brackets) followed by space and a capital, digit, quote or code
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[`]?[A-Z0-9`])")
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "no", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr"})
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One scored and quotable piece of a chunk."""
+
+    text: str
+    kind: UnitKind
+    label: str = ""
+    """What the unit is about when it does not say it: a list item's term, a table row's header."""
+
+    @property
+    def lead_in(self) -> bool:
+        """A sentence that introduces what follows ("…for any responses which are not a 2xx code:")."""
+        return self.text.rstrip().endswith(":")
+
+    @property
+    def factual(self) -> bool:
+        """Whether the unit may be quoted as a fact: prose, a list item or a table row that is no lead-in."""
+        return self.kind in ("prose", "item", "row") and not self.lead_in
+
+    @property
+    def quote(self) -> str:
+        """The unit as quoted: its text, preceded by its item label when the text does not hold it."""
+        if self.kind == "item" and self.label and self.label not in self.text:
+            return f"{self.label} … {self.text}"
+        return self.text
+
+
+def is_heading(line: str) -> bool:
+    """A short line without end punctuation: a title or a heading path, not the start of a wrapped sentence."""
+    line = line.strip()
+    return bool(line) and line[-1] not in ".!?,;:" and len(line.split()) <= 12
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def sentences_of(text: str) -> list[str]:
+    """The sentences of one paragraph (abbreviations such as "Mt." and initials do not end one)."""
+    line = _collapse(text)
+    out, start = [], 0
+    for match in _SENTENCE_END.finditer(line):
+        before = line[start : match.start()].rsplit(" ", 1)[-1].rstrip(".").lower()
+        if before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha()):
+            continue  # "Mt. Arden", "J. Smith"
+        out.append(line[start : match.start()].strip())
+        start = match.end()
+    out.append(line[start:].strip())
+    return [s for s in out if s]
+
+
+def _item_units(lines: list[str]) -> list[Unit]:
+    text = _collapse(_ITEM.sub("", lines[0], count=1) + " " + " ".join(lines[1:]))
+    match = _ITEM_LABEL.match(text)
+    label = match.group(1).strip() if match else ""
+    if len(text) <= ITEM_MAX_CHARS:
+        return [Unit(text, "item", label)] if text else []
+    return [Unit(s, "item", label) for s in sentences_of(text)]
+
+
+def _prose_units(lines: list[str]) -> list[Unit]:
+    return [Unit(s.lstrip("#*-+ ").strip(), "prose") for s in sentences_of(" ".join(lines)) if s.lstrip("#*-+ ")]
+
+
+def _cells(row: str) -> str:
+    return _collapse(row.strip())
+
+
+class _Reader:
+    """Walks a chunk's lines once, turning blocks into units."""
+
+    def __init__(self) -> None:
+        self.out: list[Unit] = []
+        self.block: list[str] = []
+        self.kind: UnitKind = "prose"
+        self.fence = ""
+        self.header = ""
+        self.last_row = ""
+
+    def flush(self) -> None:
+        if self.block:
+            self.out += _item_units(self.block) if self.kind == "item" else _prose_units(self.block)
+        self.block, self.kind = [], "prose"
+
+    def code(self, line: str) -> None:
+        if _FENCE.match(line) and line.strip().startswith(self.fence):
+            self.fence = ""
+        elif line.strip():
+            self.out.append(Unit(line.strip(), "code"))
+
+    def row(self, line: str) -> None:
+        self.flush()
+        if _TABLE_RULE.match(line):
+            if self.last_row and self.out and self.out[-1].text == self.last_row:
+                self.out[-1] = Unit(self.last_row, "heading")  # the row above the rule is the header
+                self.header = self.last_row
+            return
+        self.last_row = _cells(line)
+        self.out.append(Unit(self.last_row, "row", self.header))
+
+    def line(self, line: str) -> None:
+        if self.fence:
+            return self.code(line)
+        if fence := _FENCE.match(line):
+            self.flush()
+            self.fence = fence.group(1)[0] * 3
+            return None
+        if not line.strip():
+            return self.flush()
+        if _ROW.match(line):
+            return self.row(line)
+        self.header = self.last_row = ""
+        if _ATX.match(line):
+            self.flush()
+            self.out.append(Unit(_collapse(_ATX.sub("", line)).rstrip("#").strip(), "heading"))
+        elif _ITEM.match(line):
+            self.flush()
+            self.kind, self.block = "item", [line]
+        else:
+            self.block.append(line)
+        return None
+
+
+def units(text: str) -> list[Unit]:
+    """The units of a chunk's text, in order (see the module docstring)."""
+    reader = _Reader()
+    lines = text.strip().split("\n")
+    if len(lines) > 1 and is_heading(lines[0]) and not _ITEM.match(lines[0]) and not _ROW.match(lines[0]):
+        heading = _collapse(lines[0]).lstrip("#*-+ ").strip()  # the chunk's heading path ("Title > Section")
+        if heading:
+            reader.out.append(Unit(heading, "heading"))
+        lines = lines[1:]
+    for line in lines:
+        reader.line(line)
+    reader.flush()
+    return [u for u in reader.out if u.text]
