@@ -428,6 +428,15 @@ def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache:
     return 1 if problems else 0
 
 
+def git(*args: str) -> str:
+    """The output of a git command in the repository ('' when git is not there)."""
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S607
+    except OSError:
+        return ""
+    return done.stdout.strip()
+
+
 # --- main ---------------------------------------------------------------------------------------------------
 
 
@@ -464,6 +473,7 @@ def main() -> int:
     env |= {"PYTHONPATH": str(ROOT)} | dict(e.split("=", 1) for e in args.env)
     began = time.monotonic()
     meta: dict[str, Any] = {"split": args.split, "mode": "in-process" if args.in_process else "subprocess"}
+    meta |= {"commit": git("rev-parse", "HEAD"), "uncommitted": bool(git("status", "--porcelain", "rags_expert"))}
     meta |= {"env": dict(e.split("=", 1) for e in args.env), "corpora": {}}
     results, prepared = [], []
     with ExitStack() as stack:
@@ -493,7 +503,8 @@ def main() -> int:
     chunks = ", ".join(f"{n} {c['chunks']} chunks" for n, c in meta["corpora"].items())
     for split in ("dev", "test") if args.split == "all" else (args.split,):
         res = [r for r in results if r["split"] == split]
-        print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}\n")
+        at = meta["commit"][:7] + (" with uncommitted changes in rags_expert/" if meta["uncommitted"] else "")
+        print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}; at {at}\n")
         print(table(res, [n for n in names if n in meta["corpora"]]))
     print("\nnot right+cited (answerable) or not honest (unanswerable):")
     print("\n".join(failures(results)) or "none")
