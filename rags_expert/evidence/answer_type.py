@@ -76,11 +76,13 @@ _CODE_NOUNS = (
     "argument|arg|parameter|param|kwarg|keyword|option|flag|switch|setting|exception|error|warning|class|function|"
     "method|command|subcommand|module|attribute|property|variable|env var|key|field|decorator|hook|callback|"
     "package|encoding|codec|format|header|extension|backend|import|type|object|directive|name|section|table|"
-    "file|path|directory|folder|url|endpoint|route|hook id|plugin|tool|library|dependency"
+    "file|path|directory|folder|url|endpoint|route|hook id|plugin|tool|library|dependency|processor|renderer|"
+    "formatter|handler|logger|factory|middleware|response|request|parser|serializer|backend|adapter|context manager"
 )
 _CODE_QUESTION = re.compile(
     rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b|\bcalled\b"
-    r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b",
+    r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b"
+    r"|\bwhat (?:do|does|should|must) (?:i|you|we|one) (?:have to |need to )?(?:pip )?install\b",
     re.I,
 )
 _NAME_QUESTION = re.compile(r"\b(who|whom|whose|where)\b", re.I)
@@ -240,18 +242,78 @@ def question_subject(question: str) -> str | None:
     return None if not word or word in _PRONOUNS or word in STOPWORDS or word in _NUMBER_WORDS else word
 
 
+_OPENERS = frozenset(
+    {
+        "please",
+        "note",
+        "see",
+        "set",
+        "use",
+        "make",
+        "add",
+        "pass",
+        "call",
+        "run",
+        "if",
+        "when",
+        "while",
+        "because",
+        "since",
+        "although",
+        "however",
+        "instead",
+        "also",
+        "you",
+        "your",
+        "we",
+        "our",
+        "here",
+        "now",
+        "then",
+        "finally",
+        "first",
+        "next",
+        "otherwise",
+        "alternatively",
+        "additionally",
+        "both",
+        "each",
+        "every",
+        "all",
+        "some",
+        "most",
+        "many",
+        "other",
+        "another",
+        "such",
+        "only",
+        "just",
+        "even",
+        "still",
+        "yes",
+        "no",
+    }
+)
+_LEADING = re.compile(r"`[^`]+`|[\w.'-]+", re.UNICODE)
+
+
+def _names_something(token: str, position: int, asked: set[str]) -> bool:
+    """Whether a token near the start of a sentence is a name: a code span or code-shaped word, or a capitalised
+    word the question does not hold that is not a common sentence opener ("Please", "If", "You")."""
+    low = token.strip("`*_").lower()
+    if not low or low in asked or low in STOPWORDS or low in _OPENERS:
+        return False
+    if token.startswith("`") or "_" in token.strip("_") or "." in token.strip("."):
+        return True
+    return token[:1].isupper() and (position > 0 or not low.endswith("ing"))
+
+
 def about_other_subject(text: str, question: str) -> bool:
     """Whether ``text`` says its fact of another named subject: it does not name the question's subject, and
     it opens with a name (a capitalised word or a code name) that the question does not hold ("*Requests*
     uses chardet …" answering "What encoding does httpx use?")."""
     subject = question_subject(question)
-    if subject is None or subject in text.lower():
+    if subject is None or subject in {w.lower() for w in words(text)}:
         return False
     asked = {w.lower() for w in words(question)}
-    for token in re.findall(r"[`_*]*([\w.-]+)", text)[:3]:
-        low = token.lower().strip("._-")
-        if low in STOPWORDS or low in asked or not low:
-            continue
-        if token[:1].isupper() or "_" in token or "." in token.strip("."):
-            return True
-    return False
+    return any(_names_something(m.group(0), i, asked) for i, m in enumerate(_LEADING.finditer(text)) if i < 3)

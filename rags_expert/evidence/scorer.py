@@ -20,7 +20,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -33,7 +33,7 @@ from rags_expert.evidence.answer_type import (
     holds_answer,
     names_category,
 )
-from rags_expert.evidence.code import new_code
+from rags_expert.evidence.code import code_names, new_code
 from rags_expert.evidence.text import (
     measure_hint,
     name_phrases,
@@ -47,6 +47,7 @@ from rags_expert.retrieval.embeddings import query_vector
 from rags_expert.settings import EvidenceSettings
 
 _CACHE_SIZE = 4096
+_MAX_LABEL = 60
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,17 @@ class _Row:
 def _heading(chunk_units: list[Unit]) -> str:
     """The chunk's first unit when it is a heading, else ""."""
     return chunk_units[0].text if chunk_units and chunk_units[0].kind == "heading" else ""
+
+
+def _chunk_units(doc: Document) -> list[Unit]:
+    """The chunk's units; when its section is named by a code name (an API reference's ``### `BLACK_NUM_WORKERS```
+    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences."""
+    chunk_units = units(doc.page_content)
+    section = str((doc.metadata or {}).get("section") or _heading(chunk_units))
+    name = section.rsplit(" > ", 1)[-1].strip()
+    if not name or len(name) > _MAX_LABEL or not code_names(name):
+        return chunk_units
+    return [u if u.label or u.kind not in ("prose", "item") else replace(u, label=name) for u in chunk_units]
 
 
 def _chunk_header(doc: Document) -> str:
@@ -213,7 +225,7 @@ class EvidenceScorer:
         names = _required_names(question, wanted, docs, helds)
         rows = []
         for i, doc in enumerate(docs):
-            chunk_units = units(doc.page_content)
+            chunk_units = _chunk_units(doc)
             held = helds[i]
             if names and not any(name <= held for name in names):
                 continue  # about something else: none of the question's names in full
@@ -275,7 +287,7 @@ class EvidenceScorer:
         """For each claim, the chunk whose sentence (or pair of neighbouring sentences) holds most of its terms."""
         windows: list[tuple[int, set[str]]] = []
         for i, doc in enumerate(docs):
-            chunk_units = units(doc.page_content)
+            chunk_units = _chunk_units(doc)
             header = terms(_chunk_header(doc) + " " + _heading(chunk_units))
             sentence_terms = [terms(u.quote) for u in chunk_units] or [set()]
             for j, own in enumerate(sentence_terms):

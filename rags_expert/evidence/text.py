@@ -57,6 +57,8 @@ QUESTION_WORDS = frozenset(
         "my",
         "possible",
         "able",
+        "let",
+        "lets",
     }
 )
 """Words that shape a question rather than name what it is about (``year`` in "what year": the

@@ -70,8 +70,21 @@ def is_heading(line: str) -> bool:
     return bool(line) and line[-1] not in ".!?,;:" and len(line.split()) <= 12
 
 
+# MyST / MkDocs markup that is no text: roles ({class}`x` → `x`), directive fences (:::{note}), admonitions
+# (!!! note "Title"), label targets ((labels/x)=) and attribute lists ({#anchor})
+_ROLE = re.compile(r"\{[\w:-]+\}(`[^`]*`)")
+_MARKUP = re.compile(
+    r"^\s*(?::{3,}\s*\{[\w-]+\}\S*|:{3,}|!{3}\s*\w+(?:\s+\"[^\"]*\")?|\?{3}\+?\s*\w+(?:\s+\"[^\"]*\")?|\([\w/.-]+\)=)\s*"
+)
+
+
 def _collapse(text: str) -> str:
     return " ".join(text.split())
+
+
+def plain(line: str) -> str:
+    """A line without MyST / MkDocs markup: roles keep their text, directive and admonition markers go."""
+    return _MARKUP.sub("", _ROLE.sub(r"\1", line))
 
 
 def sentences_of(text: str) -> list[str]:
@@ -140,6 +153,7 @@ class _Reader:
     def line(self, line: str) -> None:
         if self.fence:
             return self.code(line)
+        line = plain(line)
         if fence := _FENCE.match(line):
             self.flush()
             self.fence = fence.group(1)[0] * 3
@@ -163,7 +177,8 @@ class _Reader:
 def units(text: str) -> list[Unit]:
     """The units of a chunk's text, in order (see the module docstring)."""
     reader = _Reader()
-    lines = text.strip().split("\n")
+    lines = [plain(line) if not _FENCE.match(line) else line for line in text.strip().split("\n")[:1]]
+    lines += text.strip().split("\n")[1:]
     if len(lines) > 1 and is_heading(lines[0]) and not _ITEM.match(lines[0]) and not _ROW.match(lines[0]):
         heading = _collapse(lines[0]).lstrip("#*-+ ").strip()  # the chunk's heading path ("Title > Section")
         if heading:
