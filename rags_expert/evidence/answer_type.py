@@ -200,6 +200,10 @@ _LITERAL = re.compile(
 )
 
 
+_WEAK_NUMBERS = re.compile(r"\b(?:single|double|half|once|twice)\b", re.I)
+"""Words that count things in prose ("a single line") but are no setting's value."""
+
+
 def _has_value(text: str, question: str, known: set[str]) -> bool:
     """A value the question does not hold: a number (bare, or in words with a unit), a literal (True, None,
     a quoted string) or a code name."""
@@ -207,7 +211,7 @@ def _has_value(text: str, question: str, known: set[str]) -> bool:
         value = m.group(0).strip("\"“”'").lower()
         if value and stem(value) not in known and value not in question.lower():
             return True
-    return _has_number(text, known) or bool(new_code(text, question))
+    return _has_number(_WEAK_NUMBERS.sub(" ", text), known) or bool(new_code(text, question))
 
 
 def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:

@@ -97,10 +97,13 @@ def _heading(chunk_units: list[Unit]) -> str:
     return chunk_units[0].text if chunk_units and chunk_units[0].kind == "heading" else ""
 
 
-def _chunk_units(doc: Document) -> list[Unit]:
+def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
     """The chunk's units; when its section is named by a code name (an API reference's ``### `BLACK_NUM_WORKERS```
-    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences."""
+    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences. Without
+    ``labels`` (``evidence.labels``), no unit has one."""
     chunk_units = units(doc.page_content)
+    if not labels:
+        return [replace(u, label="") for u in chunk_units]
     section = str((doc.metadata or {}).get("section") or _heading(chunk_units))
     name = section.rsplit(" > ", 1)[-1].strip()
     if not name or len(name) > _MAX_LABEL or not code_names(name):
@@ -225,7 +228,7 @@ class EvidenceScorer:
         names = _required_names(question, wanted, docs, helds)
         rows = []
         for i, doc in enumerate(docs):
-            chunk_units = _chunk_units(doc)
+            chunk_units = _chunk_units(doc, self.settings.labels)
             held = helds[i]
             if names and not any(name <= held for name in names):
                 continue  # about something else: none of the question's names in full
@@ -242,7 +245,8 @@ class EvidenceScorer:
         for row, sim in zip(rows, sims, strict=True):
             covered = sum(weight[t] for t in row.own) + context_weight * sum(weight[t] for t in row.context - row.own)
             cov = covered / total
-            answers = row.unit.factual and self._answers(row, question, kind, category, sim)
+            quotable = row.unit.factual or (kind is AnswerType.CODE and row.unit.names_things)
+            answers = quotable and self._answers(row, question, kind, category, sim)
             missing = sum(weight[t] for t in row.absent) / total
             match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim))
             bonus = self.settings.measure_bonus if row.hinted else 0.0  # ranking only: "34 metres *tall*"
@@ -287,7 +291,7 @@ class EvidenceScorer:
         """For each claim, the chunk whose sentence (or pair of neighbouring sentences) holds most of its terms."""
         windows: list[tuple[int, set[str]]] = []
         for i, doc in enumerate(docs):
-            chunk_units = _chunk_units(doc)
+            chunk_units = _chunk_units(doc, self.settings.labels)
             header = terms(_chunk_header(doc) + " " + _heading(chunk_units))
             sentence_terms = [terms(u.quote) for u in chunk_units] or [set()]
             for j, own in enumerate(sentence_terms):

@@ -57,9 +57,16 @@ class Unit:
         return self.kind in ("prose", "item", "row") and not self.lead_in
 
     @property
+    def names_things(self) -> bool:
+        """Whether the unit may be quoted for the name it gives: any factual unit, and a lead-in too ("With the
+        `EventRenamer` processor, you can rename the event key:" names the processor; what follows is code)."""
+        return self.kind in ("prose", "item", "row")
+
+    @property
     def quote(self) -> str:
-        """The unit as quoted: its text, preceded by its item label when the text does not hold it."""
-        if self.kind == "item" and self.label and self.label not in self.text:
+        """The unit as quoted: its text, preceded by its label (a list item's term, a code-named section) when the
+        text does not hold it."""
+        if self.kind in ("item", "prose") and self.label and self.label not in self.text:
             return f"{self.label} … {self.text}"
         return self.text
 

@@ -47,6 +47,11 @@ class EvidenceSettings(SettingsSection):
         description="Weight of a question term found in the chunk's title or heading but not in the sentence "
         "(the subject that the sentence's 'it' refers to).",
     )
+    labels: bool = Field(
+        True,
+        description="Read what a unit is about from its structure: a list item's leading term, a table row's "
+        "header, a code-named section heading count as the unit's context and are quoted with it.",
+    )
     similarity_weight: float = Field(0.3, ge=0.0, le=1.0, description="Weight of the embedding similarity in a match.")
     similarity_floor: float = Field(
         0.75, ge=-1.0, le=1.0, description="Cosine similarity that scores 0 (e5: unrelated)."
