@@ -80,12 +80,57 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+FUNCTION_WORDS = frozenset(
+    {
+        "too",
+        "off",
+        "out",
+        "up",
+        "down",
+        "without",
+        "only",
+        "just",
+        "very",
+        "any",
+        "some",
+        "such",
+        "own",
+        "same",
+        "than",
+        "again",
+        "also",
+        "yet",
+        "else",
+        "ever",
+        "even",
+        "instead",
+        "rather",
+        "don't",
+        "doesn't",
+        "isn't",
+        "aren't",
+        "can't",
+        "won't",
+        "i'm",
+        "i've",
+        "we",
+        "our",
+        "your",
+        "my",
+        "me",
+        "us",
+    }
+)
+"""Function words the retrieval's stop list (kept short for BM25) lets through, which name no content: a
+question's "without" or "too" is not a term a chunk must hold."""
+
+
 def terms(text: str, *, drop: frozenset[str] = frozenset()) -> set[str]:
-    """The content terms of ``text``: stemmed, without stop words (and without ``drop``)."""
+    """The content terms of ``text``: stemmed, without stop words and function words (and without ``drop``)."""
     out = set()
     for word in words(text):
         low = word.lower()
-        if low in STOPWORDS or low in drop:
+        if low in STOPWORDS or low in FUNCTION_WORDS or low in drop:
             continue
         out.add(stem(low))
     return out

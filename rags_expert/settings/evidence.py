@@ -61,10 +61,11 @@ class EvidenceSettings(SettingsSection):
         0.5, ge=0.0, le=1.0, description="Evidence relevance: a chunk is relevant when its best sentence scores this."
     )
     min_answer_score: float = Field(
-        0.6,
+        0.55,
         ge=0.0,
         le=1.0,
-        description="A sentence answers the question (may be quoted; makes an answer useful) from this match score.",
+        description="A sentence answers the question (may be quoted; makes an answer useful) from this match score "
+        "(0.6 before the real-documentation set; 0.55 measured on its dev half and the single-fact dev half).",
     )
     paraphrase_similarity: float = Field(
         0.86,
