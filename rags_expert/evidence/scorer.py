@@ -287,11 +287,13 @@ class EvidenceScorer:
 
     # --- answer → chunks ------------------------------------------------------------------------
 
-    def support(self, claims: Sequence[str], docs: Sequence[Document]) -> list[Support]:
-        """For each claim, the chunk whose sentence (or pair of neighbouring sentences) holds most of its terms."""
+    def support(self, claims: Sequence[str], docs: Sequence[Document], *, prose_only: bool = False) -> list[Support]:
+        """For each claim, the chunk whose unit (or pair of neighbouring units) holds most of its terms. With
+        ``prose_only`` a code example supports nothing: a value read off ``Client(timeout=10)`` is not what the
+        documentation says the default is."""
         windows: list[tuple[int, set[str]]] = []
         for i, doc in enumerate(docs):
-            chunk_units = _chunk_units(doc, self.settings.labels)
+            chunk_units = [u for u in _chunk_units(doc, self.settings.labels) if not (prose_only and u.kind == "code")]
             header = terms(_chunk_header(doc) + " " + _heading(chunk_units))
             sentence_terms = [terms(u.quote) for u in chunk_units] or [set()]
             for j, own in enumerate(sentence_terms):

@@ -82,17 +82,19 @@ class Attribution:
         return not self.unsupported
 
 
-def attribute(answer: str, relevant: Sequence[Document], scorer: EvidenceScorer, *, replace: bool) -> Attribution:
+def attribute(
+    answer: str, relevant: Sequence[Document], scorer: EvidenceScorer, *, replace: bool, prose_only: bool = False
+) -> Attribution:
     """Cite each sentence of ``answer`` with the chunk that supports it.
 
     With ``replace`` the model's own citations are dropped first (a weak model's ``[n]`` are noise);
     otherwise sentences that already cite a chunk keep their citations and only the others are attributed.
+    With ``prose_only`` (the evidence grades the answer) code examples support no sentence.
     """
     sentences = split_sentences(answer)
     out, unsupported = [], []
-    for sentence, support in zip(
-        sentences, scorer.support([strip_citations(s) for s in sentences], relevant), strict=True
-    ):
+    claims = [strip_citations(s) for s in sentences]
+    for sentence, support in zip(sentences, scorer.support(claims, relevant, prose_only=prose_only), strict=True):
         if not replace and cited_numbers(sentence, len(relevant)):
             out.append(sentence)
             continue

@@ -295,7 +295,9 @@ class RagNodes:
             or profile.reattribute
             or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))
         ):
-            attribution = attribute(answer, relevant, self.deps.evidence, replace=profile.reattribute)
+            attribution = attribute(
+                answer, relevant, self.deps.evidence, replace=profile.reattribute, prose_only=by_evidence
+            )
             if attribution.complete:
                 answer = update["answer"] = attribution.text
             else:

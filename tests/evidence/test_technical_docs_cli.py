@@ -142,3 +142,9 @@ def test_sources_carry_the_title_not_a_code_comment(kb: Path) -> None:
     rc, out, _ = ask(kb, "Which argument sets the gate a flight leaves from?", UNHELPFUL)
     assert rc == 0
     assert out["sources"][0]["title"] == "The Client"
+
+
+def test_a_value_read_off_a_code_example_is_not_offered_as_supported(kb: Path) -> None:
+    rc, out, _ = ask(kb, "What departure_gate does flightdeck use by default?", "The departure_gate is B12 [1].")
+    assert rc == 1, out["answer"]
+    assert "B12" not in out["answer"] and "does support" not in out["answer"]
