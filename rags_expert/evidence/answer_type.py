@@ -80,7 +80,8 @@ _CODE_NOUNS = (
     "formatter|handler|logger|factory|middleware|response|request|parser|serializer|backend|adapter|context manager"
 )
 _CODE_QUESTION = re.compile(
-    rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b|\bcalled\b"
+    rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b"
+    r"|\bwhat (?:is|are) (?:[\w-]+\s+){0,3}?called\b"
     r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b"
     r"|\bwhat (?:do|does|should|must) (?:i|you|we|one) (?:have to |need to )?(?:pip )?install\b",
     re.I,
@@ -298,6 +299,8 @@ _OPENERS = frozenset(
         "no",
     }
 )
+_SUBJECT_REACH = 4
+"""How far into a sentence its subject is looked for (after openers and stop words)."""
 _LEADING = re.compile(r"`[^`]+`|[\w.'-]+", re.UNICODE)
 
 
@@ -320,4 +323,10 @@ def about_other_subject(text: str, question: str) -> bool:
     if subject is None or subject in {w.lower() for w in words(text)}:
         return False
     asked = {w.lower() for w in words(question)}
-    return any(_names_something(m.group(0), i, asked) for i, m in enumerate(_LEADING.finditer(text)) if i < 3)
+    for position, match in enumerate(_LEADING.finditer(text)):
+        token = match.group(0)
+        low = token.strip("`*_").lower()
+        if low in STOPWORDS or low in _OPENERS or low in asked:
+            continue  # "Please note", "The", "By": the subject comes after them
+        return position < _SUBJECT_REACH and _names_something(token, position, asked)
+    return False

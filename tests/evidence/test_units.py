@@ -1,0 +1,111 @@
+"""What the evidence reads in a chunk of documentation: units, their labels, code names, answer types."""
+
+from __future__ import annotations
+
+import pytest
+
+from rags_expert.evidence import AnswerType, expected_type, holds_answer
+from rags_expert.evidence.answer_type import about_other_subject, question_subject
+from rags_expert.evidence.code import code_names, new_code
+from rags_expert.evidence.units import units
+
+PAGE = """Client > Parameters
+The `Client` sends requests. It keeps connections open.
+
+* `timeout` - Seconds to wait. Defaults to `5.0`.
+* `retries`: How many times to retry (Default 3).
+
+| Option | Default |
+|---|---|
+| `pool_size` | `10` |
+
+To send a request:
+
+```python
+client.get("https://example.org")  # a comment
+```
+
+:::{note}
+See {class}`flightdeck.Client` for more.
+:::
+"""
+
+
+def test_a_chunk_is_cut_into_headings_sentences_items_rows_and_code() -> None:
+    got = [(u.kind, u.text, u.label) for u in units(PAGE)]
+    assert got == [
+        ("heading", "Client > Parameters", ""),
+        ("prose", "The `Client` sends requests.", ""),
+        ("prose", "It keeps connections open.", ""),
+        ("item", "`timeout` - Seconds to wait. Defaults to `5.0`.", "`timeout`"),
+        ("item", "`retries`: How many times to retry (Default 3).", "`retries`"),
+        ("heading", "| Option | Default |", ""),
+        ("row", "| `pool_size` | `10` |", "| Option | Default |"),
+        ("prose", "To send a request:", ""),
+        ("code", 'client.get("https://example.org")  # a comment', ""),
+        ("prose", "See `flightdeck.Client` for more.", ""),
+    ]
+
+
+def test_lead_ins_and_code_are_not_facts() -> None:
+    by_text = {u.text: u for u in units(PAGE)}
+    assert not by_text["To send a request:"].factual and by_text["To send a request:"].lead_in
+    assert not by_text['client.get("https://example.org")  # a comment'].factual
+    assert by_text["It keeps connections open."].factual
+
+
+def test_a_long_list_item_is_cut_into_sentences_that_keep_its_term() -> None:
+    item = "* `max_age` - " + "Session expiry time in seconds. " * 15 + "Defaults to 2 weeks."
+    last = units(item)[-1]
+    assert last.text == "Defaults to 2 weeks." and last.label == "`max_age`"
+    assert last.quote == "`max_age` … Defaults to 2 weeks."
+
+
+def test_code_names_by_backticks_and_shape() -> None:
+    text = "Pass `retries=3` or --line-length, catch KeyError, set APP_ENV, use starlette.config.Config or run()."
+    assert code_names(text) == {"retries", "--line-length", "keyerror", "app_env", "starlette.config.config", "run()"}
+    assert code_names("e.g. this, i.e. that") == set()
+
+
+def test_new_code_ignores_the_names_the_question_holds() -> None:
+    question = "Which argument of StaticFiles serves index.html for directories?"
+    assert new_code("`html` - Automatically loads `index.html` for directories.", question) == {"html"}
+    assert new_code("`StaticFiles` serves `index.html`.", question) == set()
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Which argument sets the gate?", AnswerType.CODE),
+        ("What exception is raised on a timeout?", AnswerType.CODE),
+        ("What is httpx's equivalent of requests' Session?", AnswerType.CODE),
+        ("What do I need to install for HTTP/2?", AnswerType.CODE),
+        ("What is the default timeout?", AnswerType.VALUE),
+        ("Which version removed Python 2 support?", AnswerType.VALUE),
+        ("When is the shutdown handler called?", AnswerType.ANY),  # a condition, not a date
+        ("When was the lighthouse built?", AnswerType.DATE),
+    ],
+)
+def test_technical_question_types(question: str, kind: AnswerType) -> None:
+    assert expected_type(question) is kind
+
+
+def test_values_and_code_names_answer_their_questions() -> None:
+    default = "What is the default pool size?"
+    assert holds_answer("| `pool_size` | `10` |", default)
+    assert holds_answer("Defaults to 2 weeks.", default)
+    assert holds_answer("Defaults to `None`.", default)
+    assert not holds_answer("You will see a single line with the host and the port.", default)
+    which = "Which argument sets the gate?"
+    assert holds_answer("`departure_gate` - the gate a flight leaves from", which)
+    assert not holds_answer("The gate is where a flight leaves from.", which)
+
+
+def test_a_sentence_about_another_library_is_not_about_the_question_s_subject() -> None:
+    question = "What encoding does httpx use by default?"
+    assert question_subject(question) == "httpx"
+    assert about_other_subject("Requests uses charset detection.", question)
+    assert about_other_subject("`requests` uses charset detection.", question)
+    assert not about_other_subject("By default httpx uses UTF-8.", question)
+    assert not about_other_subject("It uses UTF-8 unless told otherwise.", question)
+    assert not about_other_subject("Please note the response is decoded as UTF-8.", question)
