@@ -99,8 +99,9 @@ def _heading(chunk_units: list[Unit]) -> str:
 
 def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
     """The chunk's units; when its section is named by a code name (an API reference's ``### `BLACK_NUM_WORKERS```
-    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences. Without
-    ``labels`` (``evidence.labels``), no unit has one."""
+    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences that name no
+    code of their own ("If used with `--quiet` …" is about `--quiet` too). Without ``labels`` (``evidence.labels``),
+    no unit has one."""
     chunk_units = units(doc.page_content)
     if not labels:
         return [replace(u, label="") for u in chunk_units]
@@ -108,7 +109,10 @@ def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
     name = section.rsplit(" > ", 1)[-1].strip()
     if not name or len(name) > _MAX_LABEL or not code_names(name):
         return chunk_units
-    return [u if u.label or u.kind not in ("prose", "item") else replace(u, label=name) for u in chunk_units]
+    return [
+        u if u.label or u.kind not in ("prose", "item") or code_names(u.text) else replace(u, label=name)
+        for u in chunk_units
+    ]
 
 
 def _chunk_header(doc: Document) -> str:

@@ -85,6 +85,10 @@ _MARKUP = re.compile(
 )
 
 
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s+[\w:-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?)*\s*/?>")
+_MIN_WORDS = 3
+
+
 def _collapse(text: str) -> str:
     return " ".join(text.split())
 
@@ -118,7 +122,10 @@ def _item_units(lines: list[str]) -> list[Unit]:
 
 
 def _prose_units(lines: list[str]) -> list[Unit]:
-    return [Unit(s.lstrip("#*-+ ").strip(), "prose") for s in sentences_of(" ".join(lines)) if s.lstrip("#*-+ ")]
+    text = " ".join(lines)
+    if _HTML_TAG.search(text) and len(re.findall(r"\w+", _HTML_TAG.sub(" ", text))) < _MIN_WORDS:
+        return [Unit(_collapse(text), "code")]  # raw HTML (a logo, a badge, a link bar): markup, not a sentence
+    return [Unit(s.lstrip("#*-+ ").strip(), "prose") for s in sentences_of(text) if s.lstrip("#*-+ ")]
 
 
 def _cells(row: str) -> str:
