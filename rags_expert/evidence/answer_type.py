@@ -70,7 +70,9 @@ _YEAR_QUESTION = re.compile(
     r"\b(when (?:was|were|did|had)|what year|which year|what date|which date|in what year|since when)\b", re.I
 )
 _DEFAULT_QUESTION = re.compile(
-    r"\b(defaults?|default value|(?:what|which) (?:value|version|release|port|level|status code|limit|timeout))\b", re.I
+    r"\b(defaults?|default value|(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:value|version|release|port|level|status code|"
+    r"limit|timeout))\b",
+    re.I,
 )
 _CODE_NOUNS = (
     "argument|arg|parameter|param|kwarg|keyword|option|flag|switch|setting|exception|error|warning|class|function|"
@@ -81,7 +83,7 @@ _CODE_NOUNS = (
 )
 _CODE_QUESTION = re.compile(
     rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b"
-    r"|\bwhat (?:is|are) (?:[\w-]+\s+){0,3}?called\b"
+    r"|\bwhat (?:is|are) (?:[\w-]+\s+){0,3}?called\b|\ban? alias (?:for|of)\b"
     r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b"
     r"|\bwhat (?:do|does|should|must) (?:i|you|we|one) (?:have to |need to )?(?:pip )?install\b",
     re.I,

@@ -120,15 +120,15 @@ def _chunk_header(doc: Document) -> str:
     return " ".join(str(meta.get(k) or "") for k in ("title", "section", "heading"))
 
 
-_VALUE_NOUN = stem("value")
+_VALUE_NOUNS = frozenset(stem(w) for w in ("value", "version", "release"))
 
 
 def _type_nouns(kind: AnswerType, category: str | None) -> set[str]:
-    """Question terms that name the kind of answer, not its subject: "which *argument*", "the default *value*".
-    A parameter list or a table of defaults says neither."""
+    """Question terms that name the kind of answer, not its subject: "which *argument*", "the default *value*",
+    "in which *release*". A parameter list, a table of defaults or "added in 20.1.0" says none of them."""
     if kind is AnswerType.CODE and category:
         return {category}
-    return {_VALUE_NOUN} if kind is AnswerType.VALUE else set()
+    return set(_VALUE_NOUNS) if kind is AnswerType.VALUE else set()
 
 
 def _source(doc: Document, index: int) -> str:
