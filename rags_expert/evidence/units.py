@@ -123,8 +123,11 @@ def _item_units(lines: list[str]) -> list[Unit]:
 
 def _prose_units(lines: list[str]) -> list[Unit]:
     text = " ".join(lines)
-    if _HTML_TAG.search(text) and len(re.findall(r"\w+", _HTML_TAG.sub(" ", text))) < _MIN_WORDS:
-        return [Unit(_collapse(text), "code")]  # raw HTML (a logo, a badge, a link bar): markup, not a sentence
+    if _HTML_TAG.search(text):
+        bare = _HTML_TAG.sub(" ", text)
+        if len(re.findall(r"\w+", bare)) < _MIN_WORDS:
+            return [Unit(_collapse(text), "code")]  # raw HTML (a logo, a badge, a link bar): markup, not a sentence
+        text = bare  # text around inline HTML (a logo before the tagline): the words, not the tags
     return [Unit(s.lstrip("#*-+ ").strip(), "prose") for s in sentences_of(text) if s.lstrip("#*-+ ")]
 
 

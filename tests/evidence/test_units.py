@@ -109,3 +109,12 @@ def test_a_sentence_about_another_library_is_not_about_the_question_s_subject() 
     assert not about_other_subject("By default httpx uses UTF-8.", question)
     assert not about_other_subject("It uses UTF-8 unless told otherwise.", question)
     assert not about_other_subject("Please note the response is decoded as UTF-8.", question)
+
+
+def test_html_is_markup_not_a_sentence() -> None:
+    page = (
+        'Intro\n\n<img src="/logo.svg" alt="logo"/> <img src="/dark.svg"/>\n\n<p>The little framework that shines.</p>'
+    )
+    got = [(u.kind, u.text) for u in units(page)]
+    assert ("prose", "The little framework that shines.") in got
+    assert not any(u.factual and "<img" in u.text for u in units(page))
