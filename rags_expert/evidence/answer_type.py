@@ -317,13 +317,28 @@ def _names_something(token: str, position: int, asked: set[str]) -> bool:
     return token[:1].isupper() and (position > 0 or not low.endswith("ing"))
 
 
+def _tokens(text: str) -> set[str]:
+    """The lower-cased words of ``text`` and its whole code-shaped tokens (``finalize_failure`` as well as
+    ``finalize`` and ``failure``)."""
+    low = text.lower()
+    return {w.lower() for w in words(text)} | {t.strip(".'-") for t in re.findall(r"[\w.'-]+", low)}
+
+
 def about_other_subject(text: str, question: str) -> bool:
     """Whether ``text`` says its fact of another named subject: it does not name the question's subject, and
     it opens with a name (a capitalised word or a code name) that the question does not hold ("*Requests*
     uses chardet …" answering "What encoding does httpx use?")."""
     subject = question_subject(question)
-    if subject is None or subject in {w.lower() for w in words(text)}:
+    if subject is None or subject in _tokens(text):
         return False
+    asked = _tokens(question)
+    for position, match in enumerate(_LEADING.finditer(text)):
+        token = match.group(0)
+        low = token.strip("`*_").lower()
+        if low in STOPWORDS or low in _OPENERS or low in asked:
+            continue  # "Please note", "The", "By": the subject comes after them
+        return position < _SUBJECT_REACH and _names_something(token, position, asked)
+    return False
     asked = {w.lower() for w in words(question)}
     for position, match in enumerate(_LEADING.finditer(text)):
         token = match.group(0)

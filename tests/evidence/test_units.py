@@ -118,3 +118,10 @@ def test_html_is_markup_not_a_sentence() -> None:
     got = [(u.kind, u.text) for u in units(page)]
     assert ("prose", "The little framework that shines.") in got
     assert not any(u.factual and "<img" in u.text for u in units(page))
+
+
+def test_a_code_named_subject_is_matched_whole() -> None:
+    question = "What does finalize_failure do?"
+    assert question_subject(question) == "finalize_failure"
+    assert not about_other_subject("| `finalize_failure` | emits an honest not found | 0 |", question)
+    assert about_other_subject("`finalize_success` emits the checked answer.", question)
