@@ -339,11 +339,3 @@ def about_other_subject(text: str, question: str) -> bool:
             continue  # "Please note", "The", "By": the subject comes after them
         return position < _SUBJECT_REACH and _names_something(token, position, asked)
     return False
-    asked = {w.lower() for w in words(question)}
-    for position, match in enumerate(_LEADING.finditer(text)):
-        token = match.group(0)
-        low = token.strip("`*_").lower()
-        if low in STOPWORDS or low in _OPENERS or low in asked:
-            continue  # "Please note", "The", "By": the subject comes after them
-        return position < _SUBJECT_REACH and _names_something(token, position, asked)
-    return False
