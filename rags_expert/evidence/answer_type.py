@@ -178,6 +178,11 @@ def _is_category_word(word: str, category: str) -> bool:
     return len(short) >= _MIN_SHARED_PREFIX and long.startswith(short)
 
 
+def mentions_category(text: str, category: str) -> bool:
+    """Whether ``text`` says the word of the answer's category ("the `BLACK_NUM_WORKERS` environment *variable*")."""
+    return any(_is_category_word(word, category) for word in words(text))
+
+
 def names_category(text: str, category: str) -> bool:
     """Whether ``text`` joins a name or a number to the answer's category: "on *Gull Rock*", "*Mount Arden*",
     "the *Zephyr lighthouse*", "a crowd of *18,000 people*"."""

@@ -31,6 +31,7 @@ from rags_expert.evidence.answer_type import (
     answer_category,
     expected_type,
     holds_answer,
+    mentions_category,
     names_category,
 )
 from rags_expert.evidence.code import code_names, new_code
@@ -129,6 +130,12 @@ def _type_nouns(kind: AnswerType, category: str | None) -> set[str]:
     if kind is AnswerType.CODE and category:
         return {category}
     return set(_VALUE_NOUNS) if kind is AnswerType.VALUE else set()
+
+
+def _says_category(unit: Unit, category: str | None) -> bool:
+    """Whether a unit names the kind of thing a "which <category>" question asks for (in its text or label);
+    True when the question names no category."""
+    return category is None or mentions_category(unit.text + " " + unit.label, category)
 
 
 def _source(doc: Document, index: int) -> str:
@@ -249,7 +256,12 @@ class EvidenceScorer:
         for row, sim in zip(rows, sims, strict=True):
             covered = sum(weight[t] for t in row.own) + context_weight * sum(weight[t] for t in row.context - row.own)
             cov = covered / total
-            quotable = row.unit.factual or (kind is AnswerType.CODE and row.unit.names_things)
+            quotable = row.unit.factual or (  # a lead-in that names "the `EventRenamer` processor"
+                kind is AnswerType.CODE
+                and category is not None
+                and row.unit.names_things
+                and _says_category(row.unit, category)
+            )
             answers = quotable and self._answers(row, question, kind, category, sim)
             missing = sum(weight[t] for t in row.absent) / total
             match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim))
@@ -263,6 +275,8 @@ class EvidenceScorer:
         chunk (a parameter list does not say "argument"). One other absent term is allowed when the unit names
         the category; in a unit that holds a code name the question lacks, one (two) absent terms are allowed
         from ``paraphrase_similarity`` (``paraphrase_similarity_two``): the question said it in other words."""
+        if kind is AnswerType.CODE and row.unit.kind == "prose" and not _says_category(row.unit, category):
+            return False  # prose answers "which option" by saying "option"; a parameter list or table need not
         absent = len(row.absent - _type_nouns(kind, category))
         text = row.unit.text if row.unit.kind == "row" else row.unit.quote
         if absent and not (absent == 1 and category is not None and names_category(row.unit.quote, category)):
