@@ -50,4 +50,4 @@ def _plain_words(question: str) -> set[str]:
 def new_code(text: str, question: str) -> set[str]:
     """The code names of ``text`` that the question does not hold (neither as a code name nor as a word)."""
     asked = code_names(question) | _plain_words(question)
-    return {name for name in code_names(text) if name not in asked and name.strip("-.") not in asked}
+    return {name for name in code_names(text) if name not in asked and name.lstrip(".") not in asked}

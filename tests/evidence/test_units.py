@@ -125,3 +125,23 @@ def test_a_code_named_subject_is_matched_whole() -> None:
     assert question_subject(question) == "finalize_failure"
     assert not about_other_subject("| `finalize_failure` | emits an honest not found | 0 |", question)
     assert about_other_subject("`finalize_success` emits the checked answer.", question)
+
+
+async def test_prose_answers_which_category_only_when_it_says_the_category() -> None:
+    from langchain_core.documents import Document
+
+    from rags_expert.evidence import EvidenceScorer
+    from rags_expert.settings import EvidenceSettings
+
+    scorer = EvidenceScorer(EvidenceSettings(use_embeddings=False))
+    question = "Which option sets the number of parallel workers?"
+
+    async def answers(text: str) -> bool:
+        matches = await scorer.matches(question, [Document(text, metadata={"title": "Usage"})])
+        return any(m.answers for m in matches)
+
+    assert await answers("The `--workers` option sets the number of parallel workers.")
+    assert await answers("* `--workers` - sets the number of parallel workers.")  # a parameter list need not say it
+    assert not await answers("The `version` input sets the number of parallel workers.")
+    assert not await answers("With `--workers` you set the number of parallel workers:")  # a lead-in, no category
+    assert await answers("With the `--workers` option you set the number of parallel workers:")
