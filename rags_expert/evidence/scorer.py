@@ -138,6 +138,14 @@ def _says_category(unit: Unit, category: str | None) -> bool:
     return category is None or mentions_category(unit.text + " " + unit.label, category)
 
 
+def _quotable(unit: Unit, kind: AnswerType, category: str | None) -> bool:
+    """Whether a unit may be quoted as the answer: a fact, or, for a "which <category>" code question, a lead-in
+    that names the category ("With the `EventRenamer` processor, you can …:")."""
+    if unit.factual:
+        return True
+    return kind is AnswerType.CODE and category is not None and unit.names_things and _says_category(unit, category)
+
+
 def _source(doc: Document, index: int) -> str:
     meta = doc.metadata or {}
     return str(meta.get("doc_id") or meta.get("source") or f"#{index}")
@@ -256,13 +264,7 @@ class EvidenceScorer:
         for row, sim in zip(rows, sims, strict=True):
             covered = sum(weight[t] for t in row.own) + context_weight * sum(weight[t] for t in row.context - row.own)
             cov = covered / total
-            quotable = row.unit.factual or (  # a lead-in that names "the `EventRenamer` processor"
-                kind is AnswerType.CODE
-                and category is not None
-                and row.unit.names_things
-                and _says_category(row.unit, category)
-            )
-            answers = quotable and self._answers(row, question, kind, category, sim)
+            answers = _quotable(row.unit, kind, category) and self._answers(row, question, kind, category, sim)
             missing = sum(weight[t] for t in row.absent) / total
             match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim))
             bonus = self.settings.measure_bonus if row.hinted else 0.0  # ranking only: "34 metres *tall*"

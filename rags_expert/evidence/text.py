@@ -54,7 +54,6 @@ QUESTION_WORDS = frozenset(
         "need",
         "way",
         "so",
-        "my",
         "possible",
         "able",
         "let",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 UnitKind = Literal["heading", "prose", "item", "row", "code"]
@@ -131,10 +132,6 @@ def _prose_units(lines: list[str]) -> list[Unit]:
     return [Unit(s.lstrip("#*-+ ").strip(), "prose") for s in sentences_of(text) if s.lstrip("#*-+ ")]
 
 
-def _cells(row: str) -> str:
-    return _collapse(row.strip())
-
-
 class _Reader:
     """Walks a chunk's lines once, turning blocks into units."""
 
@@ -164,7 +161,7 @@ class _Reader:
                 self.out[-1] = Unit(self.last_row, "heading")  # the row above the rule is the header
                 self.header = self.last_row
             return
-        self.last_row = _cells(line)
+        self.last_row = _collapse(line)
         self.out.append(Unit(self.last_row, "row", self.header))
 
     def line(self, line: str) -> None:
@@ -193,15 +190,22 @@ class _Reader:
 
 def units(text: str) -> list[Unit]:
     """The units of a chunk's text, in order (see the module docstring)."""
+    return list(_units(text))
+
+
+@lru_cache(maxsize=4096)
+def _units(text: str) -> tuple[Unit, ...]:
+    """:func:`units`, parsed once per chunk text: one question scores the same chunks for relevance,
+    refinement, the extractive answer and the draft's checks."""
     reader = _Reader()
-    lines = [plain(line) if not _FENCE.match(line) else line for line in text.strip().split("\n")[:1]]
-    lines += text.strip().split("\n")[1:]
-    if len(lines) > 1 and is_heading(lines[0]) and not _ITEM.match(lines[0]) and not _ROW.match(lines[0]):
-        heading = _collapse(lines[0]).lstrip("#*-+ ").strip()  # the chunk's heading path ("Title > Section")
+    lines = text.strip().split("\n")
+    first = plain(lines[0])
+    if len(lines) > 1 and is_heading(first) and not _ITEM.match(first) and not _ROW.match(first):
+        heading = _collapse(first).lstrip("#*-+ ").strip()  # the chunk's heading path ("Title > Section")
         if heading:
             reader.out.append(Unit(heading, "heading"))
         lines = lines[1:]
     for line in lines:
         reader.line(line)
     reader.flush()
-    return [u for u in reader.out if u.text]
+    return tuple(u for u in reader.out if u.text)
