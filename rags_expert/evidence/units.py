@@ -200,7 +200,7 @@ def _units(text: str) -> tuple[Unit, ...]:
     reader = _Reader()
     lines = text.strip().split("\n")
     first = plain(lines[0])
-    if len(lines) > 1 and is_heading(first) and not _ITEM.match(first) and not _ROW.match(first):
+    if len(lines) > 1 and is_heading(first) and not any(p.match(first) for p in (_FENCE, _ITEM, _ROW)):
         heading = _collapse(first).lstrip("#*-+ ").strip()  # the chunk's heading path ("Title > Section")
         if heading:
             reader.out.append(Unit(heading, "heading"))

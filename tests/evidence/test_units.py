@@ -145,3 +145,8 @@ async def test_prose_answers_which_category_only_when_it_says_the_category() -> 
     assert not await answers("The `version` input sets the number of parallel workers.")
     assert not await answers("With `--workers` you set the number of parallel workers:")  # a lead-in, no category
     assert await answers("With the `--workers` option you set the number of parallel workers:")
+
+
+def test_a_chunk_that_opens_inside_a_code_block_keeps_its_code_as_code() -> None:
+    got = [(u.kind, u.text) for u in units("```python\nclient = Client(timeout=10)\n```\nThe timeout is in seconds.")]
+    assert got == [("code", "client = Client(timeout=10)"), ("prose", "The timeout is in seconds.")]
