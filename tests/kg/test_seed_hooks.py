@@ -26,7 +26,7 @@ from langgraph.graph import END
 from rags_expert.kg.reflexion import ReflexionAgent
 from rags_expert.testing import ScriptedChatModel
 
-from .conftest import session_loop
+from .conftest import needs_shared, session_loop
 
 EXECUTE_TOOL_NODE = "execute_tool"
 OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
@@ -169,6 +169,7 @@ def test_a_subclass_missing_a_required_hook_under_both_names_is_refused():
     assert "_tool_function" not in message
 
 
+@needs_shared
 @session_loop
 async def test_kg_agent_execute_takes_the_seeds_prompt_as_its_schema_text():
     from rags_expert.kg import KGQueryReflexionAgent, QueryResult
