@@ -22,13 +22,15 @@ def text_of(result: Any) -> str:
 
 
 class HttpServer:
-    """``rags-expert mcp --http --port 0 FLAGS`` as a subprocess; ``url`` once its ready line names the port."""
+    """``rags-expert [-v...] mcp --http --port 0 FLAGS`` as a subprocess; ``url`` once its ready line names the
+    port. ``verbosity``: the number of ``-v`` (2: DEBUG records of every library on stderr)."""
 
-    def __init__(self, env: dict[str, str], log: Path, *flags: str) -> None:
+    def __init__(self, env: dict[str, str], log: Path, *flags: str, verbosity: int = 0) -> None:
         self.log = log
+        verbose = ["-" + "v" * verbosity] if verbosity else []
         with log.open("w") as err:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0", *flags],
+                [sys.executable, "-m", "rags_expert.cli", *verbose, "mcp", "--http", "--port", "0", *flags],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import ROOT, cli_env, ingest_docs
+from cli_run import ROOT, cli_env, ingest_docs, run_cli
 from mcp_run import text_of
 
 pytest.importorskip("mcp.client.stdio", reason="the 'mcp' extra is not installed (pip install -e '.[mcp]')")
@@ -133,6 +133,20 @@ async def test_local_flag_answers_on_the_local_model_server(kb, tmp_path):
     assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z", (
         "the local model server outlived the MCP server"
     )
+
+
+def test_local_flag_with_a_runner_that_cannot_start_is_one_line_and_exit_2(kb, tmp_path):
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    env = no_model_env(
+        kb,
+        RAGS_EXPERT_LOCAL__RUNNER="llama_server",
+        RAGS_EXPERT_LOCAL__SERVER_BINARY=str(tmp_path / "no-such-llama-server"),
+        RAGS_EXPERT_LOCAL__MODEL_PATH=str(model),
+    )
+    done = run_cli(["mcp", "--local"], env)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: LocalModelError: could not start the local model server"), done.stderr
 
 
 async def test_wrong_argument_types_are_one_line_errors_naming_the_argument(kb, tmp_path):
