@@ -10,8 +10,9 @@ Tools:
 * ``kg_query(question, thread_id=None)``: the KG-query agent; listed only when ``kg.schema_file`` is set.
 
 Arguments of the wrong type are a tool error of one line naming each argument, what it expects and what came
-(:func:`~rags_expert.mcp_tools.argument_error`); a stdio line that is no valid message gets a JSON-RPC error
-(:mod:`rags_expert.mcp_stdio`); over HTTP, :mod:`rags_expert.mcp_http` decides who may call.
+(:func:`~rags_expert.mcp_tools.argument_error`); a message that is no valid one (a stdio line that is not JSON,
+a request without a usable id) gets a JSON-RPC error (:mod:`rags_expert.mcp_jsonrpc`); over HTTP,
+:mod:`rags_expert.mcp_http` decides who may call.
 
 The agents are built once per server process, when it starts (before the first stdio message is read,
 before the HTTP port accepts connections), and each keeps one in-memory checkpointer, so a thread id works
@@ -42,7 +43,7 @@ from pydantic import Field, ValidationError
 
 from rags_expert import __version__
 from rags_expert.mcp_http import secured_app, transport_security
-from rags_expert.mcp_stdio import ReplyingReader
+from rags_expert.mcp_jsonrpc import ReplyingReader, RequestIdCheck
 from rags_expert.mcp_tools import Agents, AskResult, KGResult, SearchResult, argument_error
 
 INSTRUCTIONS = (
@@ -165,7 +166,10 @@ async def serve(agents: Agents, verbosity: int = 0) -> None:
             streamable_http_path=mcp.path, host=mcp.host, transport_security=transport_security(mcp)
         )
         config = uvicorn.Config(
-            secured_app(app, mcp), log_config=None, log_level=level.lower(), access_log=verbosity > 0
+            secured_app(RequestIdCheck(app, mcp.path), mcp),
+            log_config=None,
+            log_level=level.lower(),
+            access_log=verbosity > 0,
         )
         host = f"[{mcp.host}]" if ":" in mcp.host else mcp.host
         url = f"http://{host}:{sock.getsockname()[1]}{mcp.path}"

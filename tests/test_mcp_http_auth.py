@@ -3,7 +3,8 @@
 Off loopback the server refuses to start without authentication (exit 2, one line); with `mcp.auth_token` every
 request needs `Authorization: Bearer <token>` (401 otherwise), on loopback too; `--behind-auth-proxy` lets it
 listen off loopback without a token; the Host check (DNS rebinding protection) stays on loopback with a token.
-The token never shows in the server's output or in a refusal.
+The token never shows in the server's output or in a refusal. A POSTed request without a usable id gets a
+JSON-RPC error (400) instead of the SDK's bare `202 Accepted`.
 """
 
 from __future__ import annotations
@@ -128,6 +129,44 @@ async def test_behind_an_auth_proxy_it_serves_off_loopback_without_a_token(kb, t
     finally:
         code = server.stop()
     assert len(sources) == 1 and sources[0].endswith("castle.md") and code == 0
+
+
+BAD_IDS = [{"n": 1}, 1.5, [2], None, True]
+
+
+async def test_requests_without_a_usable_id_get_a_json_rpc_error(kb, tmp_path):
+    server = HttpServer(cli_env(kb), tmp_path / "stderr.log")
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            init = await http.post(server.url, json=INIT, headers=HEADERS)
+            session = {
+                **HEADERS,
+                "mcp-session-id": init.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-06-18",
+            }
+            notified = await http.post(
+                server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+            )
+            bad = [
+                await http.post(
+                    server.url, json={"jsonrpc": "2.0", "id": given, "method": "tools/list"}, headers=session
+                )
+                for given in BAD_IDS
+            ]
+            missing = await http.post(server.url, json={"jsonrpc": "2.0", "method": "tools/list"}, headers=session)
+            listed = await http.post(
+                server.url, json={"jsonrpc": "2.0", "id": "after", "method": "tools/list"}, headers=session
+            )
+    finally:
+        code = server.stop()
+    assert init.status_code == 200 and notified.status_code == 202  # a real notification is still accepted
+    for response in [*bad, missing]:
+        assert response.status_code == 400
+        reply = response.json()
+        assert reply["jsonrpc"] == "2.0" and reply["id"] is None and reply["error"]["code"] == -32600
+        assert "'tools/list' is a request" in reply["error"]["message"]
+    assert listed.status_code == 200 and '"id":"after"' in listed.text and '"search"' in listed.text
+    assert code == 0
 
 
 @pytest.mark.parametrize(
