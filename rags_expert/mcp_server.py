@@ -9,6 +9,11 @@ Tools:
 * ``search(query, top_k=None, library_tags=None)``: the knowledge-base hits, as ``rags-expert search``.
 * ``kg_query(question, thread_id=None)``: the KG-query agent; listed only when ``kg.schema_file`` is set.
 
+Arguments of the wrong type are a tool error of one line naming each argument, what it expects and what came
+(:func:`~rags_expert.mcp_tools.argument_error`); a message that is no valid one (a stdio line that is not JSON,
+a request without a usable id) gets a JSON-RPC error (:mod:`rags_expert.mcp_jsonrpc`); over HTTP,
+:mod:`rags_expert.mcp_http` decides who may call.
+
 The agents are built once per server process, when it starts (before the first stdio message is read,
 before the HTTP port accepts connections), and each keeps one in-memory checkpointer, so a thread id works
 across calls and, over HTTP, across sessions. Every response is redacted (the settings' secrets and
@@ -27,21 +32,27 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from rags_expert import __version__
-from rags_expert.mcp_tools import Agents, AskResult, KGResult, SearchResult
+from rags_expert.mcp_http import secured_app, transport_security
+from rags_expert.mcp_jsonrpc import ReplyingReader, RequestIdCheck
+from rags_expert.mcp_tools import Agents, AskResult, KGResult, SearchResult, argument_error
 
 INSTRUCTIONS = (
     "Answers questions from a knowledge base with cited, checked answers (ask), searches it (search) and, "
     "when configured, queries a knowledge graph (kg_query). A tool error from ask or kg_query is an honest "
     "answer that nothing grounded was found (or that a component failed): do not retry it unchanged."
 )
+
+NO_MODEL_NOTE = "no chat model configured: ask and kg_query answer an error saying how to set one; search works"
 
 Question = Annotated[str, Field(description="The question, in natural language.")]
 ThreadId = Annotated[
@@ -57,14 +68,37 @@ LibraryTags = Annotated[
 ]
 
 
+class _Server(MCPServer):
+    """The SDK's server with one-line argument errors (redacted) and JSON-RPC errors for invalid stdio lines."""
+
+    redact: Callable[[str], str] = staticmethod(lambda text: text)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's call; a rejected argument is one line instead of pydantic's report (its cause kept, so the
+        SDK logs only the field names)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(argument_error(name, exc.__cause__, self.redact)) from exc.__cause__
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin/stdout as the SDK does, answering every line that is no valid message."""
+        lowlevel = self._lowlevel_server
+        async with stdio_server() as (read, write):
+            await lowlevel.run(ReplyingReader(read, write), write, lowlevel.create_initialization_options())
+
+
 def build_server(agents: Agents, log_level: str = "WARNING") -> MCPServer:
     """The MCP server with the tools of ``agents`` (``kg_query`` only with a KG configured)."""
-    server: MCPServer = MCPServer(
+    server = _Server(
         "rags-expert",
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level=log_level,  # type: ignore[arg-type]  # one of the SDK's level names
     )
+    server.redact = agents.book.redact
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     conversation = ToolAnnotations(destructive_hint=False, open_world_hint=False)  # remembers the thread
 
@@ -123,15 +157,24 @@ async def serve(agents: Agents, verbosity: int = 0) -> None:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the stdio transport's: no stray print there
             await agents.open()
+        note = "" if agents.has_model else f" ({NO_MODEL_NOTE})"
         if sock is None:
-            _ready(f"serving {tools} over stdio")
+            _ready(f"serving {tools} over stdio{note}")
             await server.run_stdio_async()
             return
-        app = server.streamable_http_app(streamable_http_path=mcp.path, host=mcp.host)
-        config = uvicorn.Config(app, log_config=None, log_level=level.lower(), access_log=verbosity > 0)
+        app = server.streamable_http_app(
+            streamable_http_path=mcp.path, host=mcp.host, transport_security=transport_security(mcp)
+        )
+        config = uvicorn.Config(
+            secured_app(RequestIdCheck(app, mcp.path), mcp),
+            log_config=None,
+            log_level=level.lower(),
+            access_log=verbosity > 0,
+        )
         host = f"[{mcp.host}]" if ":" in mcp.host else mcp.host
         url = f"http://{host}:{sock.getsockname()[1]}{mcp.path}"
-        http = _HttpServer(config, lambda: _ready(f"serving {tools} at {url}"))
+        guard = " (bearer token required)" if mcp.auth_token is not None else ""
+        http = _HttpServer(config, lambda: _ready(f"serving {tools} at {url}{guard}{note}"))
         await http.serve(sockets=[sock])  # while it serves, SIGTERM and SIGINT stop it gracefully
     except asyncio.CancelledError:
         if not this.cancelling():

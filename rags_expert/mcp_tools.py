@@ -5,21 +5,35 @@ Each tool returns a ``CallToolResult``: the text a reader (or a model) sees, and
 content (the models below, the tools' output schemas). An honest failure of an agent is ``is_error`` with the
 agent's honest message as its text; any other fault is a ``ToolError`` naming it in one line. Both texts and
 every string of the structured content are redacted.
+
+Without a chat model (no API key, no base URL) the server still starts: ``search`` needs none, and ``ask`` and
+``kg_query`` answer ``is_error`` with :data:`NO_MODEL`, which says how to configure one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.cli_support import SecretBook
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
+
+log = logging.getLogger(__name__)
+
+NO_MODEL_REASON = "no_chat_model"
+NO_MODEL = (
+    "no chat model is configured, so {tool} cannot answer (search works without one): set llm.base_url and "
+    "llm.model (RAGS_EXPERT_LLM__BASE_URL and RAGS_EXPERT_LLM__MODEL, or --base-url and --model) or an API key "
+    "(RAGS_EXPERT_LLM__API_KEY or OPENAI_API_KEY), or start the server with 'rags-expert mcp --local'"
+)
+"""The text of ``ask`` and ``kg_query`` on a server started without a chat model."""
 
 
 class Source(BaseModel):
@@ -81,12 +95,22 @@ class KGResult(BaseModel):
 class Agents:
     """The agents one server process serves: built once, closed when the server stops."""
 
-    def __init__(self, settings: RagsExpertSettings, kg_settings: KGExpertSettings | None, book: SecretBook) -> None:
+    def __init__(
+        self,
+        settings: RagsExpertSettings,
+        kg_settings: KGExpertSettings | None,
+        book: SecretBook,
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``ready``: awaited before the agents take their first question (the ``--local`` model server)."""
         self.settings = settings
         self.kg_settings = kg_settings
         self.book = book
+        self.ready = ready
         self.rag: Any = None
         self.kg: Any = None
+        self.retriever: Any = None
+        self.has_model = True
         self._lock = asyncio.Lock()
 
     @property
@@ -95,17 +119,35 @@ class Agents:
         return ["ask", "search", *(["kg_query"] if self.kg_settings is not None else [])]
 
     async def open(self) -> None:
-        """Build the RAG agent (and the KG agent, starting its database) unless already built."""
+        """Build the RAG agent (and the KG agent, starting its database) unless already built; without a chat
+        model, only the knowledge base's retriever (for ``search``)."""
         from rags_expert.kg.flow import KGQueryExpert
         from rags_expert.rag import RagsExpert
+        from rags_expert.retrieval.factory import build_retriever
 
         async with self._lock:
-            if self.rag is not None:
+            if self.retriever is not None:
                 return
-            rag = await RagsExpert(self.settings).async_init()
+            model = await asyncio.to_thread(self._chat_model)
+            if model is None:
+                self.retriever = await asyncio.to_thread(build_retriever, self.settings)
+                return
+            waiting = self.ready() if self.ready is not None else asyncio.sleep(0)
+            rag, _ = await asyncio.gather(RagsExpert(self.settings, chat_model=model).async_init(), waiting)
             if self.kg_settings is not None:
                 self.kg = await KGQueryExpert(self.kg_settings).async_init()
-            self.rag = rag
+            self.rag, self.retriever = rag, rag.retriever
+
+    def _chat_model(self) -> Any:
+        """The configured chat model, or None (``has_model`` False) when none is configured."""
+        from rags_expert.llm import build_chat_model
+
+        try:
+            return build_chat_model(self.settings.llm, client_timeout=self.settings.grading.timeout)
+        except ValueError as exc:  # no API key and no base URL
+            log.info("no chat model: %s", exc)  # redacted by the CLI's log filter
+            self.has_model = False
+            return None
 
     async def aclose(self) -> None:
         """Stop the KG agent's database (the RAG agent holds nothing to close)."""
@@ -118,6 +160,11 @@ class Agents:
     async def ask(self, question: str, thread_id: str | None, library_tags: list[str] | None) -> CallToolResult:
         """Run the RAG graph on ``question`` in ``thread_id`` (a new thread when None)."""
         thread = thread_id or uuid.uuid4().hex
+        if not self.has_model:
+            text = NO_MODEL.format(tool="ask")
+            return self._result(
+                AskResult(answer=text, outcome="failure", reason=NO_MODEL_REASON, thread_id=thread), text, error=True
+            )
         configurable: dict[str, Any] = {"thread_id": thread}
         if library_tags is not None:
             configurable["library_tags"] = library_tags
@@ -136,11 +183,7 @@ class Agents:
         """The knowledge base's hits for ``query`` (the RAG agent's own retriever)."""
         k = top_k or self.settings.retrieval.top_k
         try:  # an empty tag list scopes nothing, as for ask
-            docs = (
-                []
-                if library_tags == []
-                else await self.rag.retriever.ainvoke(query, top_k=k, library_tags=library_tags)
-            )
+            docs = [] if library_tags == [] else await self.retriever.ainvoke(query, top_k=k, library_tags=library_tags)
         except Exception as exc:  # noqa: BLE001 - a knowledge-base fault is the tool's error, redacted
             raise self._error(exc) from None
         hits = [
@@ -160,6 +203,10 @@ class Agents:
     async def kg_query(self, question: str, thread_id: str | None) -> CallToolResult:
         """Run the KG-query graph on ``question`` in ``thread_id`` (a new thread when None)."""
         thread = thread_id or uuid.uuid4().hex
+        if not self.has_model:
+            text = NO_MODEL.format(tool="kg_query")
+            failed = KGResult(answer=text, outcome="failure", thread_id=thread, exit_reason=NO_MODEL_REASON)
+            return self._result(failed, text, error=True)
         final = await self._final_message(self.kg, question, {"thread_id": thread})
         meta = final.response_metadata
         fields = {k: meta[k] for k in KGResult.model_fields if k in meta and meta[k] is not None}
@@ -224,3 +271,20 @@ def _hits_text(result: SearchResult) -> str:
         score = f"[{h.score:.4f}] " if h.score is not None else ""
         lines.append(f"{h.rank}. {score}{h.title} — {h.source}{page}\n   {' '.join(h.content.split())}")
     return "\n".join(lines)
+
+
+def argument_error(tool: str, exc: ValidationError, redact: Callable[[str], str]) -> str:
+    """One line naming each rejected argument of ``tool``, what it expects and what came (``redact``-ed before it
+    is shortened, so no part of a secret shows)."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "missing":
+            parts.append(f"{name}: missing (required)")
+            continue
+        expected = error["msg"].removeprefix("Input should be ").split(", unable to")[0]
+        given = error.get("input")
+        shown = redact(repr(given))
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        parts.append(f"{name}: expected {expected}, got {type(given).__name__} {shown}")
+    return " ".join(f"invalid arguments for {tool}: {'; '.join(parts)}".split())

@@ -12,18 +12,14 @@ graph in an embedded FalkorDB.
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import ROOT, cli_env, run_cli
+from mcp_run import HttpServer, text_of
 from openai_server import OpenAIServer, error, request_kind, requested_tool, tag_content
 
 pytest.importorskip("mcp.client.stdio", reason="the 'mcp' extra is not installed (pip install -e '.[mcp]')")
@@ -89,11 +85,6 @@ def llm():
 def server_env(kb: Path, llm: OpenAIServer, **extra: str) -> dict[str, str]:
     """The server's environment: the knowledge base, the scripted model and its API key."""
     return cli_env(kb, RAGS_EXPERT_LLM__BASE_URL=llm.base_url, RAGS_EXPERT_LLM__API_KEY=API_KEY, **extra)
-
-
-def text_of(result: Any) -> str:
-    """The text content of a tool result."""
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
 async def exercise(session: ClientSession) -> dict[str, Any]:
@@ -164,45 +155,6 @@ async def test_stdio(kb, llm, tmp_path):
     stderr = errlog.read_text()
     assert "rags-expert mcp: serving ask, search over stdio" in stderr
     check_scenario(out, llm, stderr)
-
-
-class HttpServer:
-    """``rags-expert mcp --http --port 0`` as a subprocess; ``url`` once its ready line names the port."""
-
-    def __init__(self, env: dict[str, str], log: Path, *flags: str) -> None:
-        self.log = log
-        with log.open("w") as err:  # the child keeps its own descriptor
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rags_expert.cli", "mcp", "--http", "--port", "0", *flags],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                start_new_session=True,
-            )
-        self.url = self._wait_ready()
-
-    def _wait_ready(self, timeout: float = 120) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if found := re.search(r"at (http://\S+/mcp)", self.log.read_text()):
-                return found.group(1)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        self.stop()
-        pytest.fail(f"rags-expert mcp --http did not start:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> int:
-        """SIGTERM (a graceful stop), then the exit status."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        return self.proc.returncode
 
 
 async def test_streamable_http(kb, llm, tmp_path):
