@@ -15,14 +15,17 @@
 * **tables created once, under an advisory lock** (:meth:`open`): replicas that start together do not race
   on ``CREATE TABLE``; a role without DDL rights turns ``checkpointer.setup`` off.
 
-A connection an operation failed on is closed, not reused (after a database restart, each idle connection
-fails one operation). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
+An idle connection is checked before reuse (``checkpointer.check_connections``: psycopg_pool's
+``check_connection``, an empty query), so a database restart or failover costs no question: the connections
+it cut are dropped and new ones opened. A connection an operation failed on is closed, not reused. A database
+fault is raised as :class:`~rags_expert.checkpoints.CheckpointerError` (one redacted line). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
 loop that uses the saver; the agents' graphs are meant for ``ainvoke``/``astream``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,10 +36,16 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor, Capabilities
+from psycopg import Error as DatabaseError
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
 
+from rags_expert.checkpoints import CheckpointerError
+from rags_expert.redaction import redact, url_secrets
 from rags_expert.settings import CheckpointerSettings
+
+log = logging.getLogger(__name__)
 
 SETUP_LOCK = 0x7261_6773_6370  # "ragscp"
 """Key of the PostgreSQL advisory lock held while the checkpoint tables are created or migrated."""
@@ -94,19 +103,51 @@ class PostgresCheckpointer(AsyncPostgresSaver):
                 entry = self._per_loop[loop] = _LoopConnections(asyncio.Semaphore(self.settings.pool_size))
         return entry
 
+    def _fault(self, doing: str, exc: DatabaseError) -> CheckpointerError:
+        """``exc`` as a :class:`CheckpointerError`: one line, the URL's secrets masked."""
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return CheckpointerError(doing, redact(text, url_secrets(self._conninfo))[:500])
+
     async def _connect(self) -> AsyncConnection[DictRow]:
+        """A new connection (a :class:`CheckpointerError` when the server cannot be reached)."""
         timeout = max(2, round(self.settings.connect_timeout))  # libpq's connect_timeout: whole seconds, >= 2
-        return await AsyncConnection.connect(self._conninfo, connect_timeout=timeout, **CONNECTION_KWARGS)
+        try:
+            return await AsyncConnection.connect(self._conninfo, connect_timeout=timeout, **CONNECTION_KWARGS)
+        except DatabaseError as exc:
+            raise self._fault("to connect", exc) from exc
+
+    async def _connection(self, entry: _LoopConnections) -> AsyncConnection[DictRow]:
+        """An idle connection that still works, else a new one.
+
+        Each idle connection is checked first (``checkpointer.check_connections``) as psycopg_pool's
+        ``check=AsyncConnectionPool.check_connection`` does; one a database restart cut is closed.
+        """
+        while entry.idle:
+            conn = entry.idle.pop()
+            if conn.closed:
+                continue
+            if not self.settings.check_connections:
+                return conn
+            try:
+                await AsyncConnectionPool.check_connection(conn)
+            except DatabaseError as exc:
+                log.info("checkpointer: an idle connection is dead (%s); opening another", type(exc).__name__)
+                conn.pgconn.finish()
+                continue
+            except BaseException:
+                conn.pgconn.finish()  # cancelled mid-check: never reused
+                raise
+            return conn
+        conn = await self._connect()
+        entry.opened += 1
+        return conn
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
         """A cursor on a connection of the running loop (AsyncPostgresSaver's, without its one-at-a-time lock)."""
         entry = self._connections()
         async with entry.slots:
-            conn = entry.idle.pop() if entry.idle else None
-            if conn is None or conn.closed:
-                conn = await self._connect()
-                entry.opened += 1
+            conn = await self._connection(entry)
             reusable = False
             try:
                 if pipeline and self.supports_pipeline:
@@ -119,6 +160,8 @@ class PostgresCheckpointer(AsyncPostgresSaver):
                     async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                         yield cur
                 reusable = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+            except DatabaseError as exc:
+                raise self._fault("reading or writing a checkpoint", exc) from exc
             finally:
                 if reusable:
                     entry.idle.append(conn)
@@ -132,15 +175,18 @@ class PostgresCheckpointer(AsyncPostgresSaver):
         other (the later ones find nothing to do); with ``checkpointer.setup`` off this only checks the
         connection. Idempotent.
         """
-        async with await self._connect() as conn:
-            if not self.settings.setup or self._set_up:
-                return
-            await _advisory_lock(conn)
-            try:
-                await AsyncPostgresSaver(conn).setup()
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
-            self._set_up = True
+        try:
+            async with await self._connect() as conn:
+                if not self.settings.setup or self._set_up:
+                    return
+                await _advisory_lock(conn)
+                try:
+                    await AsyncPostgresSaver(conn).setup()
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+                self._set_up = True
+        except DatabaseError as exc:
+            raise self._fault("to create its tables", exc) from exc
 
     async def aclose(self) -> None:
         """Close the running loop's idle connections (and those of closed loops). The saver reconnects on use."""
