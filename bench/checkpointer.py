@@ -8,8 +8,6 @@ of 4 chunks, so the checkpointer is the only thing that differs between the vari
 * ``memory``: LangGraph's InMemorySaver (the default);
 * ``postgres``: :class:`~rags_expert.checkpoints.postgres.PostgresCheckpointer` (``checkpointer.pool_size`` 4);
 * ``postgres pool 1``: the same with ``pool_size`` 1 (one operation at a time, as LangGraph's saver);
-* ``postgres unchecked``: ``postgres`` with ``checkpointer.check_connections`` off (idle connections reused
-  without the check before reuse that makes a database restart cost no question);
 * ``langgraph saver``: LangGraph's own AsyncPostgresSaver over a psycopg_pool AsyncConnectionPool of 4 (one loop);
 * ``postgres durability=exit``: ``postgres``, the graph run with ``durability="exit"`` (a checkpoint when the run
   ends, not after every step: a host's choice, losing the resumption of a run that fails half-way).
@@ -19,7 +17,7 @@ alike) on a fresh database: ``--sequential`` questions one after another, then `
 each on a thread of its own. Reported: median wall time per sequential question, median wall time of the
 concurrent batch, checkpoint reads and writes per question, and the database's bytes per question.
 
-    python bench/checkpointer.py [--rounds 3] [--sequential 30] [--concurrent 50] [--variants postgres,...]
+    python bench/checkpointer.py [--rounds 3] [--sequential 30] [--concurrent 50]
 """
 
 from __future__ import annotations
@@ -48,14 +46,7 @@ from rags_expert import RagsExpert  # noqa: E402
 from rags_expert.checkpoints.postgres import CONNECTION_KWARGS, PostgresCheckpointer  # noqa: E402
 from rags_expert.settings import CheckpointerSettings, RagsExpertSettings  # noqa: E402
 
-VARIANTS = (
-    "memory",
-    "postgres",
-    "postgres pool 1",
-    "postgres unchecked",
-    "langgraph saver",
-    "postgres durability=exit",
-)
+VARIANTS = ("memory", "postgres", "postgres pool 1", "langgraph saver", "postgres durability=exit")
 DOCS = make_docs(
     {
         "castle": "Castle Varen was built in 1412 by Duke Albrecht on the river Mura.",
@@ -79,8 +70,7 @@ async def saver_for(variant: str, url: str):
             yield saver
     else:
         size = 1 if variant == "postgres pool 1" else 4
-        check = variant != "postgres unchecked"
-        saver = PostgresCheckpointer(CheckpointerSettings(url=url, pool_size=size, check_connections=check))
+        saver = PostgresCheckpointer(CheckpointerSettings(url=url, pool_size=size))
         await saver.open()
         try:
             yield saver
@@ -151,10 +141,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sequential", type=int, default=30)
     parser.add_argument("--concurrent", type=int, default=50)
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants to run")
     args = parser.parse_args()
-    variants = tuple(v for v in VARIANTS if v in args.variants.split(","))
-    results: dict[str, list[dict]] = {v: [] for v in variants}
+    results: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     with PostgresServer() as pg, OpenAIServer(castle_script) as server:
         print(f"PostgreSQL started in {pg.started_in:.2f} s (initdb + start)")
         settings = RagsExpertSettings(
@@ -163,7 +151,7 @@ def main() -> None:
             speculative_draft=False,
         )
         for r in range(args.rounds):
-            order = variants if r % 2 == 0 else tuple(reversed(variants))
+            order = VARIANTS if r % 2 == 0 else tuple(reversed(VARIANTS))
             for variant in order:
                 database = "b_" + uuid.uuid4().hex[:10]
                 url = pg.create_database(database)

@@ -15,10 +15,13 @@
 * **tables created once, under an advisory lock** (:meth:`open`): replicas that start together do not race
   on ``CREATE TABLE``; a role without DDL rights turns ``checkpointer.setup`` off.
 
-An idle connection is checked before reuse (``checkpointer.check_connections``: psycopg_pool's
-``check_connection``, an empty query), so a database restart or failover costs no question: the connections
-it cut are dropped and new ones opened. A connection an operation failed on is closed, not reused. A database
-fault is raised as :class:`~rags_expert.checkpoints.CheckpointerError` (one redacted line). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
+A database restart or failover costs no question: an operation that fails on an idle connection the restart
+cut (``AdminShutdown``, or the server gone) closes every idle connection of its loop and runs once more on a
+new one. Every operation retried so is idempotent: a read, or an upsert of a checkpoint or its writes. Checking
+each connection before reuse (psycopg_pool's ``check_connection``) would cost a round trip per operation
+(measured: +45% time per question with a scripted model, docs/deploy.md); the retry costs nothing until a
+connection is found cut. A connection an operation failed on is closed, not reused. A database fault is raised
+as :class:`~rags_expert.checkpoints.CheckpointerError` (one redacted line). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
 loop that uses the saver; the agents' graphs are meant for ``ainvoke``/``astream``.
 """
 
@@ -27,25 +30,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncConnection, AsyncCursor, Capabilities
+from psycopg import AsyncConnection, AsyncCursor, Capabilities, OperationalError
 from psycopg import Error as DatabaseError
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from rags_expert.checkpoints import CheckpointerError
 from rags_expert.redaction import redact, url_secrets
 from rags_expert.settings import CheckpointerSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SETUP_LOCK = 0x7261_6773_6370  # "ragscp"
 """Key of the PostgreSQL advisory lock held while the checkpoint tables are created or migrated."""
@@ -61,6 +64,10 @@ class _LoopConnections:
     idle: list[AsyncConnection[DictRow]] = field(default_factory=list)
     opened: int = 0
     """Connections opened on this loop so far."""
+
+
+class StaleConnectionError(CheckpointerError):
+    """An idle connection turned out cut (a database restart or failover): the operation may run again."""
 
 
 class PostgresCheckpointer(AsyncPostgresSaver):
@@ -116,38 +123,46 @@ class PostgresCheckpointer(AsyncPostgresSaver):
         except DatabaseError as exc:
             raise self._fault("to connect", exc) from exc
 
-    async def _connection(self, entry: _LoopConnections) -> AsyncConnection[DictRow]:
-        """An idle connection that still works, else a new one.
-
-        Each idle connection is checked first (``checkpointer.check_connections``) as psycopg_pool's
-        ``check=AsyncConnectionPool.check_connection`` does; one a database restart cut is closed.
-        """
+    async def _connection(self, entry: _LoopConnections) -> tuple[AsyncConnection[DictRow], bool]:
+        """An idle connection (and True), else a new one (and False)."""
         while entry.idle:
             conn = entry.idle.pop()
-            if conn.closed:
-                continue
-            if not self.settings.check_connections:
-                return conn
-            try:
-                await AsyncConnectionPool.check_connection(conn)
-            except DatabaseError as exc:
-                log.info("checkpointer: an idle connection is dead (%s); opening another", type(exc).__name__)
-                conn.pgconn.finish()
-                continue
-            except BaseException:
-                conn.pgconn.finish()  # cancelled mid-check: never reused
-                raise
-            return conn
+            if not conn.closed:
+                return conn, True
         conn = await self._connect()
         entry.opened += 1
-        return conn
+        return conn, False
+
+    async def _once_more(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``operation``, run again once when it failed on an idle connection a database restart cut."""
+        try:
+            return await operation(*args, **kwargs)
+        except StaleConnectionError as exc:
+            log.info("checkpointer: a connection was cut (%s); running the operation again", exc.error)
+            return await operation(*args, **kwargs)
+
+    async def aget_tuple(self, *args: Any, **kwargs: Any) -> Any:
+        """AsyncPostgresSaver's, once more on a new connection after a restart (see the module docstring)."""
+        return await self._once_more(super().aget_tuple, *args, **kwargs)
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        """AsyncPostgresSaver's (an upsert), once more on a new connection after a restart."""
+        return await self._once_more(super().aput, *args, **kwargs)
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+        """AsyncPostgresSaver's (an upsert), once more on a new connection after a restart."""
+        await self._once_more(super().aput_writes, *args, **kwargs)
+
+    async def adelete_thread(self, *args: Any, **kwargs: Any) -> None:
+        """AsyncPostgresSaver's (a delete), once more on a new connection after a restart."""
+        await self._once_more(super().adelete_thread, *args, **kwargs)
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
         """A cursor on a connection of the running loop (AsyncPostgresSaver's, without its one-at-a-time lock)."""
         entry = self._connections()
         async with entry.slots:
-            conn = await self._connection(entry)
+            conn, reused = await self._connection(entry)
             reusable = False
             try:
                 if pipeline and self.supports_pipeline:
@@ -161,12 +176,22 @@ class PostgresCheckpointer(AsyncPostgresSaver):
                         yield cur
                 reusable = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
             except DatabaseError as exc:
-                raise self._fault("reading or writing a checkpoint", exc) from exc
+                fault = self._fault("reading or writing a checkpoint", exc)
+                if reused and isinstance(exc, OperationalError) and (conn.closed or conn.broken):
+                    self._drop_idle(entry)  # a restart cut them all: none is tried again
+                    raise StaleConnectionError("reading or writing a checkpoint", fault.error) from exc
+                raise fault from exc
             finally:
                 if reusable:
                     entry.idle.append(conn)
                 else:
                     conn.pgconn.finish()  # failed or cancelled mid-operation: never reused
+
+    @staticmethod
+    def _drop_idle(entry: _LoopConnections) -> None:
+        """Close the loop's idle connections (a restart cut them)."""
+        while entry.idle:
+            entry.idle.pop().pgconn.finish()
 
     async def open(self) -> None:
         """Connect once (a wrong URL or an unreachable server fails here) and create or migrate the tables.

@@ -277,12 +277,6 @@ class CheckpointerSettings(SettingsSection):
     connect_timeout: float = Field(
         10.0, gt=0, description="Seconds to wait for a new database connection (libpq rounds it, at least 2)."
     )
-    check_connections: bool = Field(
-        True,
-        description="Check an idle connection before reusing it (psycopg_pool's check_connection: one empty query), "
-        "so that after a database restart or failover no question fails on a connection the restart cut. Off saves "
-        "that round trip per checkpoint read or write; then each cut connection fails one question.",
-    )
     setup: bool = Field(
         True,
         description="Create or migrate the checkpoint tables at start (under a PostgreSQL advisory lock, so replicas "
