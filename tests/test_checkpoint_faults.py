@@ -1,0 +1,126 @@
+"""PostgreSQL faults a deployment meets (issue 23): a database restart, a database that stays down.
+
+Every test runs a real PostgreSQL of this module's own (``own_postgres``, tests/pg_server.py), stopped and
+started again by the test (same port, same data), and a scripted OpenAI-compatible model over real HTTP
+(tests/openai_server.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from conftest import KeywordRetriever
+from openai_server import OpenAIServer, request_kind
+from test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
+
+from rags_expert import RagsExpert
+from rags_expert.settings import CheckpointerSettings
+
+pytest.importorskip("langgraph.checkpoint.postgres", reason="the 'postgres' extra is not installed")
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def pg_url(own_postgres) -> str:
+    """A fresh database on the module's own server."""
+    return own_postgres.create_database("t_" + uuid.uuid4().hex[:12])
+
+
+async def castle_agent(server: OpenAIServer, url: str, docs: list[Any], pool_size: int = 4) -> RagsExpert:
+    settings = make_settings(server).model_copy(
+        update={"checkpointer": CheckpointerSettings(url=url, pool_size=pool_size)}
+    )
+    return await RagsExpert(settings, retriever=KeywordRetriever(docs=docs, calls=[])).async_init()
+
+
+async def ask(agent: RagsExpert, thread: str, question: str = QUESTION) -> Any:
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [("user", question)]}, {"configurable": {"thread_id": thread}}
+    )
+    return out["messages"]
+
+
+async def test_every_question_after_a_database_restart_is_answered(own_postgres, pg_url, castle_docs):
+    """Idle connections the restart cut are found dead before reuse, not by a failing question."""
+    pool = 4
+    with OpenAIServer(castle_script) as server:
+        agent = await castle_agent(server, pg_url, castle_docs, pool)
+        try:
+            # four conversations at once fill the pool with `pool` idle connections
+            await asyncio.gather(*(ask(agent, f"t{i}") for i in range(pool)))
+            assert len(agent._default_checkpointer._connections().idle) == pool
+            own_postgres.halt()
+            own_postgres.resume()
+            finals = [(await ask(agent, f"t{i % pool}"))[-1] for i in range(2 * pool + 1)]
+            histories = [len(await ask(agent, f"t{i}")) for i in range(pool)]
+        finally:
+            await agent.aclose()
+    assert [m.response_metadata["outcome"] for m in finals] == ["success"] * (2 * pool + 1)
+    assert all(m.content == ANSWER for m in finals)
+    # no turn was lost: each thread holds its turn before the restart, its turns after it and the last one
+    assert histories == [2 * (1 + 3 + 1)] + [2 * (1 + 2 + 1)] * (pool - 1)
+
+
+def assert_checkpointer_failure(final: Any, password: str) -> None:
+    """``final`` is the agent's honest failure naming the checkpointer, with the database's error, redacted."""
+    meta = final.response_metadata
+    assert meta["outcome"] == "failure" and meta["reason"] == "checkpointer_error"
+    assert meta["error_class"] in ("OperationalError", "AdminShutdown"), meta["error"]
+    assert str(final.content).strip() == (
+        f'I could not answer "{QUESTION}" because the conversation store (the PostgreSQL checkpointer) failed '
+        f"({meta['error_class']}). Please try again later."
+    )
+    assert password not in str(final.content) + str(meta)
+
+
+async def test_a_database_that_is_down_ends_every_run_in_an_honest_failure(own_postgres, pg_url, castle_docs):
+    """The thread cannot even be read: ainvoke and astream end in the failure message, nothing escapes."""
+    with OpenAIServer(castle_script) as server:
+        agent = await castle_agent(server, pg_url, castle_docs)
+        graph = agent.get_compiled_graph()
+        try:
+            await ask(agent, "t1")
+            answered = len(server.requests)
+            own_postgres.halt()
+            try:
+                messages = await ask(agent, "t1")
+                updates = [u async for u in graph.astream(
+                    {"messages": [("user", QUESTION)]}, {"configurable": {"thread_id": "t1"}}, stream_mode="updates"
+                )]  # fmt: skip
+                model_calls = len(server.requests)
+            finally:
+                own_postgres.resume()
+            after = await ask(agent, "t1")
+        finally:
+            await agent.aclose()
+    assert [m.type for m in messages] == ["human", "ai"]  # the run's own input and its answer, nothing stored
+    assert_checkpointer_failure(messages[-1], own_postgres.password)
+    assert [list(u) for u in updates] == [["prepare"], ["finalize_failure"]]
+    assert_checkpointer_failure(updates[-1]["finalize_failure"]["messages"][-1], own_postgres.password)
+    assert model_calls == answered  # no model call while the database was down
+    # the thread is intact once the database is back: the first turn and this one, not the failed ones
+    assert len(after) == 4 and after[-1].content == ANSWER
+
+
+async def test_a_database_that_stops_mid_run_ends_it_in_an_honest_failure(own_postgres, pg_url, castle_docs):
+    """The model call that finds the database stopped: the checkpoint written after the step fails."""
+
+    def stop_at_the_answer(body: dict[str, Any]) -> Any:
+        if request_kind(body) == "answer" and not stopped:
+            stopped.append(own_postgres.halt())
+        return castle_script(body)
+
+    stopped: list[None] = []
+    with OpenAIServer(stop_at_the_answer) as server:
+        agent = await castle_agent(server, pg_url, castle_docs)
+        try:
+            messages = await ask(agent, "t1")
+        finally:
+            own_postgres.resume()
+            await agent.aclose()
+    assert stopped
+    assert_checkpointer_failure(messages[-1], own_postgres.password)
