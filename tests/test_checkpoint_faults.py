@@ -8,12 +8,16 @@ started again by the test (same port, same data), and a scripted OpenAI-compatib
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import cli_env, ingest_docs, run_cli
 from conftest import KeywordRetriever
 from openai_server import OpenAIServer, request_kind
+from openai_server import castle_script as cli_castle_script
 from test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
 
 from rags_expert import RagsExpert
@@ -124,3 +128,58 @@ async def test_a_database_that_stops_mid_run_ends_it_in_an_honest_failure(own_po
             await agent.aclose()
     assert stopped
     assert_checkpointer_failure(messages[-1], own_postgres.password)
+
+
+# --- the CLI: real processes, a knowledge base ingested once -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def castle_kb(tmp_path_factory) -> Path:
+    """A data directory holding the one-document castle knowledge base of the CLI tests."""
+    return ingest_docs(
+        tmp_path_factory.mktemp("castle"), {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412.\n"}
+    )
+
+
+def ask_cli(kb: Path, server: OpenAIServer, url: str) -> subprocess.CompletedProcess:
+    env = cli_env(kb, RAGS_EXPERT_LLM__BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-faults",
+                  RAGS_EXPERT_CHECKPOINTER__URL=url)  # fmt: skip
+    return run_cli(["ask", QUESTION, "--thread", "t1", "-q"], env)
+
+
+def test_ask_with_the_database_down_fails_in_one_line_naming_the_checkpointer(own_postgres, pg_url, castle_kb):
+    with OpenAIServer(cli_castle_script) as server:
+        own_postgres.halt()
+        try:
+            done = ask_cli(castle_kb, server, pg_url)
+        finally:
+            own_postgres.resume()
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(
+        "error: CheckpointerError: the PostgreSQL checkpointer failed to connect: OperationalError: "
+    )
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert own_postgres.password not in done.stderr and not server.requests  # failed at start, before the model
+
+
+def test_ask_when_the_database_stops_mid_run_prints_the_honest_failure(own_postgres, pg_url, castle_kb):
+    def stop_at_the_answer(body: dict[str, Any]) -> Any:
+        if request_kind(body) == "answer" and not stopped:
+            stopped.append(own_postgres.halt())
+        return cli_castle_script(body)
+
+    stopped: list[None] = []
+    with OpenAIServer(stop_at_the_answer) as server:
+        try:
+            done = ask_cli(castle_kb, server, pg_url)
+        finally:
+            own_postgres.resume()
+    assert stopped and done.returncode == 2
+    # stderr holds the log records (as after a model fault): the fault, never a traceback or the password
+    assert "ERROR run failed: the PostgreSQL checkpointer failed" in done.stderr
+    assert "Traceback" not in done.stderr and own_postgres.password not in done.stderr + done.stdout
+    assert done.stdout.strip() in (
+        f'I could not answer "{QUESTION}" because the conversation store (the PostgreSQL checkpointer) failed '
+        f"({error}). Please try again later."
+        for error in ("OperationalError", "AdminShutdown")
+    )

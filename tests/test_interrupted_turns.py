@@ -8,10 +8,14 @@ that holds the interrupted turn's answer request until the test has cancelled th
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
 import pytest
+from cli_run import ROOT, cli_env, ingest_docs, run_cli
 from conftest import KeywordRetriever
 from openai_server import OpenAIServer, request_kind, slow, tag_content
 from test_integration_openai import ANSWER, castle_script, make_settings
@@ -80,3 +84,35 @@ async def test_a_cancelled_turn_is_condensed_as_unanswered(postgres_url, castle_
         f"Assistant: {ANSWER}",
         f"User: {INTERRUPTED} {UNANSWERED}",
     ]
+
+
+def test_a_killed_ask_is_condensed_as_unanswered_by_the_next_ask(postgres_url, tmp_path):
+    """``ask --thread`` killed while the model writes its answer; the next ``ask`` on the thread condenses with
+    that question shown as never answered (real processes, the threads in PostgreSQL)."""
+    doc = "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht, who ruled Varen until 1431.\n"
+    kb = ingest_docs(tmp_path, {"castle.md": doc})
+    script = HeldAnswers()
+    with OpenAIServer(script) as server:
+        env = cli_env(kb, RAGS_EXPERT_LLM__BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-killed",
+                      RAGS_EXPERT_CHECKPOINTER__URL=postgres_url)  # fmt: skip
+        first = run_cli(["ask", BUILDER, "--thread", "k1", "-q"], env)
+        killed = subprocess.Popen(
+            [sys.executable, "-m", "rags_expert.cli", "ask", INTERRUPTED, "--thread", "k1", "-q"],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            reached = script.reached.wait(120)
+        finally:
+            killed.kill()
+            killed.communicate(timeout=60)
+        assert reached, "the killed turn never asked for its answer"
+        before = len(server.requests)
+        follow_up = run_cli(["ask", FOLLOW_UP, "--thread", "k1", "-q"], env)
+        condensed = [r for r in server.requests[before:] if r.kind == "condense"]
+    assert first.returncode in (0, 1) and first.stdout.strip(), first.stderr[-2000:]
+    assert killed.returncode == -signal.SIGKILL
+    assert "Traceback" not in follow_up.stderr, follow_up.stderr[-2000:]
+    assert len(condensed) == 1
+    lines = tag_content(condensed[0].body, "conversation").splitlines()
+    assert lines[0] == f"User: {BUILDER}" and lines[1].startswith("Assistant: ")
+    assert lines[2:] == [f"User: {INTERRUPTED} {UNANSWERED}"]

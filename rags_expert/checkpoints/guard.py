@@ -52,7 +52,7 @@ class GuardedGraph(CompiledStateGraph):
             if not isinstance(input, Mapping) or self.checkpointer in (None, False):
                 raise
             fault = exc
-        log.warning("run failed: %s", fault)
+        log.error("run failed: %s", fault)
         configurable = {**((config or {}).get("configurable") or {}), FAULT_KEY: fault.error}
         unsaved = self.copy({"checkpointer": False})
         async for chunk in super(GuardedGraph, unsaved).astream(
