@@ -21,6 +21,7 @@ from openai_server import castle_script as cli_castle_script
 from test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
 
 from rags_expert import RagsExpert
+from rags_expert.checkpoints import CheckpointerError
 from rags_expert.settings import CheckpointerSettings
 
 pytest.importorskip("langgraph.checkpoint.postgres", reason="the 'postgres' extra is not installed")
@@ -183,3 +184,27 @@ def test_ask_when_the_database_stops_mid_run_prints_the_honest_failure(own_postg
         f"({error}). Please try again later."
         for error in ("OperationalError", "AdminShutdown")
     )
+
+
+async def test_a_fred_turn_with_the_database_down_gets_freds_honest_failure_naming_the_checkpointer(
+    own_postgres, pg_url, castle_docs
+):
+    """A Fred turn builds the agent (``turn_graph``: ``async_init`` opens the checkpointer) and runs its graph
+    standalone, so the database is met only at the start; Fred's failure path (``fault_text``) answers the
+    fault. The pod itself runs in tests/fred (Python 3.12); this is the same agent start and the same text."""
+    from rags_expert.fred.turn import fault_text
+
+    with OpenAIServer(castle_script) as server:
+        settings = make_settings(server).model_copy(update={"checkpointer": CheckpointerSettings(url=pg_url)})
+        own_postgres.halt()
+        try:
+            with pytest.raises(CheckpointerError) as failed:
+                await RagsExpert(settings, retriever=KeywordRetriever(docs=castle_docs, calls=[])).async_init()
+        finally:
+            own_postgres.resume()
+    text = fault_text(failed.value, settings.secrets())
+    assert text.startswith(
+        "I could not answer: the agent failed (CheckpointerError: the PostgreSQL checkpointer failed to connect: "
+        "OperationalError: connection failed: "
+    )
+    assert own_postgres.password not in text and "\n" not in text
