@@ -18,6 +18,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from rags_expert.checkpoints import build_checkpointer, close_checkpointer, open_checkpointer
+from rags_expert.checkpoints.guard import GuardedGraph
 
 
 class NotInitializedError(RuntimeError):
@@ -80,7 +81,9 @@ class AgentFlow(ABC):
 
         ``None`` uses the agent's own checkpointer (threads remember their history): the
         PostgreSQL one of ``checkpointer.url``, else in memory; pass a saver to persist
-        elsewhere, or ``False`` for none (e.g. when a LangGraph server provides persistence).
+        elsewhere, or ``False`` for none (e.g. when a LangGraph server provides persistence). With a
+        checkpointer, a database fault ends a run in the agent's failure message
+        (:mod:`rags_expert.checkpoints.guard`).
         """
         if self._graph is None:
             raise NotInitializedError(f"{type(self).__name__}: call 'await agent.async_init()' first")
@@ -88,6 +91,8 @@ class AgentFlow(ABC):
         key = id(saver)
         if key not in self._compiled:
             compiled = self._graph.compile(checkpointer=saver, name=self.name)
+            if saver is not None:  # a checkpointer fault ends a run in the agent's failure message
+                compiled = GuardedGraph.of(compiled)
             self._compiled[key] = compiled.with_config(recursion_limit=self.recursion_limit())
         return self._compiled[key]
 

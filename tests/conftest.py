@@ -75,11 +75,10 @@ def castle_docs() -> list[Document]:
     )
 
 
-@pytest.fixture(scope="session")
-def postgres_server():
-    """A real PostgreSQL server for the session (tests/pg_server.py), stopped and deleted after it. Skipped, with
-    the reason, where none can run (failed instead when RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
-    from pg_server import REQUIRED_ENV, PostgresServer, unavailable_reason
+def _require_postgres() -> None:
+    """Skip, with the reason, where no PostgreSQL server can run (fail instead when
+    RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
+    from pg_server import REQUIRED_ENV, unavailable_reason
 
     reason = unavailable_reason()
     if reason is None and find_spec("psycopg") is None:
@@ -88,6 +87,26 @@ def postgres_server():
         if os.environ.get(REQUIRED_ENV) == "required":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server for the session (tests/pg_server.py), stopped and deleted after it. Skipped, with
+    the reason, where none can run (failed instead when RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
+    from pg_server import PostgresServer
+
+    _require_postgres()
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def own_postgres():
+    """A PostgreSQL server of the test module's own, which its tests may stop and restart (``halt``/``resume``)
+    without disturbing the session's server; each test leaves it running."""
+    from pg_server import PostgresServer
+
+    _require_postgres()
     with PostgresServer() as server:
         yield server
 

@@ -9,6 +9,7 @@ Usage::
 
     with PostgresServer() as pg:
         pg.create_database("t1")       # postgresql://rags:<password>@127.0.0.1:<port>/t1
+        pg.halt(); pg.resume()         # a database restart: same port, same data
 """
 
 from __future__ import annotations
@@ -122,18 +123,28 @@ class PostgresServer:
             "--auth-host=scram-sha-256", f"--pwfile={pwfile}",
         )  # fmt: skip
         pwfile.unlink()
-        options = f"-h 127.0.0.1 -k {self.root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         for attempt in range(3):  # the free port may be taken between the probe and the start
             self.port = free_port()
             try:
-                self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60",
-                          "-o", f"{options} -p {self.port}", "start")  # fmt: skip
+                self.resume()
                 break
             except RuntimeError:
                 if attempt == 2:
                     raise
         self.started_in = time.monotonic() - began
         return self
+
+    def resume(self) -> None:
+        """Start the initialised server (again) on its port and data directory; wait until it accepts connections."""
+        assert self.root is not None, "server not initialised"
+        options = f"-h 127.0.0.1 -k {self.root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60",
+                  "-o", f"{options} -p {self.port}", "start")  # fmt: skip
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: open sessions get ``AdminShutdown``) and keep its data, so that
+        :meth:`resume` starts it again as a database restart or failover would."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and delete its directory."""

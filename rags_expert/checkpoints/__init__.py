@@ -12,6 +12,10 @@ continues any thread (docs/deploy.md).
 * :func:`open_checkpointer`: connect once and create the tables (``await agent.async_init()`` calls it), so a
   wrong URL or an unreachable server fails at start, not at the first question.
 * :func:`close_checkpointer`: close the connections of the running event loop (``await agent.aclose()``).
+
+A database fault (the server down, a connection cut mid-operation) is raised as :class:`CheckpointerError`,
+one redacted line naming the checkpointer; a run it interrupts ends in the agents' honest failure message
+(:mod:`rags_expert.checkpoints.guard`).
 """
 
 from __future__ import annotations
@@ -26,8 +30,25 @@ if TYPE_CHECKING:
     from rags_expert.settings import CheckpointerSettings
 
 
+COMPONENT = "the conversation store (the PostgreSQL checkpointer)"
+"""How failure messages name the checkpointer when it fails (``failure_error``'s ``component``)."""
+FAULT_REASON = "checkpointer_error"
+"""The ``reason`` (RAG) / ``exit_reason`` (KG) of a run the checkpointer failed."""
+
+
 class CheckpointerUnavailableError(RuntimeError):
     """``checkpointer.url`` is set but the ``postgres`` extra is not installed."""
+
+
+class CheckpointerError(RuntimeError):
+    """The checkpointer's database failed: unreachable, or a connection lost mid-operation.
+
+    ``error`` is the database's own error, ``"<Class>: <message>"``, on one line with the URL's secrets masked.
+    """
+
+    def __init__(self, doing: str, error: str) -> None:
+        self.error = error
+        super().__init__(f"the PostgreSQL checkpointer failed {doing}: {error}")
 
 
 @runtime_checkable
@@ -68,6 +89,9 @@ async def close_checkpointer(saver: object) -> None:
 
 
 __all__ = [
+    "COMPONENT",
+    "FAULT_REASON",
+    "CheckpointerError",
     "CheckpointerUnavailableError",
     "ManagedCheckpointer",
     "build_checkpointer",

@@ -15,28 +15,40 @@
 * **tables created once, under an advisory lock** (:meth:`open`): replicas that start together do not race
   on ``CREATE TABLE``; a role without DDL rights turns ``checkpointer.setup`` off.
 
-A connection an operation failed on is closed, not reused (after a database restart, each idle connection
-fails one operation). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
+A database restart or failover costs no question: an operation that fails on an idle connection the restart
+cut (``AdminShutdown``, or the server gone) closes every idle connection of its loop and runs once more on a
+new one. Every operation retried so is idempotent: a read, or an upsert of a checkpoint or its writes. Checking
+each connection before reuse (psycopg_pool's ``check_connection``) would cost a round trip per operation
+(measured: +45% time per question with a scripted model, docs/deploy.md); the retry costs nothing until a
+connection is found cut. A connection an operation failed on is closed, not reused. A database fault is raised
+as :class:`~rags_expert.checkpoints.CheckpointerError` (one redacted line). Sync use (``graph.invoke``) works like AsyncPostgresSaver's, from a thread other than a
 loop that uses the saver; the agents' graphs are meant for ``ainvoke``/``astream``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncConnection, AsyncCursor, Capabilities
+from psycopg import AsyncConnection, AsyncCursor, Capabilities, OperationalError
+from psycopg import Error as DatabaseError
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 
+from rags_expert.checkpoints import CheckpointerError
+from rags_expert.redaction import redact, url_secrets
 from rags_expert.settings import CheckpointerSettings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SETUP_LOCK = 0x7261_6773_6370  # "ragscp"
 """Key of the PostgreSQL advisory lock held while the checkpoint tables are created or migrated."""
@@ -52,6 +64,10 @@ class _LoopConnections:
     idle: list[AsyncConnection[DictRow]] = field(default_factory=list)
     opened: int = 0
     """Connections opened on this loop so far."""
+
+
+class StaleConnectionError(CheckpointerError):
+    """An idle connection turned out cut (a database restart or failover): the operation may run again."""
 
 
 class PostgresCheckpointer(AsyncPostgresSaver):
@@ -94,19 +110,59 @@ class PostgresCheckpointer(AsyncPostgresSaver):
                 entry = self._per_loop[loop] = _LoopConnections(asyncio.Semaphore(self.settings.pool_size))
         return entry
 
+    def _fault(self, doing: str, exc: DatabaseError) -> CheckpointerError:
+        """``exc`` as a :class:`CheckpointerError`: one line, the URL's secrets masked."""
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return CheckpointerError(doing, redact(text, url_secrets(self._conninfo))[:500])
+
     async def _connect(self) -> AsyncConnection[DictRow]:
+        """A new connection (a :class:`CheckpointerError` when the server cannot be reached)."""
         timeout = max(2, round(self.settings.connect_timeout))  # libpq's connect_timeout: whole seconds, >= 2
-        return await AsyncConnection.connect(self._conninfo, connect_timeout=timeout, **CONNECTION_KWARGS)
+        try:
+            return await AsyncConnection.connect(self._conninfo, connect_timeout=timeout, **CONNECTION_KWARGS)
+        except DatabaseError as exc:
+            raise self._fault("to connect", exc) from exc
+
+    async def _connection(self, entry: _LoopConnections) -> tuple[AsyncConnection[DictRow], bool]:
+        """An idle connection (and True), else a new one (and False)."""
+        while entry.idle:
+            conn = entry.idle.pop()
+            if not conn.closed:
+                return conn, True
+        conn = await self._connect()
+        entry.opened += 1
+        return conn, False
+
+    async def _once_more(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``operation``, run again once when it failed on an idle connection a database restart cut."""
+        try:
+            return await operation(*args, **kwargs)
+        except StaleConnectionError as exc:
+            log.info("checkpointer: a connection was cut (%s); running the operation again", exc.error)
+            return await operation(*args, **kwargs)
+
+    async def aget_tuple(self, *args: Any, **kwargs: Any) -> Any:
+        """AsyncPostgresSaver's, once more on a new connection after a restart (see the module docstring)."""
+        return await self._once_more(super().aget_tuple, *args, **kwargs)
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        """AsyncPostgresSaver's (an upsert), once more on a new connection after a restart."""
+        return await self._once_more(super().aput, *args, **kwargs)
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+        """AsyncPostgresSaver's (an upsert), once more on a new connection after a restart."""
+        await self._once_more(super().aput_writes, *args, **kwargs)
+
+    async def adelete_thread(self, *args: Any, **kwargs: Any) -> None:
+        """AsyncPostgresSaver's (a delete), once more on a new connection after a restart."""
+        await self._once_more(super().adelete_thread, *args, **kwargs)
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
         """A cursor on a connection of the running loop (AsyncPostgresSaver's, without its one-at-a-time lock)."""
         entry = self._connections()
         async with entry.slots:
-            conn = entry.idle.pop() if entry.idle else None
-            if conn is None or conn.closed:
-                conn = await self._connect()
-                entry.opened += 1
+            conn, reused = await self._connection(entry)
             reusable = False
             try:
                 if pipeline and self.supports_pipeline:
@@ -119,11 +175,23 @@ class PostgresCheckpointer(AsyncPostgresSaver):
                     async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                         yield cur
                 reusable = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+            except DatabaseError as exc:
+                fault = self._fault("reading or writing a checkpoint", exc)
+                if reused and isinstance(exc, OperationalError) and (conn.closed or conn.broken):
+                    self._drop_idle(entry)  # a restart cut them all: none is tried again
+                    raise StaleConnectionError("reading or writing a checkpoint", fault.error) from exc
+                raise fault from exc
             finally:
                 if reusable:
                     entry.idle.append(conn)
                 else:
                     conn.pgconn.finish()  # failed or cancelled mid-operation: never reused
+
+    @staticmethod
+    def _drop_idle(entry: _LoopConnections) -> None:
+        """Close the loop's idle connections (a restart cut them)."""
+        while entry.idle:
+            entry.idle.pop().pgconn.finish()
 
     async def open(self) -> None:
         """Connect once (a wrong URL or an unreachable server fails here) and create or migrate the tables.
@@ -132,15 +200,18 @@ class PostgresCheckpointer(AsyncPostgresSaver):
         other (the later ones find nothing to do); with ``checkpointer.setup`` off this only checks the
         connection. Idempotent.
         """
-        async with await self._connect() as conn:
-            if not self.settings.setup or self._set_up:
-                return
-            await _advisory_lock(conn)
-            try:
-                await AsyncPostgresSaver(conn).setup()
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
-            self._set_up = True
+        try:
+            async with await self._connect() as conn:
+                if not self.settings.setup or self._set_up:
+                    return
+                await _advisory_lock(conn)
+                try:
+                    await AsyncPostgresSaver(conn).setup()
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+                self._set_up = True
+        except DatabaseError as exc:
+            raise self._fault("to create its tables", exc) from exc
 
     async def aclose(self) -> None:
         """Close the running loop's idle connections (and those of closed loops). The saver reconnects on use."""

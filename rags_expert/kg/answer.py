@@ -2,12 +2,12 @@
 
 A host reading the conversation sees question → answer. The answer lists at most
 ``answer_rows`` rows (``kg_answer``), or says honestly why nothing usable came back:
-no question (``empty_question``), a model failure (``failure_error``), no query
+no question (``empty_question``), a model or checkpointer failure (``failure_error``), no query
 that ran (``kg_no_query``), or queries that ran but found nothing (``kg_no_rows``).
 ``response_metadata`` carries ``outcome`` (success|failure), ``question``, ``query``
 (the executed one), ``columns``, ``rows`` (capped, JSON types as the database
 returned them), ``row_count``, ``truncated``, ``score``, ``steps`` and ``exit_reason``
-(plus ``error``/``error_class`` after a model failure).
+(plus ``error``/``error_class`` after a model or checkpointer failure: ``checkpointer_error``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 
+from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.prompts import PromptStore
 
 if TYPE_CHECKING:
@@ -54,9 +55,8 @@ def answer_text(result: KGQueryResult, prompts: PromptStore, shown: list[dict[st
     if result.exit_reason == "empty_question":
         return prompts.render("empty_question")
     if result.error:
-        return prompts.render(
-            "failure_error", question=question, component="the language model", error=error_class(result.error)
-        )
+        component = COMPONENT if result.exit_reason == FAULT_REASON else "the language model"
+        return prompts.render("failure_error", question=question, component=component, error=error_class(result.error))
     if result.ok:
         total = len(result.rows)
         count = f"{total}{'+' if result.truncated else ''} result{'s' if total != 1 else ''}"

@@ -56,6 +56,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
+from rags_expert.checkpoints import FAULT_REASON
+from rags_expert.checkpoints.guard import checkpointer_fault
 from rags_expert.conversation import last_question
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
 from rags_expert.llm import LLMCallError
@@ -170,6 +172,8 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         """Start a question: reset the per-question state, take the last human message, condense a follow-up."""
         update = self.reset_state()
         question, history = last_question(state.get("messages", []))
+        if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
+            return update | {"question": question, "error": f"checkpointer: {fault}", "exit_reason": FAULT_REASON}
         if not question:
             return update | {"exit_reason": "empty_question"}
         if history:

@@ -4,8 +4,8 @@ Both finalize nodes build their ``AIMessage`` here. The message's ``response_met
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
 ``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.usage.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
-after a fault, ``error`` and ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit,
-what was used).
+after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
+``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
 """
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.state import RagState
 from rags_expert.usage import summary
+
+FAULTY = {"prompt_error": "the prompt templates", FAULT_REASON: COMPONENT}
+"""What failed, by failure reason, when it is not the language model."""
 
 
 def error_class(error: str) -> str:
@@ -99,7 +103,7 @@ def _failure_content(
         )
         sources = list(state.get("partial_sources", [])) if state.get("partial_answer") else []
     elif error:
-        component = "the prompt templates" if reason == "prompt_error" else "the language model"
+        component = FAULTY.get(reason, "the language model")
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
     else:
         if state.get("partial_answer"):

@@ -24,6 +24,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from rags_expert import grading
+from rags_expert.checkpoints import FAULT_REASON
+from rags_expert.checkpoints.guard import checkpointer_fault
 from rags_expert.conversation import history_text, last_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
@@ -124,6 +126,8 @@ class RagNodes:
         once, take the last user message, make a follow-up standalone, recall lessons."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
         question, history = last_question(state.get("messages", []))
+        if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
+            return update | {"question": question, "error": fault, "failure_reason": FAULT_REASON}
         if not question:
             return update | {"failure_reason": "empty_question"}
         try:

@@ -38,3 +38,29 @@ async def test_a_follow_up_on_another_replica_is_condensed_from_the_shared_histo
     assert second["question"] == Q2_STANDALONE
     assert second["messages"][-1].response_metadata["rows"] == [{"taxon": 9606, "genes": 5}]
     assert [m.content for m in second["messages"][::2]] == [Q1, Q2]
+
+
+async def test_a_database_that_is_down_ends_the_question_in_an_honest_failure(falkordb, own_postgres):
+    """The thread cannot be read: ainvoke ends in the KG agent's failure message naming the checkpointer."""
+    url = own_postgres.create_database("kg_down")
+    script = Script(queries={Q1: [GENES]}, scores={Q1: [9]})
+    agent = await replica(falkordb, script, url)
+    try:
+        await ask(agent.get_compiled_graph(), "kg-t1", Q1)
+        own_postgres.halt()
+        try:
+            down = await ask(agent.get_compiled_graph(), "kg-t1", Q1)
+        finally:
+            own_postgres.resume()
+        after = await ask(agent.get_compiled_graph(), "kg-t1", Q1)
+    finally:
+        await agent.aclose()
+    final = down["messages"][-1]
+    meta = final.response_metadata
+    assert meta["outcome"] == "failure" and meta["exit_reason"] == "checkpointer_error"
+    assert meta["error_class"] == "OperationalError" and own_postgres.password not in meta["error"]
+    assert final.content == (
+        f'I could not answer "{Q1}" because the conversation store (the PostgreSQL checkpointer) failed '
+        "(OperationalError). Please try again later."
+    )
+    assert [m.content for m in after["messages"][::2]] == [Q1, Q1]  # the failed turn was never stored
