@@ -307,6 +307,13 @@ def test_an_invalid_tuning_is_an_honest_answer_and_the_session_goes_on(pod):
     assert again["content"] == "Castle Varen was built in 1412 [1]."
 
 
+def test_an_out_of_range_tuning_value_is_answered_with_the_field_the_value_and_the_bound(pod):
+    out = execute(pod, "When was Castle Varen built?", "bad-top-k", inline_tuning={"settings.top_k": -3})
+    assert out["content"] == (
+        "I could not answer: the agent failed (TuningError: top_k=-3 is invalid: must be ≥ 1 (retrieval.top_k))."
+    )
+
+
 def test_the_sessions_libraries_scope_the_search(pod):
     out = execute(
         pod,
