@@ -1,6 +1,8 @@
 """What every ``rags-expert`` subcommand shares: settings from flags, one-line errors, redacted logging.
 
 * :class:`OneLineParser`: an argparse parser whose usage errors are one line and exit 2.
+* :func:`text_arg`: an argparse ``type`` for a question or query: bytes that are not UTF-8 (a Latin-1
+  terminal) are read as Latin-1 instead of reaching the model as undecodable surrogates.
 * :func:`setting_type`: an argparse ``type`` that validates a flag against its setting's own
   constraints (``-k -1`` → ``argument -k: -1 is invalid: must be ≥ 1 (retrieval.top_k)``).
 * :func:`settings_from_args`: the environment's settings with the flags a subcommand declares
@@ -42,6 +44,25 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print the one-line error (with a pointer to ``--help``) and exit 2."""
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def text_arg(text: str) -> str:
+    """A question or query from the command line, as text.
+
+    Python hands over argv bytes that are not valid in the locale's encoding as lone surrogates
+    (``surrogateescape``), which fail much later, wherever the text is encoded (the HTTP request, the store).
+    Such an argument is re-read from its bytes: UTF-8 where it is UTF-8, else Latin-1, which decodes any byte
+    (``b"caf\\xe9"`` → ``café``, the usual meaning on a terminal that is not UTF-8).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    return text
 
 
 def setting_type(path: str) -> Callable[[str], Any]:
