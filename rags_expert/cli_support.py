@@ -9,7 +9,7 @@
   (``set_defaults(settings_flags={dest: "section.field"})``) merged on top, validated once.
 * :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K=-3 is invalid: must be ≥ 1 (retrieval.top_k)``
   (the wording of :mod:`rags_expert.settings.errors`, shared with Fred tuning and per-request options); an
-  unknown key is ``RAGS_EXPERT_LLM__MODLE=x is invalid: no such setting (llm.modle); did you mean llm.model?``.
+  unknown key is ``RAGS_EXPERT_LLM__MODLE is not a setting (llm.modle); did you mean llm.model?`` (its value unshown).
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
   that scrubs every record of every logger.
 """

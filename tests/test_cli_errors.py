@@ -65,7 +65,7 @@ KG_COMMAND = SUBCOMMANDS["kg"]
 def test_a_misspelt_setting_is_one_line_naming_the_variable(command, variable, path, hint, tmp_path):
     done = run_cli(command, cli_env(tmp_path, **{variable: "x"}))
     assert done.returncode == 2 and done.stdout == ""
-    assert one_error_line(done) == (f"error: {variable}=x is invalid: no such setting ({path}){hint}")
+    assert one_error_line(done) == f"error: {variable} is not a setting ({path}){hint}"
 
 
 def test_the_other_agents_misspelt_setting_is_not_this_commands_error(tmp_path):
@@ -108,6 +108,18 @@ def test_the_other_agents_misspelt_setting_is_not_this_commands_error(tmp_path):
             "RAGS_EXPERT_EMBEDDINGS__BATCH_SIZE",
             "0",
             "=0 is invalid: must be ≥ 1 (embeddings.batch_size)",
+        ),
+        (
+            ["ask", "q"],
+            "RAGS_EXPERT_BUDGET__MAX_CALLS",
+            str(10**40),
+            f"={10**40} is invalid: must be ≤ 100000 (budget.max_calls)",
+        ),
+        (
+            ["search", "castle"],
+            "RAGS_EXPERT_STORE__TIMEOUT",
+            "1e300",
+            "=1e300 is invalid: must be ≤ 86400.0 (store.timeout)",
         ),
     ],
 )

@@ -9,18 +9,19 @@ cut when long) and says the bound it broke, with the setting's path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from rags_expert.redaction import MASK, redact
 
 VALUE_CHARS = 60
 """The most characters of an invalid value an error line shows."""
-SECRET_WORDS = ("key", "token", "password", "secret")
-"""A setting whose name holds one of these never has its value shown."""
+SECRET_ENDINGS = ("key", "token", "password", "secret")
+"""A setting whose name ends in one of these (``api_key``, ``kf_token``) never has its value shown."""
 
 _BOUNDS = {
     "greater_than_equal": ("ge", "≥"),
@@ -74,9 +75,28 @@ def shown_value(value: Any, *, secret: bool = False) -> str:
 
 
 def is_secret_path(path: str) -> bool:
-    """Whether the setting at ``path`` holds a credential (its value is never shown)."""
-    leaf = path.rsplit(".", 1)[-1].lower()
-    return any(word in leaf for word in SECRET_WORDS)
+    """Whether the setting at ``path`` holds a credential (its value is never shown): a ``SecretStr`` setting
+    of either agent, or a name ending like one."""
+    return path in _secret_paths() or path.rsplit(".", 1)[-1].lower().endswith(SECRET_ENDINGS)
+
+
+@cache
+def _secret_paths() -> frozenset[str]:
+    """The paths of every ``SecretStr`` setting (``checkpointer.url``, ``llm.api_key`` ...)."""
+    from rags_expert.settings.agents import (  # the models import this module's users
+        KGExpertSettings,
+        RagsExpertSettings,
+    )
+
+    def walk(model: type[BaseModel], prefix: str) -> Iterator[str]:
+        for name, info in model.model_fields.items():
+            annotation = info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                yield from walk(annotation, f"{prefix}{name}.")
+            elif "SecretStr" in str(annotation):
+                yield prefix + name
+
+    return frozenset(path for agent in (RagsExpertSettings, KGExpertSettings) for path in walk(agent, ""))
 
 
 def invalid_value(name: str | None, error: ErrorDetails | Mapping[str, Any], path: str | None = None) -> str:
@@ -87,6 +107,8 @@ def invalid_value(name: str | None, error: ErrorDetails | Mapping[str, Any], pat
     was given.
     """
     path = path if path is not None else ".".join(str(p) for p in error.get("loc", ()))
+    if error.get("type") == "extra_forbidden":  # its value is not shown: a misspelt key may hold a secret
+        return f"{name or 'the key'} is not a setting" + (f" ({path})" if path and path != name else "")
     value = shown_value(error.get("input"), secret=is_secret_path(path or name or ""))
     where = f" ({path})" if path and path != name else ""
     return f"{name + '=' if name else ''}{value} is invalid: {constraint(error)}{where}"
