@@ -94,6 +94,20 @@ def redact_data(value: Any, scrub: Callable[[str], str]) -> Any:
     return value
 
 
+def redact_message(message: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a LangChain message as hosts may show it: secrets and credential-shaped tokens masked in its
+    content and in every string of its ``response_metadata`` (what the graphs' final messages carry)."""
+    values = list(secrets)
+
+    def scrub(text: str) -> str:
+        return redact(text, values)
+
+    update = {"content": redact_data(message.content, scrub)}
+    if hasattr(message, "response_metadata"):
+        update["response_metadata"] = redact_data(message.response_metadata, scrub)
+    return message.model_copy(update=update)
+
+
 def url_secrets(url: str | None) -> list[str]:
     """The secret forms of a URL's userinfo: password (raw and percent-decoded), ``user:password``
     and its base64 (standard and URL-safe, with and without padding) as sent by HTTP Basic auth."""
@@ -174,5 +188,6 @@ __all__ = [
     "mask_values",
     "redact",
     "redact_data",
+    "redact_message",
     "url_secrets",
 ]

@@ -7,14 +7,13 @@ success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence)
 after a fault, ``error`` and ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit,
 what was used).
 
-:func:`shown` is what leaves the graph: the message with every configured secret and credential-shaped token
+:func:`~rags_expert.redaction.redact_message` is what leaves the graph: the message with every configured secret and credential-shaped token
 masked in its text and in every string of its metadata (the chunks' text included), as the MCP server
 masks its results, so ``ainvoke``, the CLI (text and ``--json``), Fred and LangGraph Server all show the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -23,27 +22,12 @@ from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.state import RagState
-from rags_expert.redaction import redact, redact_data
 from rags_expert.usage import summary
 
 
 def error_class(error: str) -> str:
     """``"RateLimitError"`` from ``"RateLimitError: ..."``."""
     return error.split(" ", 1)[0].rstrip(":")
-
-
-def shown(message: AIMessage, secrets: Sequence[str]) -> AIMessage:
-    """``message`` as hosts may show it: secrets masked in its content and in every string of its metadata."""
-
-    def scrub(text: str) -> str:
-        return redact(text, secrets)
-
-    return message.model_copy(
-        update={
-            "content": redact_data(message.content, scrub),
-            "response_metadata": redact_data(message.response_metadata, scrub),
-        }
-    )
 
 
 def success_message(state: RagState) -> AIMessage:
