@@ -1,12 +1,15 @@
 """What every ``rags-expert`` subcommand shares: settings from flags, one-line errors, redacted logging.
 
 * :class:`OneLineParser`: an argparse parser whose usage errors are one line and exit 2.
+* :func:`text_arg`: an argparse ``type`` for a question or query: bytes that are not UTF-8 (a Latin-1
+  terminal) are read as Latin-1 instead of reaching the model as undecodable surrogates.
 * :func:`setting_type`: an argparse ``type`` that validates a flag against its setting's own
-  constraints (``-k -1`` → ``argument -k: Input should be greater than or equal to 1``).
+  constraints (``-k -1`` → ``argument -k: -1 is invalid: must be ≥ 1 (retrieval.top_k)``).
 * :func:`settings_from_args`: the environment's settings with the flags a subcommand declares
   (``set_defaults(settings_flags={dest: "section.field"})``) merged on top, validated once.
-* :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K (retrieval.top_k): <constraint>``; an unknown
-  key is ``... (llm.modle): Extra inputs are not permitted (no such setting; did you mean llm.model?)``.
+* :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K=-3 is invalid: must be ≥ 1 (retrieval.top_k)``
+  (the wording of :mod:`rags_expert.settings.errors`, shared with Fred tuning and per-request options); an
+  unknown key is ``RAGS_EXPERT_LLM__MODLE is not a setting (llm.modle); did you mean llm.model?`` (its value unshown).
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
   that scrubs every record of every logger.
 """
@@ -22,11 +25,12 @@ import sys
 from collections.abc import Callable
 from typing import Annotated, Any, NoReturn, cast, get_origin
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
 from rags_expert.redaction import install_log_redaction, redact, url_secrets
 from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, AgentSettings, KGExpertSettings, RagsExpertSettings
+from rags_expert.settings.errors import invalid_value, shown_value
 
 AGENT_SETTINGS: tuple[type[AgentSettings], ...] = (RagsExpertSettings, KGExpertSettings)
 """The per-agent settings models a flag or an environment variable may belong to."""
@@ -42,6 +46,25 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def text_arg(text: str) -> str:
+    """A question or query from the command line, as text.
+
+    Python hands over argv bytes that are not valid in the locale's encoding as lone surrogates
+    (``surrogateescape``), which fail much later, wherever the text is encoded (the HTTP request, the store).
+    Such an argument is re-read from its bytes: UTF-8 where it is UTF-8, else Latin-1, which decodes any byte
+    (``b"caf\\xe9"`` → ``café``, the usual meaning on a terminal that is not UTF-8).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(text)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    return text
+
+
 def setting_type(path: str) -> Callable[[str], Any]:
     """An argparse ``type`` checking a flag's value against the setting at ``path`` (``section.field``)."""
     section, name = path.split(".")
@@ -55,21 +78,21 @@ def setting_type(path: str) -> Callable[[str], Any]:
         try:
             return adapter.validate_python(text)
         except ValidationError as exc:
-            raise argparse.ArgumentTypeError(f"{exc.errors()[0]['msg']} (got {text!r})") from None
+            raise argparse.ArgumentTypeError(invalid_value(None, exc.errors()[0], path)) from None
 
     parse.__name__ = path
     return parse
 
 
+_POSITIVE_INT: TypeAdapter[int] = TypeAdapter(Annotated[int, Field(ge=1, le=2**63 - 1)])
+
+
 def positive_int(text: str) -> int:
     """An argparse ``type`` for counts: an integer of at least 1."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"Input should be a valid integer (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"Input should be greater than or equal to 1 (got {text!r})")
-    return value
+        return _POSITIVE_INT.validate_python(text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(invalid_value(None, exc.errors()[0], "")) from None
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -105,19 +128,23 @@ def env_name(loc: tuple[Any, ...]) -> str:
 
 
 def describe_settings_error(exc: Exception, flags: dict[str, str] | None = None) -> str:
-    """One line naming each invalid setting (its environment variable, or ``flags[path]``) and its constraint."""
+    """One line naming each invalid setting (its environment variable, or ``flags[path]``), its value and its
+    constraint: ``RAGS_EXPERT_RETRIEVAL__TOP_K=-3 is invalid: must be ≥ 1 (retrieval.top_k)``."""
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():
             path = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                name, why = _env_variable(err["loc"]), f"{err['msg']} (no such setting{_suggestion(err['loc'])})"
-            else:
-                name, why = env_name(err["loc"]), err["msg"]
-            parts.append(f"{(flags or {}).get(path) or name} ({path}): {why}")
-        return "invalid setting " + "; ".join(parts)
-    culprits = [f"{name} ({path}): not valid JSON ({why})" for name, path, why in _unparsable_env()]
-    return "invalid setting " + "; ".join(culprits) if culprits else f"invalid settings: {exc}"
+            unknown = err["type"] == "extra_forbidden"
+            name = (flags or {}).get(path) or (_env_variable(err["loc"]) if unknown else env_name(err["loc"]))
+            if name in os.environ:  # the text the user set (a misspelt section's input is a dict)
+                err = {**err, "input": os.environ[name]}
+            parts.append(invalid_value(name, err, path) + (_suggestion(err["loc"]) if unknown else ""))
+        return "; ".join(parts)
+    culprits = [
+        f"{name}={shown_value(os.environ.get(name, ''))} is invalid: not valid JSON ({why}) ({path})"
+        for name, path, why in _unparsable_env()
+    ]
+    return "; ".join(culprits) if culprits else f"invalid settings: {exc}"
 
 
 def _env_variable(loc: tuple[Any, ...]) -> str:

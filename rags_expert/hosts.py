@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.host import AgentFlow
+from rags_expert.settings.errors import describe_validation_error
 
 ENTRY_POINT_GROUP = "agentflow.agents"
 
@@ -90,7 +91,10 @@ async def load_agents(
         if not spec.enabled:
             continue
         cls = import_class(spec.class_path)
-        agent = cls(spec.settings, **init_kwargs)
+        try:
+            agent = cls(spec.settings, **init_kwargs)
+        except ValidationError as exc:  # the entry's settings: named like every settings error
+            raise AgentConfigError(f"agent {spec.name!r}: {describe_validation_error(exc)}") from None
         agent.name = spec.name  # the host's name for this instance
         agents[spec.name] = await agent.async_init()
     return agents

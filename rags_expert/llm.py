@@ -8,6 +8,9 @@
   and jitter). When retries run out it raises :class:`LLMCallError`, whose text
   names the error class and never contains a secret.
 * :func:`redact` (re-exported from :mod:`rags_expert.redaction`) scrubs secrets from any text.
+* :func:`mask_reply`: every reply :func:`call_model` returns has the configured secret values (API keys,
+  URL passwords and their Basic-auth forms) masked, so a model that repeats one cannot put it into an answer,
+  a grade's feedback, an event, a progress line or a checkpoint: every host shows what the graph made of it.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
-from rags_expert.redaction import redact
+from rags_expert.redaction import mask_values, redact, redact_data
 from rags_expert.settings import LLMSettings
 from rags_expert.usage import record as record_usage
 
@@ -161,7 +165,40 @@ async def call_model(
         log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
         raise LLMCallError(name, text, attempts) from None
     record_usage(reply, messages)  # the running node's tokens (rags_expert.usage)
+    return mask_reply(reply, policy.secrets)
+
+
+def mask_reply(reply: Any, secrets: Sequence[str]) -> Any:
+    """``reply`` with every configured secret value in its text masked: an ``AIMessage`` (content and tool-call
+    arguments), or a structured-output dict (its ``raw`` message and ``parsed`` result). Unchanged (the same
+    object) when it holds none."""
+    if not secrets:
+        return reply
+    if isinstance(reply, AIMessage):
+        content = redact_data(reply.content, lambda t: mask_values(t, secrets))
+        calls = [{**c, "args": redact_data(c["args"], lambda t: mask_values(t, secrets))} for c in reply.tool_calls]
+        if content == reply.content and calls == reply.tool_calls:
+            return reply
+        return reply.model_copy(update={"content": content, "tool_calls": calls})
+    if isinstance(reply, dict) and ("raw" in reply or "parsed" in reply):
+        masked = dict(reply)
+        if "raw" in masked:
+            masked["raw"] = mask_reply(masked["raw"], secrets)
+        if "parsed" in masked:
+            masked["parsed"] = _mask_parsed(masked["parsed"], secrets)
+        return masked
     return reply
+
+
+def _mask_parsed(parsed: Any, secrets: Sequence[str]) -> Any:
+    """A structured-output result (a pydantic model or a dict) with secret values masked in its strings."""
+    if isinstance(parsed, BaseModel):
+        texts = {k: v for k, v in vars(parsed).items() if isinstance(v, str)}
+        masked = {k: mask_values(v, secrets) for k, v in texts.items()}
+        return parsed.model_copy(update=masked) if masked != texts else parsed
+    if isinstance(parsed, dict):
+        return redact_data(parsed, lambda t: mask_values(t, secrets))
+    return parsed
 
 
 def message_text(message: Any) -> str:
@@ -293,6 +330,7 @@ __all__ = [
     "bind_output_cap",
     "build_chat_model",
     "call_model",
+    "mask_reply",
     "error_class_name",
     "is_transient",
     "message_text",

@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.cli_support import SecretBook
+from rags_expert.redaction import redact_data
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -233,20 +234,9 @@ class Agents:
         """The tool result: ``text`` for the reader, ``result`` as structured content, both redacted."""
         return CallToolResult(
             content=[TextContent(type="text", text=self.book.redact(text))],
-            structured_content=_scrub(result.model_dump(mode="json"), self.book.redact),
+            structured_content=redact_data(result.model_dump(mode="json"), self.book.redact),
             is_error=error,
         )
-
-
-def _scrub(value: Any, redact: Callable[[str], str]) -> Any:
-    """``value`` (JSON data) with every string redacted."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _scrub(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v, redact) for v in value]
-    return value
 
 
 def _answer_text(result: AskResult) -> str:

@@ -5,6 +5,9 @@
   values in any notation (``Authorization: Basic …``, ``"authorization": "Bearer …"``,
   ``(b'authorization', b'…')``), standalone ``Bearer``/``Basic`` credentials,
   ``sk-…`` keys, ``api_key=…`` assignments and ``password=…`` (libpq conninfo strings).
+* :func:`mask_values` replaces only the given secret values (for model replies inside a run, where
+  credential-*shaped* text may be the documentation's own example); :func:`redact_data` redacts every
+  string of JSON-like data (a final message's metadata, a tool's structured result).
 * :func:`url_secrets` lists the forms a URL's credentials take on the wire (the
   password, ``user:password``, and its base64 as sent in ``Authorization: Basic``).
 * :class:`RedactingFilter` is a :class:`logging.Filter` for *handlers*: installed on the
@@ -18,7 +21,8 @@ import base64
 import binascii
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 MASK = "***"
@@ -57,11 +61,18 @@ def _mask_tail(match: re.Match[str]) -> str:
     return (match.group(1) if match.lastindex else "") + MASK
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with the given secret values and every credential-shaped token replaced by ``***``."""
+def mask_values(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each given secret value (of at least :data:`MIN_SECRET_CHARS`) replaced by ``***``,
+    longest first."""
     text = str(text)
     for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
         text = text.replace(secret, MASK)
+    return text
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with the given secret values and every credential-shaped token replaced by ``***``."""
+    text = mask_values(text, secrets)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
     text = _AUTH_HEADER.sub(_mask_tail, text)
     text = _BEARER.sub(_mask_tail, text)
@@ -69,6 +80,32 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = _SK_KEY.sub(MASK, text)
     text = _PASSWORD.sub(_mask_tail, text)
     return _API_KEY.sub(_mask_tail, text)
+
+
+def redact_data(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like data: dicts, lists, strings, numbers) with every string, keys kept, passed
+    through ``scrub`` (e.g. ``lambda t: redact(t, secrets)``)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, Mapping):
+        return {k: redact_data(v, scrub) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v, scrub) for v in value]
+    return value
+
+
+def redact_message(message: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a LangChain message as hosts may show it: secrets and credential-shaped tokens masked in its
+    content and in every string of its ``response_metadata`` (what the graphs' final messages carry)."""
+    values = list(secrets)
+
+    def scrub(text: str) -> str:
+        return redact(text, values)
+
+    update = {"content": redact_data(message.content, scrub)}
+    if hasattr(message, "response_metadata"):
+        update["response_metadata"] = redact_data(message.response_metadata, scrub)
+    return message.model_copy(update=update)
 
 
 def url_secrets(url: str | None) -> list[str]:
@@ -144,4 +181,13 @@ def install_log_redaction(
     return filt
 
 
-__all__ = ["MASK", "RedactingFilter", "install_log_redaction", "redact", "url_secrets"]
+__all__ = [
+    "MASK",
+    "RedactingFilter",
+    "install_log_redaction",
+    "mask_values",
+    "redact",
+    "redact_data",
+    "redact_message",
+    "url_secrets",
+]

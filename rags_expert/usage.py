@@ -5,7 +5,10 @@
   inherited by the tasks a node starts with ``asyncio.gather``, so concurrent calls all count). The tokens are
   the provider's usage fields (``AIMessage.usage_metadata``); a reply without them is estimated at
   :data:`CHARS_PER_TOKEN` characters a token over the prompt and reply text, and marked ``estimated``. Outside
-  a metered node (another graph, a script) it records nothing.
+  a metered node (another graph, a script) it records nothing. Figures a provider cannot mean (negative, not
+  an integer, above :data:`MAX_REPORTED_TOKENS`) are not trusted: the reply is estimated instead, so a broken
+  or hostile endpoint reporting ``-1300000`` tokens cannot undo the tokens already counted and slip past
+  ``budget.max_tokens`` (counting them as 0 would let the run go on unmetered).
 * :func:`metered` wraps a node function: it gives the node a fresh accumulator and adds the node's usage to its
   state update as ``{"usage": {node: {calls, input_tokens, output_tokens, estimated}}}``, which the
   :func:`add_usage` reducer sums per node. ``calls`` is the node's own ``llm_calls`` count (the one the
@@ -36,6 +39,10 @@ RESET = "__new_question__"
 """Key of a ``usage`` write that starts a new record (a plain dict key, so it survives checkpoint serialisation)."""
 
 FIELDS = ("calls", "input_tokens", "output_tokens")
+
+MAX_REPORTED_TOKENS = 10**8
+"""The most tokens one reply's usage field may report and be believed (no model takes or writes that many in
+one request); a larger, negative or non-integer figure is replaced by the estimate."""
 
 
 @dataclass
@@ -92,11 +99,22 @@ def reply_tokens(reply: Any, messages: Sequence[Any] | Any) -> tuple[int, int, b
     message = reply_message(reply)
     usage = getattr(message, "usage_metadata", None)
     if usage and (usage.get("input_tokens") or usage.get("output_tokens")):
-        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), False
+        figures = (_believable(usage.get("input_tokens")), _believable(usage.get("output_tokens")))
+        if figures[0] is not None and figures[1] is not None:
+            return figures[0], figures[1], False
     items = messages if isinstance(messages, Sequence) and not isinstance(messages, str) else [messages]
     prompt = "".join(_text(m) for m in items)
     answer = _text(message) if message is not None else (_text(reply) if isinstance(reply, str) else "")
     return estimate_tokens(prompt), estimate_tokens(answer), True
+
+
+def _believable(value: Any) -> int | None:
+    """A provider's token figure when it can be true (0 for a missing one), else None."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED_TOKENS:
+        return None
+    return value
 
 
 def record(reply: Any, messages: Sequence[Any] | Any) -> None:
@@ -181,6 +199,7 @@ def summary(by_node: Mapping[str, Mapping[str, Any]] | None, calls: int) -> dict
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "MAX_REPORTED_TOKENS",
     "Usage",
     "add_usage",
     "estimate_tokens",

@@ -64,6 +64,8 @@ class Reply:
     error_message: str = "scripted error"
     delay: float = 0.0
     """Seconds to wait before answering (on top of the server-wide ``delay``)."""
+    usage: dict[str, int] | None = None
+    """The ``usage`` block sent instead of the estimate (e.g. a broken provider's negative counts)."""
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -303,7 +305,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
-    """Token counts like a provider's: the prompt's and the reply's text at ~4 characters a token."""
+    """Token counts like a provider's: the prompt's and the reply's text at ~4 characters a token (or the
+    reply's scripted ``usage``)."""
+    if reply.usage is not None:
+        return dict(reply.usage)
     prompt = 1 + len(prompt_text(body)) // 4 + sum(len(json.dumps(t)) // 4 for t in body.get("tools") or [])
     out = len((reply.content or "").split()) + sum(len(c.arguments_text) // 4 for c in reply.tool_calls)
     return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}

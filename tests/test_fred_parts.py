@@ -11,10 +11,18 @@ from conftest import KeywordRetriever
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import ValidationError
 from scripts import Script
 
-from rags_expert.fred.tuning import KG_SETTINGS, RAG_SETTINGS, apply_tuning, kg_prompt_keys, rag_prompt_keys, tunables
+from rags_expert.fred.tuning import (
+    KG_SETTINGS,
+    RAG_SETTINGS,
+    TuningError,
+    apply_tuning,
+    kg_prompt_keys,
+    rag_prompt_keys,
+    tunables,
+)
+from rags_expert.fred.turn import fault_text
 from rags_expert.progress import KG_PROGRESS, RAG_PROGRESS
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag import RagsExpert
@@ -72,10 +80,35 @@ def test_blank_or_unchanged_tuning_changes_nothing():
     assert apply_tuning(base, values, rag_fields(base)) is base
 
 
-def test_an_out_of_range_tuning_value_is_a_validation_error_naming_the_setting():
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"settings.top_k": -3}, "top_k=-3 is invalid: must be ≥ 1 (retrieval.top_k)"),
+        ({"settings.top_k": 500}, "top_k=500 is invalid: must be ≤ 100 (retrieval.top_k)"),
+        (
+            {"settings.profile": "huge"},
+            "profile=huge is invalid: must be one of 'standard' or 'small' (evidence.profile)",
+        ),
+        (
+            {"settings.max_rephrases": "many", "settings.top_k": 0},
+            "top_k=0 is invalid: must be ≥ 1 (retrieval.top_k); max_rephrases=many is invalid: must be a whole number",
+        ),
+    ],
+)
+def test_an_invalid_tuning_value_names_the_field_the_value_and_the_bound(values, message):
     base = RagsExpertSettings()
-    with pytest.raises(ValidationError, match="top_k"):
-        apply_tuning(base, {"settings.top_k": 500}, rag_fields(base))
+    with pytest.raises(TuningError) as info:
+        apply_tuning(base, values, rag_fields(base))
+    assert str(info.value) == message
+    # what the Fred agent answers with it (rags_expert.fred.agents: the turn's honest failure)
+    assert fault_text(info.value, base.secrets()) == f"I could not answer: the agent failed (TuningError: {message})."
+
+
+def test_an_invalid_kg_tuning_value_names_the_kg_field():
+    base = KGExpertSettings()
+    fields = tunables(base, kg_prompt_keys(PromptStore()), KG_SETTINGS)
+    with pytest.raises(TuningError, match=r"^max_steps=0 is invalid: must be ≥ 1 \(kg.max_steps\)$"):
+        apply_tuning(base, {"settings.max_steps": 0}, fields)
 
 
 async def test_a_tuned_prompt_is_validated_when_the_agent_starts():

@@ -58,8 +58,9 @@ async def test_bad_agent_lists_get_clear_errors(text, message):
         await load_agents(text, chat_model=ScriptedChatModel(responses=[]), retriever=KeywordRetriever(docs=[]))
 
 
-async def test_bad_settings_in_an_entry_fail_at_load():
-    with pytest.raises(ValueError, match="max_rephrases"):
+async def test_bad_settings_in_an_entry_fail_at_load_naming_the_agent_the_value_and_the_bound():
+    message = "agent 'a': max_rephrases=-1 is invalid: must be ≥ 0"
+    with pytest.raises(AgentConfigError, match=f"^{message}$"):
         await load_agents(
             "- {name: a, class_path: 'rags_expert.agent:RagsExpert', settings: {max_rephrases: -1}}",
             chat_model=ScriptedChatModel(responses=[]),

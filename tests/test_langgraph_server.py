@@ -21,13 +21,14 @@ from typing import Any
 import pytest
 import requests
 from conftest import SHARED_DATA
-from openai_server import OpenAIServer, request_kind, requested_tool, tag_content
+from openai_server import OpenAIServer, prompt_text, request_kind, requested_tool, tag_content
 
 from rags_expert.cli import main as cli_main
 from rags_expert.retrieval.qdrant import close_client
 from rags_expert.settings import RagsExpertSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+API_KEY = "sk-test-server-123456"
 LANGGRAPH = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
 SCHEMA_FILE = SHARED_DATA / "biochatter" / "kg_schema_data.yaml"
 KG_QUERY = (
@@ -53,6 +54,8 @@ def script(body: dict[str, Any]) -> Any:
         return {"relevant": "1412" in tag_content(body, "chunk")}
     if kind in ("grounded", "useful"):
         return {kind: True}
+    if "which key" in prompt_text(body):  # a model repeating the API key it was called with
+        return f"Castle Varen was built in 1412 [1]. My key is {API_KEY}."
     return "Castle Varen was built in 1412 [1]."
 
 
@@ -86,7 +89,7 @@ def served(tmp_path_factory):
     with OpenAIServer(script) as llm:
         env.update(
             RAGS_EXPERT_LLM__BASE_URL=llm.base_url,
-            RAGS_EXPERT_LLM__API_KEY="sk-test-server-123456",
+            RAGS_EXPERT_LLM__API_KEY=API_KEY,
             RAGS_EXPERT_KG__SCHEMA_FILE=str(SCHEMA_FILE),
             RAGS_EXPERT_KG__SCHEMA_NAME="gene_kg",
             RAGS_EXPERT_KG__LOAD_SAMPLE="true",
@@ -168,6 +171,24 @@ async def test_streaming_through_the_server(served):
                     finals.append(message)
     assert nodes[0] == "prepare" and nodes[-1] == "finalize_success"
     assert finals[-1]["response_metadata"]["outcome"] == "success"
+
+
+async def test_an_answer_repeating_the_api_key_is_masked_in_the_run_and_every_streamed_part(served):
+    from langgraph_sdk import get_client
+
+    url, _ = served
+    client = get_client(url=url)
+    thread = await client.threads.create()
+    question = {"messages": [{"role": "user", "content": "When was Castle Varen built, and which key do you use?"}]}
+    parts = [
+        (part.event, part.data)
+        async for part in client.runs.stream(
+            thread["thread_id"], "rags_expert", input=question, stream_mode=["updates", "custom", "values"]
+        )
+    ]
+    assert API_KEY not in json.dumps(parts, default=str)
+    final = (await client.threads.get_state(thread["thread_id"]))["values"]["messages"][-1]
+    assert final["content"] == "Castle Varen was built in 1412 [1]. My key is ***."
 
 
 @pytest.mark.skipif(not SCHEMA_FILE.is_file(), reason=f"shared BioChatter data not found at {SCHEMA_FILE}")

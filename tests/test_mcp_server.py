@@ -182,14 +182,14 @@ async def test_streamable_http(kb, llm, tmp_path):
         (
             ["--port", "70000"],
             {},
-            "rags-expert mcp: error: argument --port: Input should be less than or equal to 65535",
+            "rags-expert mcp: error: argument --port: 70000 is invalid: must be ≤ 65535 (mcp.port)",
         ),
         (
             [],
             {"RAGS_EXPERT_MCP__TRANSPORT": "sse"},
-            "error: invalid setting RAGS_EXPERT_MCP__TRANSPORT (mcp.transport)",
+            "error: RAGS_EXPERT_MCP__TRANSPORT=sse is invalid: must be one of",
         ),
-        (["--path", "mcp"], {}, "error: invalid setting --path (mcp.path): Value error, the path must start with /"),
+        (["--path", "mcp"], {}, "error: --path=mcp is invalid: the path must start with / (mcp.path)"),
     ],
 )
 def test_invalid_flags_and_settings_are_one_line_errors(flags, env, message, tmp_path):

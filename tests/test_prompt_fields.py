@@ -8,7 +8,7 @@ import os
 import re
 
 import pytest
-from cli_run import run_cli
+from cli_run import cli_env, run_cli
 from conftest import KeywordRetriever
 from langchain_core.messages import AIMessage, HumanMessage
 from scripts import Script
@@ -49,6 +49,27 @@ async def test_a_prompt_dir_override_is_checked_the_same_way(tmp_path):
     (tmp_path / "grade_useful.txt").write_text("Does {answer} resolve {question.lower}?")
     with pytest.raises(PromptError, match=r"prompt 'grade_useful': field \{question.lower\} uses attribute access"):
         await _agent(prompt_dir=str(tmp_path)).async_init()
+
+
+async def test_a_prompt_dir_file_that_is_not_utf8_is_named(tmp_path):
+    (tmp_path / "generate.txt").write_bytes("Réponds à {question} depuis {context}".encode("latin-1"))
+    with pytest.raises(PromptError, match=r"prompt file .*generate\.txt is not UTF-8 text \(byte 0xe9 at offset 1\)"):
+        await _agent(prompt_dir=str(tmp_path)).async_init()
+
+
+def test_ask_with_a_prompt_file_that_is_not_utf8_is_one_line_naming_the_file(tmp_path):
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "rephrase_query.txt").write_bytes(b"Reformule \xab{question}\xbb")
+    env = cli_env(
+        tmp_path / "data", RAGS_EXPERT_PROMPT_DIR=str(prompts), RAGS_EXPERT_LLM__BASE_URL="http://127.0.0.1:9/v1"
+    )
+    done = run_cli(["ask", "When was Castle Varen built?"], env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: PromptError: prompt file {prompts / 'rephrase_query.txt'} is not UTF-8 text "
+        "(byte 0xab at offset 10); save it as UTF-8"
+    ]
 
 
 async def test_literal_braces_and_plain_fields_are_fine(castle_docs):

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import KeywordRetriever, make_docs
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from openai_server import OpenAIServer, RecordedRequest, _usage, castle_script
+from openai_server import OpenAIServer, RecordedRequest, _as_reply, _usage, castle_script
 from scripts import Script, kind_of
 
 from rags_expert import RagsExpert
@@ -237,6 +237,34 @@ async def test_a_token_budget_counts_the_providers_tokens():
     assert meta["budget"] == {"name": "max_tokens", "limit": 30, "used": used}
     assert "the token budget of 30 tokens" in msg.content
     assert meta["usage"]["input_tokens"] + meta["usage"]["output_tokens"] == used
+
+
+@pytest.mark.parametrize(
+    "reported",
+    [
+        {"prompt_tokens": -1_300_000, "completion_tokens": 0, "total_tokens": -1_300_000},
+        {"prompt_tokens": 10, "completion_tokens": -1_300_000, "total_tokens": -1_299_990},
+        {"prompt_tokens": 10**40, "completion_tokens": 1, "total_tokens": 10**40},
+    ],
+    ids=["negative-input", "negative-output", "absurd"],
+)
+async def test_a_provider_reporting_impossible_token_counts_cannot_slip_past_the_token_budget(reported):
+    def lying(body: dict[str, Any]) -> Any:
+        reply = _as_reply(castle_script(body), body)
+        reply.usage = reported
+        return reply
+
+    with OpenAIServer(lying) as server:
+        agent = await http_agent(server, budget={"max_tokens": 30})
+        msg = await ask(agent)
+    meta = msg.response_metadata
+    # the impossible figures are replaced by the estimate: the four grades' prompts use up the budget
+    assert [r.kind for r in server.requests] == ["relevance"] * 4
+    assert meta["reason"] == "budget_exceeded" and meta["budget"]["name"] == "max_tokens"
+    assert meta["usage"]["estimated"] is True
+    assert meta["budget"]["used"] == meta["usage"]["input_tokens"] + meta["usage"]["output_tokens"] > 30
+    assert 0 < meta["usage"]["input_tokens"] < 10**8
+    assert_consistent(meta)
 
 
 async def test_an_answer_accepted_on_the_last_call_of_the_budget_still_succeeds():

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import annotated_types
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from rags_expert.prompts import PromptStore
 from rags_expert.settings import AgentSettings
+from rags_expert.settings.errors import describe_validation_error
 
 S = TypeVar("S", bound=AgentSettings)
 
@@ -69,6 +70,11 @@ def kg_prompt_keys(store: PromptStore) -> list[str]:
     return [key for key in keys if key.startswith("kg_") or key in SHARED_PROMPTS]
 
 
+class TuningError(ValueError):
+    """A tuning value breaks its setting's constraint; the message names the field, the value and the bound
+    (``top_k=-3 is invalid: must be ≥ 1 (retrieval.top_k)``)."""
+
+
 @dataclass(frozen=True)
 class Tunable:
     """One Fred field: its key, and the settings path it sets (``None`` for a prompt)."""
@@ -94,7 +100,8 @@ def tunables(settings: AgentSettings, prompt_keys: Sequence[str], setting_paths:
 
 
 def apply_tuning(settings: S, values: Mapping[str, Any], fields: Sequence[Tunable]) -> S:
-    """``settings`` with the tuning ``values`` applied, validated like any settings (ValidationError if not).
+    """``settings`` with the tuning ``values`` applied, validated like any settings (:class:`TuningError`
+    naming each invalid field, its value and its bound, if not).
 
     Prompt values are added to the prompt overrides (``PromptStore.validate`` checks them when the agent
     starts); a blank prompt or one equal to the current template changes nothing.
@@ -112,7 +119,11 @@ def apply_tuning(settings: S, values: Mapping[str, Any], fields: Sequence[Tunabl
             prompts[key.removeprefix(PROMPT_PREFIX)] = value
     if prompts != settings.prompts:
         paths["prompts"] = prompts
-    return settings.updated(paths)
+    try:
+        return settings.updated(paths)
+    except ValidationError as exc:
+        names = {f.path: f.key.removeprefix(SETTING_PREFIX) for f in fields if f.path is not None}
+        raise TuningError(describe_validation_error(exc, names)) from None
 
 
 def _field_info(settings: BaseModel, path: str) -> tuple[FieldInfo, Any]:

@@ -79,6 +79,7 @@ from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.kg.scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm import LLMCallError, redact
+from rags_expert.redaction import redact_message
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 __all__ = [  # the public names, importable from here as before the split
@@ -210,7 +211,8 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
 
     def final_message(self, result: KGQueryResult) -> AIMessage:
         """The user-facing answer with the query, columns, rows, score, steps and exit reason as metadata."""
-        return answer_message(result, self.ctx.prompts, answer_rows=self.kg.answer_rows)
+        message = answer_message(result, self.ctx.prompts, answer_rows=self.kg.answer_rows)
+        return redact_message(message, self._secrets)  # as the RAG agent's: hosts show it as it is
 
     def log_final_result(self, result: KGQueryResult) -> None:
         """One INFO line: steps, exit reason, score, rows and the query."""

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import setting_type, settings_from_args
+from rags_expert.cli_support import setting_type, settings_from_args, text_arg
 from rags_expert.redaction import redact
 from rags_expert.settings import KGExpertSettings
 
@@ -31,7 +31,7 @@ DATABASE_FAULTS = frozenset({"connection", "auth", "unavailable"})
 def register(subparsers: Any) -> None:
     """Add the ``kg`` subcommand to the top-level CLI."""
     p = subparsers.add_parser("kg", help="answer a question with a Cypher query on a knowledge graph")
-    p.add_argument("question", help="the question, in natural language")
+    p.add_argument("question", type=text_arg, help="the question, in natural language")
     p.add_argument(
         "--schema",
         required=True,

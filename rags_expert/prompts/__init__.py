@@ -61,9 +61,22 @@ def packaged_prompt_dir() -> Path:
     return Path(str(resources.files(__name__)))
 
 
+def read_template(path: Path) -> str:
+    """The text of one ``<key>.txt`` template; PromptError naming the file when it is not UTF-8 or unreadable."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptError(
+            f"prompt file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise PromptError(f"prompt file {path} cannot be read ({type(exc).__name__}: {exc.strerror})") from None
+
+
 @cache
 def _load_dir(directory: Path) -> dict[str, str]:
-    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(directory.glob("*.txt"))}
+    return {p.stem: read_template(p) for p in sorted(directory.glob("*.txt"))}
 
 
 def _field_problem(name: str, conversion: str | None, spec: str | None) -> str | None:
@@ -117,7 +130,7 @@ class PromptStore:
             directory = Path(override_dir)
             if not directory.is_dir():
                 raise PromptError(f"prompt_dir {directory} is not a directory")
-            merged.update({p.stem: p.read_text(encoding="utf-8") for p in directory.glob("*.txt")})
+            merged.update({p.stem: read_template(p) for p in sorted(directory.glob("*.txt"))})
         merged.update(overrides or {})
         self._overrides = merged
         self._templates = {**self._defaults, **merged}

@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import args_settings, setting_type
+from rags_expert.cli_support import args_settings, setting_type, text_arg
 from rags_expert.progress import RAG_PROGRESS
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ async def _answer(args: argparse.Namespace, agent: RagsExpert, local: LocalRun[R
 def register(subparsers: Any) -> None:
     """Add the ``ask`` subcommand to the top-level CLI."""
     p = subparsers.add_parser("ask", help="answer a question from the knowledge base")
-    p.add_argument("question")
+    p.add_argument("question", type=text_arg)
     p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
     p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")

@@ -6,6 +6,11 @@ read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited ch
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
 after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
+
+:func:`~rags_expert.redaction.redact_message` is what leaves the graph: the message with every configured
+secret and credential-shaped token masked in its text and in every string of its metadata (the chunks' text
+included), as the MCP server masks its results, so ``ainvoke``, the CLI (text and ``--json``), Fred and
+LangGraph Server all show the same.
 """
 
 from __future__ import annotations

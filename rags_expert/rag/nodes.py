@@ -53,6 +53,7 @@ from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
+from rags_expert.redaction import redact_message
 from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class RagNodes:
 
     def __init__(self, deps: RagDeps) -> None:
         self.deps = deps
+        self._secrets = deps.settings.secrets()  # masked in the final message (redaction.redact_message)
         self.judge = RelevanceJudge(
             deps.model, deps.grading, deps.evidence, deps.settings.evidence, by_llm=deps.profile.relevance == "llm"
         )
@@ -392,9 +394,11 @@ class RagNodes:
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""
-        return fresh_question(self.deps.settings) | {"messages": [success_message(state)]}
+        return fresh_question(self.deps.settings) | {
+            "messages": [redact_message(success_message(state), self._secrets)]
+        }
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
         """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
         message = failure_message(self.deps.prompts, state, self._error)
-        return fresh_question(self.deps.settings) | {"messages": [message]}
+        return fresh_question(self.deps.settings) | {"messages": [redact_message(message, self._secrets)]}

@@ -27,6 +27,8 @@ from pydantic import (
     field_validator,
 )
 
+from rags_expert.settings.errors import invalid_value
+
 
 class RequestContext(TypedDict, total=False):
     """The graph's context schema: what a host may pass as ``context=`` (the keys of :class:`RequestOptions`).
@@ -83,7 +85,8 @@ def scopes_nothing(options: Mapping[str, Any]) -> bool:
 
 
 class InvalidRequestError(ValueError):
-    """A per-request option failed validation; the message names the option (``context.top_k: ...``)."""
+    """A per-request option failed validation; the message names the option, its value and the bound
+    (``context.top_k=-3 is invalid: must be ≥ 1``)."""
 
 
 def read_request(context: Any, config: RunnableConfig) -> RequestOptions:
@@ -99,7 +102,8 @@ def read_request(context: Any, config: RunnableConfig) -> RequestOptions:
         return RequestOptions.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InvalidRequestError(f"{source}.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        name = f"{source}.{'.'.join(str(p) for p in first['loc'])}"
+        raise InvalidRequestError(invalid_value(name, first, name)) from None
 
 
 def _as_dict(context: Any) -> dict[str, Any]:

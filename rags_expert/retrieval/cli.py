@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import args_settings, setting_type
+from rags_expert.cli_support import args_settings, setting_type, text_arg
 from rags_expert.redaction import redact
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
 from rags_expert.settings import KnowledgeBaseSettings
@@ -143,7 +143,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_ingest, settings_flags=FLAGS)
 
     s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
-    s.add_argument("query")
+    s.add_argument("query", type=text_arg)
     s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
     _common(s)
     s.add_argument(

@@ -7,7 +7,10 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from rags_expert.settings.base import SettingsSection
+from rags_expert.settings.base import (
+    MAX_REPLY_TOKENS,
+    SettingsSection,
+)
 
 
 class KGSettings(SettingsSection):
@@ -39,7 +42,10 @@ class KGSettings(SettingsSection):
         "those in the prompt (one extra LLM call per question).",
     )
     max_tokens: int = Field(
-        1024, ge=64, description="Output-token cap of one draft/revise call (a query plus its critique)."
+        1024,
+        ge=64,
+        le=MAX_REPLY_TOKENS,
+        description="Output-token cap of one draft/revise call (a query plus its critique).",
     )
     query_timeout: float = Field(10.0, gt=0, le=600, description="Seconds one generated query may run in the database.")
     max_rows: int = Field(100, ge=1, le=100_000, description="Rows kept from one query result; the rest are dropped.")

@@ -9,7 +9,11 @@ from typing import Literal
 from pydantic import Field, SecretStr
 
 from rags_expert.language import Language
-from rags_expert.settings.base import SettingsSection
+from rags_expert.settings.base import (
+    MAX_DELAY,
+    MAX_SECONDS,
+    SettingsSection,
+)
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 EmbeddedEngine = Literal["edge", "local"]
@@ -42,9 +46,11 @@ class RetrievalSettings(SettingsSection):
     prefetch_factor: int = Field(
         4, ge=1, le=50, description="Hybrid: each of dense and sparse prefetches top_k * prefetch_factor candidates."
     )
-    dense_weight: float = Field(1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the dense ranking.")
+    dense_weight: float = Field(
+        1.0, ge=0.0, le=1000.0, description="Hybrid with fusion=rrf: weight of the dense ranking."
+    )
     sparse_weight: float = Field(
-        1.0, ge=0.0, description="Hybrid with fusion=rrf: weight of the sparse (BM25) ranking."
+        1.0, ge=0.0, le=1000.0, description="Hybrid with fusion=rrf: weight of the sparse (BM25) ranking."
     )
     fusion: Fusion = Field(
         "dbsf",
@@ -53,7 +59,9 @@ class RetrievalSettings(SettingsSection):
         "(weighted reciprocal-rank fusion with dense_weight, sparse_weight and rrf_k; with wordllama, rrf_k=2 "
         "and sparse_weight=2 did better on dev).",
     )
-    rrf_k: int = Field(60, ge=1, description="Hybrid with fusion=rrf: the k constant of reciprocal-rank fusion.")
+    rrf_k: int = Field(
+        60, ge=1, le=100_000, description="Hybrid with fusion=rrf: the k constant of reciprocal-rank fusion."
+    )
     mode_by_language: dict[Language, RetrievalMode] = Field(
         {"fr": "dense", "de": "dense"},
         description="With mode=hybrid: the mode for a query detected (rags_expert.language: en, fr, de, es, it) "
@@ -87,7 +95,7 @@ class StoreSettings(SettingsSection):
         "in data_dir; sparse search scans every point, ~0.3 s at 10k chunks).",
     )
     collection: str = Field("rags_expert", min_length=1, description="Qdrant collection name.")
-    timeout: float = Field(30.0, gt=0, description="Seconds one Qdrant server request may take.")
+    timeout: float = Field(30.0, gt=0, le=MAX_SECONDS, description="Seconds one Qdrant server request may take.")
     local_wal: bool = Field(
         True,
         description="Local mode: put the collection's SQLite store in WAL mode with synchronous=NORMAL. Commits "
@@ -113,7 +121,7 @@ class EmbeddingSettings(SettingsSection):
     )
     api_key: SecretStr | None = Field(None, description="openai provider: API key (None: OPENAI_API_KEY).")
     dimensions: int | None = Field(
-        None, ge=1, description="openai provider: requested dimensions (None: the model's native size)."
+        None, ge=1, le=65_536, description="openai provider: requested dimensions (None: the model's native size)."
     )
     batch_size: int = Field(32, ge=1, le=4096, description="Texts embedded per call.")
     threads: int = Field(
@@ -147,9 +155,11 @@ class KnowledgeFlowSettings(SettingsSection):
         "to v1 when a 422 names the missing field).",
     )
     token: SecretStr | None = Field(None, description="knowledge-flow bearer token (None: no Authorization).")
-    timeout: float = Field(30.0, gt=0, description="Seconds one knowledge-flow request may take.")
+    timeout: float = Field(30.0, gt=0, le=MAX_SECONDS, description="Seconds one knowledge-flow request may take.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries on 5xx and connection errors.")
-    retry_base_delay: float = Field(0.5, ge=0, description="First retry delay in seconds; doubles each retry.")
+    retry_base_delay: float = Field(
+        0.5, ge=0, le=MAX_DELAY, description="First retry delay in seconds; doubles each retry."
+    )
     search_policy: SearchPolicy = Field(
         "hybrid", description="knowledge-flow v2 search_policy when the request names none."
     )

@@ -8,7 +8,14 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from rags_expert.settings.base import SettingsSection
+from rags_expert.settings.base import (
+    MAX_CONTEXT_TOKENS,
+    MAX_DELAY,
+    MAX_REPLY_TOKENS,
+    MAX_SECONDS,
+    MAX_THREADS,
+    SettingsSection,
+)
 from rags_expert.settings.evidence import ModelProfileName
 
 StructuredOutputMethod = Literal["function_calling", "json_schema", "json_mode", "text"]
@@ -27,13 +34,17 @@ class LLMSettings(SettingsSection):
         None, description="API key. None falls back to OPENAI_API_KEY; local servers accept any value."
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature for answers.")
-    timeout: float = Field(60.0, gt=0, description="Seconds one answer-generation request may take.")
+    timeout: float = Field(60.0, gt=0, le=MAX_SECONDS, description="Seconds one answer-generation request may take.")
     max_retries: int = Field(
         3, ge=0, le=10, description="Retries (with exponential backoff) of rate limits, 5xx, timeouts."
     )
-    retry_base_delay: float = Field(0.5, ge=0, description="First backoff delay in seconds; doubles each retry.")
-    retry_max_delay: float = Field(8.0, ge=0, description="Cap on one backoff delay in seconds.")
-    max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
+    retry_base_delay: float = Field(
+        0.5, ge=0, le=MAX_DELAY, description="First backoff delay in seconds; doubles each retry."
+    )
+    retry_max_delay: float = Field(8.0, ge=0, le=MAX_DELAY, description="Cap on one backoff delay in seconds.")
+    max_tokens: int | None = Field(
+        None, ge=1, le=MAX_REPLY_TOKENS, description="Cap on answer tokens (None: the model's default)."
+    )
     stream_usage: bool | None = Field(
         None,
         description="Ask for token usage in streamed replies (stream_options.include_usage), so a streamed call's "
@@ -57,8 +68,12 @@ class GradingSettings(SettingsSection):
         description="How graders ask for structured output: a forced tool call, a JSON-schema "
         "response format, JSON mode, or plain text. Every reply is parsed tolerantly whatever the method.",
     )
-    max_tokens: int = Field(256, ge=8, description="Output-token cap of one grading/scoring/rephrasing call.")
-    timeout: float = Field(30.0, gt=0, description="Seconds one grading/scoring/rephrasing call may take.")
+    max_tokens: int = Field(
+        256, ge=8, le=MAX_REPLY_TOKENS, description="Output-token cap of one grading/scoring/rephrasing call."
+    )
+    timeout: float = Field(
+        30.0, gt=0, le=MAX_SECONDS, description="Seconds one grading/scoring/rephrasing call may take."
+    )
     concurrency: int = Field(
         100,
         ge=1,
@@ -113,10 +128,11 @@ class LocalModelSettings(SettingsSection):
     )
     host: str = Field("127.0.0.1", description="Interface the server listens on (loopback only by default).")
     port: int = Field(0, ge=0, le=65535, description="Port of the server; 0 picks a free one.")
-    n_ctx: int = Field(4096, ge=256, description="Context window in tokens (prompt plus reply).")
+    n_ctx: int = Field(4096, ge=256, le=MAX_CONTEXT_TOKENS, description="Context window in tokens (prompt plus reply).")
     threads: int | None = Field(
         None,
         ge=1,
+        le=MAX_THREADS,
         description="CPU threads generating tokens; None: one less than the cores the process may run on (at "
         "least 1), so no generating thread waits at a barrier for one that other work descheduled. On 2 cores "
         "with one busy it generated as fast as or up to 1.5x faster than two passive threads and 3-61x faster "
@@ -125,6 +141,7 @@ class LocalModelSettings(SettingsSection):
     threads_batch: int | None = Field(
         None,
         ge=1,
+        le=MAX_THREADS,
         description="CPU threads reading the prompt (batch processing); None: every core the process may run on.",
     )
     omp_wait_policy: OmpWaitPolicy = Field(
@@ -137,20 +154,32 @@ class LocalModelSettings(SettingsSection):
     cache_ram_mib: int = Field(
         256,
         ge=-1,
+        le=1_048_576,
         description="Runner 'xllamacpp' only: MiB of RAM llama.cpp's server may keep earlier prompts' caches in "
         "(-1: no limit, 0: none). Each distinct ~550-token prompt kept ~12 MiB, and llama.cpp's own default "
         "(8192) lets a long 'eval --local' grow the server by gigabytes.",
     )
     startup_timeout: float = Field(
-        90.0, gt=0, description="Seconds to wait for the server to answer GET /v1/models before giving up."
+        90.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds to wait for the server to answer GET /v1/models before giving up.",
     )
     stop_timeout: float = Field(
-        5.0, gt=0, description="Seconds to wait after SIGTERM before the server's process group is killed."
+        5.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds to wait after SIGTERM before the server's process group is killed.",
     )
     max_tokens: int = Field(
-        256, ge=8, description="Cap on answer tokens with the local model (small models ramble without one)."
+        256,
+        ge=8,
+        le=MAX_CONTEXT_TOKENS,
+        description="Cap on answer tokens with the local model (small models ramble without one).",
     )
-    request_timeout: float = Field(120.0, gt=0, description="Seconds one answer request to the local model may take.")
+    request_timeout: float = Field(
+        120.0, gt=0, le=MAX_SECONDS, description="Seconds one answer request to the local model may take."
+    )
     structured_output: StructuredOutputMethod | None = Field(
         None,
         description="grading.structured_output used with the local model; None: the runner's best. "
@@ -160,9 +189,12 @@ class LocalModelSettings(SettingsSection):
         "parsed; json_schema gets HTTP 500). docs/local-model.md.",
     )
     grading_max_tokens: int = Field(
-        48, ge=8, description="grading.max_tokens used with the local model (a verdict needs a few tokens)."
+        48,
+        ge=8,
+        le=MAX_CONTEXT_TOKENS,
+        description="grading.max_tokens used with the local model (a verdict needs a few tokens).",
     )
-    grading_timeout: float = Field(60.0, gt=0, description="grading.timeout used with the local model.")
+    grading_timeout: float = Field(60.0, gt=0, le=MAX_SECONDS, description="grading.timeout used with the local model.")
     grading_concurrency: int = Field(
         1,
         ge=1,
@@ -210,6 +242,7 @@ class LessonSettings(SettingsSection):
     max_age_days: float = Field(
         180.0,
         ge=0.0,
+        le=36_500,
         description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
     )
 
@@ -224,11 +257,15 @@ class BudgetSettings(SettingsSection):
     """
 
     max_calls: int | None = Field(
-        None, ge=1, description="LLM calls one question may make (None: only the LLM-call bound limits them)."
+        None,
+        ge=1,
+        le=100_000,
+        description="LLM calls one question may make (None: only the LLM-call bound limits them).",
     )
     max_tokens: int | None = Field(
         None,
         ge=1,
+        le=10**12,
         description="Input plus output tokens one question may use, as the provider reports them (estimated at "
         "4 characters a token when it does not; None: no token budget).",
     )
@@ -275,7 +312,10 @@ class CheckpointerSettings(SettingsSection):
         "replicas x loops x pool_size must stay under the server's max_connections.",
     )
     connect_timeout: float = Field(
-        10.0, gt=0, description="Seconds to wait for a new database connection (libpq rounds it, at least 2)."
+        10.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds to wait for a new database connection (libpq rounds it, at least 2).",
     )
     setup: bool = Field(
         True,

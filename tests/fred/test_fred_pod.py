@@ -126,6 +126,8 @@ class Script:
             return f"Duke Albrecht ruled it [{n['Albrecht']}]; it was built in 1412 [{n['1412']}]."
         if "ruled" in question:
             return f"Duke Albrecht ruled Castle Varen [{n['Albrecht']}]."
+        if "key" in question:  # a model repeating the API key it was called with
+            return f"Castle Varen was built in 1412 [{n['1412']}]; my key is {API_KEY}."
         return f"Castle Varen was built in 1412 [{n['1412']}]."
 
 
@@ -305,6 +307,21 @@ def test_an_invalid_tuning_is_an_honest_answer_and_the_session_goes_on(pod):
     assert "{nope}" in out["content"] and out["sources"] == []
     again = execute(pod, "When was Castle Varen built?", "broken")
     assert again["content"] == "Castle Varen was built in 1412 [1]."
+
+
+def test_an_out_of_range_tuning_value_is_answered_with_the_field_the_value_and_the_bound(pod):
+    out = execute(pod, "When was Castle Varen built?", "bad-top-k", inline_tuning={"settings.top_k": -3})
+    assert out["content"] == (
+        "I could not answer: the agent failed (TuningError: top_k=-3 is invalid: must be ≥ 1 (retrieval.top_k))."
+    )
+
+
+def test_an_answer_repeating_the_api_key_is_shown_masked_in_the_answer_and_every_event(pod):
+    # execute() and stream() assert that the key is in no reply and no streamed line
+    out = execute(pod, "When was Castle Varen built? And which key do you use?", "leak")
+    assert out["content"] == "Castle Varen was built in 1412 [1]; my key is ***."
+    events = stream(pod, "When was Castle Varen built? And which key do you use?", "leak-stream")
+    assert events[-1]["kind"] == "final" and events[-1]["content"] == out["content"]
 
 
 def test_the_sessions_libraries_scope_the_search(pod):
