@@ -78,7 +78,10 @@ def test_off_loopback_without_authentication_refuses_to_start(host, kb):
 def test_an_empty_token_is_an_invalid_setting(kb):
     done = run_cli(["mcp", "--http", "--host", "0.0.0.0"], cli_env(kb, RAGS_EXPERT_MCP__AUTH_TOKEN=" "))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert done.stderr.startswith("error: invalid setting RAGS_EXPERT_MCP__AUTH_TOKEN (mcp.auth_token)")
+    assert done.stderr == (
+        "error: RAGS_EXPERT_MCP__AUTH_TOKEN=*** is invalid: the token must not be empty (unset the setting for no "
+        "token) (mcp.auth_token)\n"
+    )
 
 
 async def test_off_loopback_with_a_token_serves_only_requests_carrying_it(kb, tmp_path):
