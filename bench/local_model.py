@@ -40,7 +40,9 @@ from rags_expert.parsing import parse_model, parse_yes_no
 from rags_expert.rag.citations import format_context
 from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+
 CANDIDATE = "json_object+schema"
 METHODS = (*get_args(StructuredOutputMethod), CANDIDATE)
 FIELDS = {grading.RelevanceGrade: "relevant", grading.GroundednessGrade: "grounded", grading.UsefulnessGrade: "useful"}

@@ -41,7 +41,9 @@ import httpx
 from rags_expert.local_llm import LocalModelServer, available_cores, thread_counts
 from rags_expert.settings import LocalModelSettings, LocalRunner
 
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+
 #: SmolLM2's end tokens (<|endoftext|>, <|im_end|>), suppressed so every reply runs to the cap.
 EOS_BIAS = {"0": -100, "2": -100}
 SYSTEM = (

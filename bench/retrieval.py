@@ -42,7 +42,9 @@ from rags_expert.retrieval.ingest import Ingestor  # noqa: E402
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, build_filter, close_client  # noqa: E402
 from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "hotpotqa"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+
 KS = (2, 5, 10)
 # --tune: the fusion grid searched on dev (prefetch factor x fusion); the defaults in RetrievalSettings come from it.
 RRF_KS = (2, 10, 30, 60)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import KeywordRetriever, make_docs  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from scripts import Script, kind_of  # noqa: E402
+from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 import rags_expert.llm as llm  # noqa: E402
 from rags_expert import RagsExpert  # noqa: E402
@@ -34,8 +35,6 @@ from rags_expert.local_command import find_model  # noqa: E402
 from rags_expert.settings import LocalModelSettings  # noqa: E402
 from rags_expert.testing import ScriptedChatModel  # noqa: E402
 from rags_expert.usage import _text, reply_tokens  # noqa: E402
-
-DEV = ROOT.parent / "shared" / "data" / "hotpotqa" / "dev.jsonl"
 
 
 async def run(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, tuple[int, int, bool]]]:

@@ -35,6 +35,13 @@ from rags_expert.settings import settings_reference
 log = logging.getLogger(__name__)
 
 
+DESCRIPTION = (
+    "Answer questions from your documents (corrective RAG with cited sources) or from a knowledge graph "
+    "(Cypher), offline with a bundled model (--local) or through any OpenAI-compatible endpoint."
+)
+"""What ``rags-expert --help`` says first (the exit codes follow the command list: this docstring's last paragraph)."""
+
+
 def register_settings(subparsers: Any) -> None:
     """Add the ``settings`` subcommand: print the settings reference."""
     p = subparsers.add_parser("settings", help="print the settings reference (markdown)")
@@ -54,7 +61,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rags-expert`` parser with every subcommand (usage errors: one line, exit 2)."""
-    parser = OneLineParser(prog="rags-expert", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="rags-expert", description=DESCRIPTION, epilog=__doc__.strip().split("\n\n")[-1])
     parser.add_argument(
         "-v",
         "--verbose",

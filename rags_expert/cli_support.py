@@ -1,6 +1,7 @@
 """What every ``rags-expert`` subcommand shares: settings from flags, one-line errors, redacted logging.
 
-* :class:`OneLineParser`: an argparse parser whose usage errors are one line and exit 2.
+* :class:`OneLineParser`: an argparse parser whose usage errors are one line and exit 2, and whose help is
+  plain text (:func:`plain_text`: descriptions taken from docstrings lose their reST markup).
 * :func:`text_arg`: an argparse ``type`` for a question or query: bytes that are not UTF-8 (a Latin-1
   terminal) are read as Latin-1 instead of reaching the model as undecodable surrogates.
 * :func:`setting_type`: an argparse ``type`` that validates a flag against its setting's own
@@ -21,6 +22,7 @@ import difflib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any, NoReturn, cast, get_origin
@@ -38,8 +40,55 @@ AGENT_SETTINGS: tuple[type[AgentSettings], ...] = (RagsExpertSettings, KGExpertS
 SETTINGS_ERRORS = (ValidationError, SettingsError)
 
 
+# :role:`text`, :role:`title <target>`, :role:`~a.b.name` (any domain:role); ``literal``; `interpreted`, `link`_
+_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]*)`")
+_LITERAL = re.compile(r"``([^`]*)``")
+_INTERPRETED = re.compile(r"`([^`]+)`_{0,2}")
+_TITLE = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
+
+
+def _role_text(match: re.Match[str]) -> str:
+    """What a reST role shows: its explicit title, else its target (``~`` keeps the last dotted part)."""
+    body = match.group(1)
+    if titled := _TITLE.match(body):
+        return titled.group(1)
+    return body[1:].rsplit(".", 1)[-1] if body.startswith("~") else body.lstrip("!")
+
+
+def plain_text(text: str | None) -> str | None:
+    """``text`` (a docstring or help string) without its reST markup: roles, ````literals```` and backticks."""
+    if not text:
+        return text
+    return _INTERPRETED.sub(r"\1", _LITERAL.sub(r"\1", _ROLE.sub(_role_text, text)))
+
+
+class _PlainSubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """Subcommands whose help, description and epilog are plain text; a subcommand's ``--help`` opens with the
+    line the command list shows for it when it has no description of its own."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        for key in ("help", "description", "epilog"):
+            kwargs[key] = plain_text(kwargs.get(key))
+        if kwargs.get("description") is None:
+            kwargs["description"] = kwargs.get("help")
+        return super().add_parser(name, **kwargs)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (``rags-expert ask: error: argument -k/--top-k: ...``), exit status 2."""
+    """Usage errors as one line (``rags-expert ask: error: argument -k/--top-k: ...``), exit status 2; help text
+    as plain text (the description and epilog, often from docstrings, go through :func:`plain_text`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        for key in ("description", "epilog"):
+            kwargs[key] = plain_text(kwargs.get(key))
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _PlainSubParsers)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """An argument whose help is plain text."""
+        if isinstance(kwargs.get("help"), str):
+            kwargs["help"] = plain_text(kwargs["help"])
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print the one-line error (with a pointer to ``--help``) and exit 2."""

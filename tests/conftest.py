@@ -6,15 +6,12 @@ import os
 import re
 import uuid
 from importlib.util import find_spec
-from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 class KeywordRetriever(BaseRetriever):

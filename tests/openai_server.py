@@ -11,9 +11,9 @@ to it exactly as to a remote endpoint.
   reply, a ``dict`` is the arguments of a tool call to the (first) requested tool.
   Replies queued with :meth:`OpenAIServer.enqueue` are served first, one per
   request, whatever the request.
-* Faults, per reply: any HTTP status (429 with ``Retry-After``, 500 ...), a delay
-  (slower than the client's timeout), a malformed JSON body, a tool call with
-  malformed ``arguments``.
+* Faults, per reply: any HTTP status (429 with ``Retry-After``, 500 ...), a delay,
+  no answer at all until the server stops (``held``: slower than any client timeout,
+  however loaded the machine), a malformed JSON body, a tool call with malformed ``arguments``.
 * ``delay``: a fixed extra delay for every call (benchmarks).
 * Every request is recorded (path, parsed body, headers with lower-case names,
   arrival time) in :attr:`OpenAIServer.requests`; in-flight concurrency is tracked.
@@ -66,6 +66,9 @@ class Reply:
     """Seconds to wait before answering (on top of the server-wide ``delay``)."""
     usage: dict[str, int] | None = None
     """The ``usage`` block sent instead of the estimate (e.g. a broken provider's negative counts)."""
+    gate: threading.Event | None = None
+    """Answered only once this event is set (after ``delay``); a gate never set holds the request until the server
+    stops: a model slower than any timeout, however loaded the machine (:func:`held`, :func:`gated`)."""
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -93,6 +96,18 @@ def slow(reply: Reply | str, seconds: float) -> Reply:
     reply = text(reply) if isinstance(reply, str) else reply
     reply.delay = seconds
     return reply
+
+
+def gated(reply: Reply | str, gate: threading.Event) -> Reply:
+    """``reply``, sent once ``gate`` is set (see :attr:`Reply.gate`)."""
+    reply = text(reply) if isinstance(reply, str) else reply
+    reply.gate = gate
+    return reply
+
+
+def held(reply: Reply | str) -> Reply:
+    """``reply``, never sent: the request is held until the server stops."""
+    return gated(reply, threading.Event())
 
 
 # --- reading requests ------------------------------------------------------------------------
@@ -171,6 +186,8 @@ class RecordedRequest:
     raw: bytes
     at: float
     reply: Reply | None = None
+    answered_at: float | None = None
+    """When the server began writing the reply (``time.monotonic()``); None while it is held."""
 
     @property
     def kind(self) -> str:
@@ -214,8 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
         reply = owner._record_and_reply(record)
         owner._enter()
         try:
-            if owner._stopping.wait(owner.delay + reply.delay):
+            if owner._stopping.wait(owner.delay + reply.delay) or not owner._open(reply.gate):
                 return  # server shutting down: drop the request
+            record.answered_at = time.monotonic()  # before the write: the client cannot see the reply earlier
             self._answer(reply, body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client gave up (e.g. its timeout fired)
@@ -418,6 +436,13 @@ class OpenAIServer:
                 queued = error(500, f"script raised {type(exc).__name__}: {exc}")
         record.reply = queued
         return queued
+
+    def _open(self, gate: threading.Event | None) -> bool:
+        """Wait for ``gate`` (if any) to be set; False when the server stops first."""
+        while gate is not None and not gate.wait(0.05):
+            if self._stopping.is_set():
+                return False
+        return True
 
     def _enter(self) -> None:
         with self._lock:

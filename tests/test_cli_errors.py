@@ -300,11 +300,15 @@ def test_ingest_of_nothing_ingestible_says_so_warns_once_per_file_and_exits_1(tm
     for name, reason in reasons.items():
         warned = [line for line in lines if f"/{name}:" in line]
         assert len(warned) == 1 and reason in warned[0] and warned[0].startswith("WARNING skipping"), lines
+    assert lines[-2] == (
+        f"WARNING ignoring 1 file(s) of unsupported types: {folder / 'photo.png'} "
+        "(supported: .htm .html .jsonl .markdown .md .pdf .txt)"
+    )
     assert lines[-1] == (
         f"nothing was ingested from {folder}: {len(reasons)} file(s) skipped (reasons above); "
         "1 file(s) of unsupported types (supported: .htm .html .jsonl .markdown .md .pdf .txt)"
     )
-    assert len(lines) == len(reasons) + 1 and "Traceback" not in done.stderr
+    assert len(lines) == len(reasons) + 2 and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("make", ["empty-folder", "symlink-loop-path"])
@@ -333,6 +337,29 @@ def test_ingest_with_some_good_files_succeeds_and_counts_the_skipped(tmp_path):
     (folder / "good.md").write_text("")  # emptied: its chunks leave the knowledge base
     again = run_cli(["ingest", str(folder), "-q"], env)
     assert again.returncode == 0 and "1 removed" in again.stdout and "2 skipped" in again.stdout
+
+
+def test_ingest_names_the_unsupported_files_like_the_skipped_ones_up_to_five(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nA document with text in it.\n")
+    (folder / "empty.md").write_text("")
+    (folder / "table.csv").write_text("a,b\n")
+    (folder / "photo.png").write_bytes(b"\x89PNG")
+    env = cli_env(tmp_path / "data")
+    done = run_cli(["ingest", str(folder), "-q"], env)
+    assert done.returncode == 0 and "1 skipped, 2 unsupported ignored)" in done.stdout
+    assert done.stderr.splitlines() == [
+        f"WARNING skipping {folder / 'empty.md'}: empty file",
+        f"WARNING ignoring 2 file(s) of unsupported types: {folder / 'photo.png'}, {folder / 'table.csv'} "
+        "(supported: .htm .html .jsonl .markdown .md .pdf .txt)",
+    ]
+    for i in range(5):
+        (folder / f"scan{i}.tiff").write_bytes(b"II*")
+    many = run_cli(["ingest", str(folder), "-q"], env)
+    assert many.returncode == 0 and "7 unsupported ignored)" in many.stdout
+    named = ", ".join(str(folder / n) for n in ["photo.png", "scan0.tiff", "scan1.tiff", "scan2.tiff", "scan3.tiff"])
+    assert f"WARNING ignoring 7 file(s) of unsupported types: {named} and 2 more (supported: " in many.stderr
 
 
 def test_ask_local_with_a_missing_model_file_is_one_line_and_exit_2(tmp_path):

@@ -6,13 +6,12 @@ import json
 import re
 
 import pytest
-from conftest import SHARED_DATA
 from openai_server import OpenAIServer, request_kind, tag_content
+from shared_data import HOTPOTQA_DEV as DEV
+from shared_data import needs
 
 from rags_expert.cli import main
 from rags_expert.evaluation import exact_match, f1_score, normalize_answer, score_question, strip_citations
-
-DEV = SHARED_DATA / "hotpotqa" / "dev.jsonl"
 
 
 @pytest.mark.parametrize(
@@ -50,7 +49,7 @@ def test_an_honest_failure_is_no_answer_even_when_it_echoes_the_gold():
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not DEV.is_file(), reason=f"HotpotQA data not found at {DEV}")
+@needs(DEV, "the HotpotQA dev split")
 def test_eval_command_end_to_end(tmp_path, capsys):
     questions = [json.loads(line) for line in DEV.read_text().splitlines()[:3]]
     data = tmp_path / "hotpotqa"

@@ -248,13 +248,16 @@ async def test_retriever_error_is_an_honest_failure(castle_docs):
 async def test_grading_is_concurrent_and_bounded(castle_docs):
     docs = make_docs({f"c{i}": f"chunk number {i} about castles" for i in range(12)})
     active = {"now": 0, "peak": 0}
+    full = asyncio.Event()  # every call waits until five run at once: the peak does not depend on speed
 
     class Counting(ScriptedChatModel):
         async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
             active["now"] += 1
             active["peak"] = max(active["peak"], active["now"])
+            if active["now"] >= 5:
+                full.set()
             try:
-                await asyncio.sleep(0.02)
+                await asyncio.wait_for(full.wait(), 10)  # a bound below 5 ends here, in a failed run
                 return await super()._agenerate(messages, stop, run_manager, **kwargs)
             finally:
                 active["now"] -= 1

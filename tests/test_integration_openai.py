@@ -14,16 +14,17 @@ from typing import Any
 
 import pytest
 from conftest import KeywordRetriever
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessageChunk
 from openai_server import (
     OpenAIServer,
     Reply,
     error,
+    held,
     malformed_json,
     rate_limited,
     request_kind,
-    slow,
     tag_content,
     text,
     tool,
@@ -90,7 +91,8 @@ def make_settings(server: OpenAIServer, **over: Any) -> RagsExpertSettings:
 
 async def make_graph(server: OpenAIServer, docs: list[Document], **over: Any):
     settings = make_settings(server, **over)
-    agent = RagsExpert(settings, chat_model=build_chat_model(settings.llm), retriever=KeywordRetriever(docs=docs))
+    model = build_chat_model(settings.llm, client_timeout=settings.grading.timeout)  # as RagsExpert builds its own
+    agent = RagsExpert(settings, chat_model=model, retriever=KeywordRetriever(docs=docs))
     await agent.async_init()
     return agent.get_compiled_graph()
 
@@ -327,46 +329,71 @@ async def test_500_on_the_answer_only(server, castle_docs):
     assert len(server.of_kind("answer")) == 2
 
 
+class ModelStarts(BaseCallbackHandler):
+    """Counts the chat-model requests the agent starts, by tag (inline: counted before any await can time out)."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.tags: list[list[str]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, tags: list[str] | None = None, **kw: Any) -> None:
+        self.tags.append(list(tags or []))
+
+
 async def test_slow_grader_times_out_retries_then_fails(server, castle_docs):
+    """The grader never answers (its requests are held, whatever the machine's load): every grading call times out,
+    is retried once, and the run ends in an honest failure. The attempts are counted where the agent makes them, so
+    the count does not depend on how fast the requests reach the server."""
+
     def script(body):
         reply = castle_script(body)
-        return slow(tool("RelevanceGrade", reply), 3.0) if request_kind(body) == "relevance" else reply
+        return held(tool("RelevanceGrade", reply)) if request_kind(body) == "relevance" else reply
 
     server.script = script
-    graph = await make_graph(server, castle_docs, grading={"timeout": 0.3}, llm={"max_retries": 1})
+    graph = await make_graph(server, castle_docs, grading={"timeout": 0.05}, llm={"max_retries": 1})
+    starts = ModelStarts()
 
-    final = await ask(graph)
+    out = await graph.ainvoke({"messages": [("user", QUESTION)]}, {**config(), "callbacks": [starts]})
+    final = out["messages"][-1]
 
     meta = final.response_metadata
     assert meta["outcome"] == "failure"
     assert meta["reason"] == "llm_error"
     assert "Timeout" in meta["error_class"]
-    assert len(server.of_kind("relevance")) == 4 * 2  # each chunk: first try + one retry
+    grading_calls = [t for t in starts.tags if "rags_expert:grading" in t]
+    assert len(grading_calls) == len(starts.tags) == 4 * 2  # each chunk: first try + one retry, nothing after
+    assert all(r.answered_at is None for r in server.requests)  # none was answered
 
 
 async def test_slow_answer_times_out_retries_then_fails(server, castle_docs):
-    server.script = lambda body: slow(ANSWER, 3.0) if request_kind(body) == "answer" else castle_script(body)
-    graph = await make_graph(server, castle_docs, llm={"timeout": 0.3, "max_retries": 1})
+    """The answer is never sent (held): its call times out, is retried once, and the run fails honestly."""
+    server.script = lambda body: held(ANSWER) if request_kind(body) == "answer" else castle_script(body)
+    graph = await make_graph(server, castle_docs, llm={"timeout": 0.05, "max_retries": 1})
+    starts = ModelStarts()
 
-    final = await ask(graph)
+    out = await graph.ainvoke({"messages": [("user", QUESTION)]}, {**config(), "callbacks": [starts]})
+    final = out["messages"][-1]
 
     meta = final.response_metadata
     assert meta["outcome"] == "failure"
     assert "Timeout" in meta["error_class"]
-    assert len(server.of_kind("answer")) == 2
+    assert len([t for t in starts.tags if "rags_expert:grading" not in t]) == 2  # the answer: first try + retry
 
 
 async def test_one_slow_answer_then_success(server, castle_docs):
+    """The first answer is never sent (held); the retry is answered within the timeout and the run succeeds."""
     answers = []
 
     def script(body):
         if request_kind(body) == "answer":
             answers.append(1)
-            return slow(ANSWER, 3.0) if len(answers) == 1 else ANSWER
+            return held(ANSWER) if len(answers) == 1 else ANSWER
         return castle_script(body)
 
     server.script = script
-    graph = await make_graph(server, castle_docs, llm={"timeout": 0.3})
+    # the timeout only has to outlast one scripted reply on 127.0.0.1: the held one never comes
+    graph = await make_graph(server, castle_docs, llm={"timeout": 2.0})
 
     final = await ask(graph)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import SHARED_DATA
 from openai_server import OpenAIServer, prompt_text, request_kind, requested_tool, tag_content
+from shared_data import SCHEMA_FILE, needs
 
 from rags_expert.cli import main as cli_main
 from rags_expert.retrieval.qdrant import close_client
@@ -30,7 +30,6 @@ from rags_expert.settings import RagsExpertSettings
 ROOT = Path(__file__).resolve().parents[1]
 API_KEY = "sk-test-server-123456"
 LANGGRAPH = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
-SCHEMA_FILE = SHARED_DATA / "biochatter" / "kg_schema_data.yaml"
 KG_QUERY = (
     "MATCH (g:Gene)-[:GENE_EXPRESSED_IN_CELL_TYPE]->(c:CellType) "
     "WHERE c.cell_type_name = 'fibroblast' RETURN g.name ORDER BY g.name"
@@ -191,7 +190,7 @@ async def test_an_answer_repeating_the_api_key_is_masked_in_the_run_and_every_st
     assert final["content"] == "Castle Varen was built in 1412 [1]. My key is ***."
 
 
-@pytest.mark.skipif(not SCHEMA_FILE.is_file(), reason=f"shared BioChatter data not found at {SCHEMA_FILE}")
+@needs(SCHEMA_FILE, "the BioChatter KG schema")
 async def test_kg_graph_answers_through_the_server(served):
     from langgraph_sdk import get_client
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -46,7 +47,9 @@ open(os.environ["FAKE_PIDS"], "w").write(f"{{os.getpid()}} {{child.pid}}")
 open(os.environ["FAKE_PIDS"] + ".env", "w").write(json.dumps({{k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "CONFIG_FILE", "PORT")}}))
 if mode == "hang":
     time.sleep(600)
-time.sleep(float(os.environ.get("FAKE_LOAD_SECONDS", "0")))  # "loading the model"
+gate = os.environ.get("FAKE_LOAD_GATE")  # "loading the model" until the test creates this file
+while gate and not os.path.exists(gate):
+    time.sleep(0.02)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/v1/models" else 404)
@@ -271,21 +274,26 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
 
 
 async def test_maybe_local_yields_before_the_model_is_loaded_and_ready_waits_for_it(fake_runner, monkeypatch, tmp_path):
-    """The agent is built while the server loads its model: the block starts at once, ready() waits."""
-    monkeypatch.setenv("FAKE_LOAD_SECONDS", "1.5")
+    """The agent is built while the server loads its model: the block starts at once, ready() waits.
+
+    The fake server loads until the test opens a gate, so both are orders of events, not durations: a
+    maybe_local that waited for the model could not enter the block (it would time out)."""
+    gate = tmp_path / "model-loaded"
+    monkeypatch.setenv("FAKE_LOAD_GATE", str(gate))
     settings = RagsExpertSettings(local=fake_runner)
-    began = time.monotonic()
     async with maybe_local(settings, True) as local:
-        entered = time.monotonic() - began
         assert local.server is not None and local.server.startup_seconds is None
         assert local.settings.llm.base_url == local.server.base_url
-        await local.ready()
-        ready = time.monotonic() - began
+        ready = asyncio.create_task(local.ready())
+        done, _ = await asyncio.wait({ready}, timeout=0.3)
+        assert not done  # the model is still loading: ready() waits for it
+        gate.write_text("")
+        await ready
+        assert local.server.startup_seconds is not None
         await local.ready()  # idempotent
         with urllib.request.urlopen(local.server.base_url + "/models", timeout=5) as response:
             assert response.status == 200
         pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
-    assert entered < 1.0 <= ready, (entered, ready)
     assert _wait_dead(pids)
 
 

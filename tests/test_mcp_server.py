@@ -208,10 +208,10 @@ def test_busy_port_is_a_one_line_error(kb, llm):
 
 
 async def test_kg_query_is_served_when_a_kg_is_configured(kb, llm, tmp_path):
-    from kg.conftest import SCHEMA_FILE, _falkordb_missing
+    from kg.conftest import _falkordb_missing
+    from shared_data import SCHEMA_FILE, skip_unless
 
-    if not SCHEMA_FILE.is_file():
-        pytest.skip(f"shared BioChatter data not found at {SCHEMA_FILE} (set RAGS_EXPERT_SHARED_DATA)")
+    skip_unless(SCHEMA_FILE, "the BioChatter KG schema")
     if reason := _falkordb_missing():
         pytest.skip(reason)
     env = server_env(

@@ -26,10 +26,28 @@ from qdrant_client import models
 
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.chunking import LEGACY_CHUNKING, chunk_text, chunking_label, is_markdown
-from rags_expert.retrieval.loaders import EmptyFileError, UnreadableFileError, iter_files, load_file, read_source
+from rags_expert.retrieval.loaders import (
+    SUPPORTED_SUFFIXES,
+    EmptyFileError,
+    UnreadableFileError,
+    iter_files,
+    load_file,
+    read_source,
+)
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase
 
 log = logging.getLogger(__name__)
+
+NAMED_AT_MOST = 5
+"""How many files of unsupported types the warning names before it says "and N more"."""
+
+
+def name_some(names: list[str], limit: int = NAMED_AT_MOST) -> str:
+    """``a, b, c`` or, past ``limit`` names, ``a, b, c and 4 more``."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 NAMESPACE = uuid.UUID("6f1c1c5e-6a57-4f39-9a52-6d2b3c3f1e01")
 
 
@@ -294,8 +312,13 @@ class Ingestor:
             self.ingest_file(path, report)
             self.progress.file_done()
         report.ignored = [str(p) for p in ignored]
-        if ignored:
-            log.info("ignored %d file(s) of unsupported types under the given folders", len(ignored))
+        if ignored:  # named like the skipped ones (one warning each), in one line: there may be thousands
+            log.warning(
+                "ignoring %d file(s) of unsupported types: %s (supported: %s)",
+                len(ignored),
+                name_some(report.ignored),
+                " ".join(sorted(SUPPORTED_SUFFIXES)),
+            )
         if prune:
             self.prune([p for p in paths if p.is_dir()], report)
         if report.rechunked:

@@ -30,9 +30,10 @@ fred_runtime = pytest.importorskip(
 from fastapi.testclient import TestClient  # noqa: E402
 from fred_runtime.app import AgentPodConfig, create_agent_app  # noqa: E402
 from fred_runtime.migrations import upgrade_sqlite_database  # noqa: E402
-from kg.conftest import SCHEMA_FILE, _falkordb_missing  # noqa: E402
+from kg.conftest import _falkordb_missing  # noqa: E402
 from openai_server import OpenAIServer, error, prompt_text, request_kind, requested_tool, tag_content  # noqa: E402
 from retrieval.kf_service import KnowledgeFlowService  # noqa: E402
+from shared_data import SCHEMA_FILE, skip_unless  # noqa: E402
 
 from rags_expert.fred import registry  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
@@ -336,8 +337,9 @@ def test_the_sessions_libraries_scope_the_search(pod):
 
 
 def test_the_kg_agent_answers_with_rows_in_fred(pod):
-    if not pod["kg"]:
-        pytest.skip("the KG agent needs the 'kg' extra and the shared BioChatter schema")
+    skip_unless(SCHEMA_FILE, "the BioChatter KG schema")
+    if reason := _falkordb_missing():
+        pytest.skip(reason)
     body = {"agent_id": "kg-query-expert", "input": "Which genes are expressed in fibroblasts?", "session_id": "kg"}
     events = []
     with pod["client"].stream("POST", "/rags/v1/agents/execute/stream", json=body, headers=USER) as response:

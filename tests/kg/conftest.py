@@ -3,34 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from shared_data import CASES_FILE, SCHEMA_FILE, needs  # the one locator of the shared data (tests/shared_data.py)
 
 from rags_expert.kg.backends import BackendUnavailable, FalkorDBBackend, find_falkordb_binaries
 from rags_expert.kg.loader import load_sample_graph
 from rags_expert.kg.schema import load_schema
 from rags_expert.testing import ScriptedChatModel
 
-
-def shared_data() -> Path:
-    env = os.environ.get("RAGS_EXPERT_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-
-
-SCHEMA_FILE = shared_data() / "biochatter" / "kg_schema_data.yaml"
-CASES_FILE = shared_data() / "biochatter" / "query_test_data.yaml"
+__all__ = ["CASES_FILE", "SCHEMA_FILE", "needs_shared", "scripted", "session_loop"]  # the KG tests import these
 
 # Async KG tests run on the session event loop, where the session's FalkorDB connection lives.
 session_loop = pytest.mark.asyncio(loop_scope="session")
 
-needs_shared = pytest.mark.skipif(
-    not SCHEMA_FILE.is_file(), reason=f"shared BioChatter data not found at {SCHEMA_FILE} (set RAGS_EXPERT_SHARED_DATA)"
-)
+needs_shared = needs(SCHEMA_FILE, "the BioChatter KG schema")
 
 
 def _falkordb_missing() -> str | None:

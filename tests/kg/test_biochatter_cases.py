@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from shared_data import needs
 
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.kg.benchmark import load_query_cases, regex_matches, regex_score
 from rags_expert.settings import KGExpertSettings
 
-from .conftest import CASES_FILE, SCHEMA_FILE, scripted, session_loop
+from .conftest import CASES_FILE, SCHEMA_FILE, needs_shared, scripted, session_loop
 
-pytestmark = pytest.mark.skipif(not CASES_FILE.is_file(), reason=f"shared BioChatter cases not found at {CASES_FILE}")
+pytestmark = [needs_shared, needs(CASES_FILE, "the BioChatter query cases")]
 
 # Our own correct answers to the public cases (written against the schema, not copied from anywhere).
 QUERIES = {

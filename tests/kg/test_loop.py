@@ -146,9 +146,10 @@ async def test_llm_failure_ends_with_a_result_not_an_exception(falkordb):
 
 
 async def test_query_timeout_becomes_a_reflection(falkordb):
-    slow = "UNWIND range(1, 4000) AS x UNWIND range(1, 4000) AS y RETURN count(*)"
+    # 10**10 rows: far beyond the timeout on any machine, while the good query needs a fraction of it under load
+    slow = "UNWIND range(1, 100000) AS x UNWIND range(1, 100000) AS y RETURN count(*)"
     model = scripted([slow, GOOD], scores=[9])
-    result = await make_agent(falkordb, model, query_timeout=0.2).execute("Fibroblast genes?")
+    result = await make_agent(falkordb, model, query_timeout=2.0).execute("Fibroblast genes?")
     assert result.attempts[0]["error_kind"] == "timeout"
     assert "ERROR (timeout)" in prompts_for(model, "RevisedQuery")[0]
     assert result.query == GOOD

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from shared_data import SCHEMA_INFO_FILE, needs
 
 from rags_expert.kg import KGQueryReflexionAgent, SchemaError, load_schema
 from rags_expert.kg.loader import plan_sample
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
-from .conftest import SCHEMA_FILE, needs_shared, shared_data
+from .conftest import SCHEMA_FILE, needs_shared
 
 pytestmark = needs_shared
-INFO_FILE = shared_data() / "biochatter" / "schema_info_example.yaml"
 
 
 def test_schema_config_entries_become_labels_and_directed_patterns():
@@ -30,8 +30,9 @@ def test_schema_config_entries_become_labels_and_directed_patterns():
     assert "`chemical group`: str" in safety.prompt()  # names with spaces are backticked
 
 
+@needs(SCHEMA_INFO_FILE, "the BioChatter schema-info example")
 def test_schema_info_and_dict_shapes():
-    info = load_schema(INFO_FILE)
+    info = load_schema(SCHEMA_INFO_FILE)
     assert {e.label for e in info.entities} >= {"Protein", "Gene", "Disease", "CellType"}
     assert info.relationship("PERTURBED_IN").sources == ("Protein",)
     as_dict = load_schema({"organ": {"represented_as": "node", "properties": {"name": "str"}}})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -56,6 +55,8 @@ class FakeKnowledgeFlow:
         self.generation = generation
         self.faults: list[str] = []
         self.requests: list[tuple[dict, dict]] = []
+        self.retry_after = "0.3"  # the Retry-After of a "429-retry-after" fault
+        self.release = threading.Event()  # a "held" request is answered once this is set (or the server closes)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,11 +78,11 @@ class FakeKnowledgeFlow:
                 if fault == "429":
                     return self._send(429, {"detail": "slow down"})
                 if fault == "429-retry-after":
-                    return self._send(429, {"detail": "slow down"}, {"Retry-After": "0.3"})
+                    return self._send(429, {"detail": "slow down"}, {"Retry-After": owner.retry_after})
                 if fault == "403":
                     return self._send(403, {"detail": "forbidden"})
-                if fault == "slow":
-                    time.sleep(1.0)
+                if fault == "held":  # slower than any client timeout until the test releases it
+                    owner.release.wait(30)
                 if fault == "notjson":
                     return self._send(200, b"<html>oops</html>")
                 if fault == "dict":
@@ -114,6 +115,7 @@ class FakeKnowledgeFlow:
         self.thread.start()
 
     def close(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -193,20 +195,23 @@ def test_rate_limits_are_retried(server):
     assert len(r.invoke("q")) == 2 and len(server.requests) == 3
 
 
-def test_rate_limit_waits_for_the_servers_retry_after(server):
+def _waits(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The waits the retriever chose before its retries, as its warnings say them."""
+    return [r.getMessage().rsplit(" ", 1)[-1] for r in caplog.records if "retrying in" in r.getMessage()]
+
+
+def test_rate_limit_waits_for_the_servers_retry_after(server, caplog):
     server.faults = ["429-retry-after"]
     r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3)
-    started = time.monotonic()
     assert len(r.invoke("q")) == 2 and len(server.requests) == 2
-    assert time.monotonic() - started >= 0.3  # the server's Retry-After, not our 10 ms backoff
+    assert _waits(caplog) == ["0.30s"]  # the server's Retry-After, not our 10 ms backoff
 
 
-def test_a_retry_after_longer_than_the_timeout_is_capped_at_it(server):
-    server.faults = ["429-retry-after"]
-    r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3, kf_timeout=0.1)
-    started = time.monotonic()
+def test_a_retry_after_longer_than_the_timeout_is_capped_at_it(server, caplog):
+    server.faults, server.retry_after = ["429-retry-after"], "60"
+    r = _retriever(server.url, kf_api=server.generation, kf_max_retries=3, kf_timeout=1.0)
     assert len(r.invoke("q")) == 2
-    assert time.monotonic() - started < 0.3
+    assert _waits(caplog) == ["1.00s"]  # Retry-After 60 s, capped at the 1 s timeout
 
 
 def test_gives_up_after_the_retry_budget(server):
@@ -218,7 +223,7 @@ def test_gives_up_after_the_retry_budget(server):
 
 
 def test_timeout_is_retried_then_reported(server):
-    server.faults = ["slow", "slow"]
+    server.faults = ["held", "held"]
     r = _retriever(server.url, kf_api=server.generation, kf_timeout=0.2, kf_max_retries=1)
     with pytest.raises(KnowledgeFlowError, match="ReadTimeout"):
         r.invoke("q")
@@ -250,20 +255,18 @@ def test_connection_refused_is_reported_after_retries():
 
 
 async def test_ainvoke_does_not_block_the_event_loop(server):
-    server.faults = ["slow"]
-    r = _retriever(server.url, kf_api=server.generation)
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    t = asyncio.create_task(ticker())
-    docs = await r.ainvoke("q", top_k=1)
-    t.cancel()
-    assert len(docs) == 1 and ticks >= 50  # the loop kept running during the 1 s request
+    """The server answers only when the event loop itself releases it: a blocking ainvoke could never finish."""
+    server.faults = ["held"]
+    r = _retriever(server.url, kf_api=server.generation, kf_timeout=10, kf_max_retries=0)
+    request = asyncio.create_task(r.ainvoke("q", top_k=1))
+    for _ in range(1000):  # the loop runs while the request is in flight...
+        if server.requests:
+            break
+        await asyncio.sleep(0.01)
+    assert server.requests and not request.done()
+    server.release.set()  # ...and it is the loop that lets the server answer
+    docs = await request
+    assert len(docs) == 1
 
 
 def test_factory_builds_the_configured_backend(server, tmp_path):

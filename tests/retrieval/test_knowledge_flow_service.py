@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from langchain_core.messages import HumanMessage
 from scripts import Script
@@ -64,10 +62,8 @@ def test_placeholders_are_missing_and_names_come_from_file_name(service):
 
 def test_unknown_tag_id_fails_fast_with_the_body_and_a_hint(v1):
     r = retriever(v1.url)  # default retry settings: 3 retries, 0.5 s doubling
-    start = time.monotonic()
     with pytest.raises(KnowledgeFlowError) as info:
         r.invoke("security policy", library_tags=["security"])
-    elapsed = time.monotonic() - start
     message = str(info.value)
     assert "HTTP 500 after 2 attempts: 'Internal Server Error'" in message
     assert "tags ['security']" in message and "tag ids, not tag names" in message
@@ -76,7 +72,7 @@ def test_unknown_tag_id_fails_fast_with_the_body_and_a_hint(v1):
         ["query", "tags", "top_k"],
         ["query", "tags", "top_k"],
     ]
-    assert elapsed < 2.0  # auto-detection's v2 try, then the same 500 twice: deterministic (was 4 tries, ~3.5 s)
+    # auto-detection's v2 try, then the same 500 twice: a repeated 500 is not retried again (was 4 tries, ~3.5 s)
     assert r.invoke("security policy", library_tags=["tag-sec"])  # a real tag id works
 
 
