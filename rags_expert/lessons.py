@@ -26,6 +26,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +101,7 @@ class LessonMemory:
         embeddings: Embeddings,
         settings: LessonSettings,
         *,
-        lock: threading.RLock | None = None,
+        lock: AbstractContextManager[Any] | None = None,
         model_name: str = "",
         clock: Clock = _utcnow,
     ) -> None:
