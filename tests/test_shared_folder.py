@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_run import ROOT, cli_env, ingest_docs, run_cli
 from embedding_server import GATE, EmbeddingServer
 from openai_server import OpenAIServer, castle_script
@@ -67,7 +68,8 @@ def _release(holder: subprocess.Popen) -> None:
     assert holder.wait(60) == 0
 
 
-def test_ask_answers_while_ingest_runs_on_the_same_folder(tmp_path):
+@pytest.mark.parametrize("engine", ["edge", "local"])
+def test_ask_answers_while_ingest_runs_on_the_same_folder(tmp_path, engine):
     first = _docs(tmp_path / "first", CASTLE)
     later = _docs(
         tmp_path / "later",
@@ -80,6 +82,7 @@ def test_ask_answers_while_ingest_runs_on_the_same_folder(tmp_path):
             "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "openai",
             "RAGS_EXPERT_EMBEDDINGS__BASE_URL": emb.base_url,
             "RAGS_EXPERT_EMBEDDINGS__API_KEY": "sk-test",
+            "RAGS_EXPERT_STORE__ENGINE": engine,
         }
         assert run_cli(["ingest", str(first), "-q"], env).returncode == 0
         # the ingest would keep the folder for an hour when idle: only the waiting ask makes it let go
@@ -93,7 +96,8 @@ def test_ask_answers_while_ingest_runs_on_the_same_folder(tmp_path):
         )
         try:
             assert emb.gated.wait(120), "the ingest never reached its second file"
-            assert f'"pid": {ingest.pid}' in (data / "edge" / HOLDER).read_text()  # it holds the folder now
+            held = data / "edge" if engine == "edge" else data
+            assert f'"pid": {ingest.pid}' in (held / HOLDER).read_text()  # it holds the folder now
             asked = run_cli(["ask", QUESTION, "-q"], env)
             assert ingest.poll() is None  # the ingest is still running, between two files
         finally:
