@@ -13,8 +13,8 @@ uses it:
   watcher thread checks for waiters meanwhile. So ``ingest`` gives the folder up between two batches
   while an ``ask`` waits, and a long-lived host never holds it while idle.
 
-Opening costs ~45 ms (Edge, 1k chunks) to ~80 ms (10k); qdrant-client's local mode loads every point:
-~50 ms at 1k, ~0.7 s at 10k (``docs/benchmarks.md``).
+Opening costs ~50 ms (Edge, 1k chunks) to ~90 ms (10k); qdrant-client's local mode loads every point:
+~55 ms at 1k, ~0.84 s at 10k (``bench/shared_folder.py --open-cost``).
 """
 
 from __future__ import annotations

@@ -105,8 +105,8 @@ class StoreSettings(SettingsSection):
         ge=0,
         le=3600,
         description="Embedded engines: a process lets the data folder go after this many seconds without a store "
-        "call (at once when another process waits for it); reopening costs ~0.05 s (edge) to ~0.7 s (local, 10k "
-        "chunks). 0: after every call.",
+        "call (at once when another process waits for it); reopening costs ~0.05-0.09 s (edge) to ~0.84 s (local, "
+        "10k chunks). 0: after every call.",
     )
 
 
