@@ -274,9 +274,9 @@ class LessonMemory:
 
     def count(self, scope: str | None = None) -> int:
         """Lessons stored (in one scope, or all)."""
-        if not self.client.collection_exists(self.settings.collection):
-            return 0
-        with self.lock:
+        with self.lock:  # every call under the lock: the lease opens and releases the folder around it
+            if not self.client.collection_exists(self.settings.collection):
+                return 0
             return self.client.count(
                 self.settings.collection, count_filter=_scope_filter(scope) if scope else None, exact=True
             ).count
