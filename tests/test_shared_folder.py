@@ -7,6 +7,7 @@ server that answers a marked text only when the test says so, so nothing here wa
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from cli_run import ROOT, cli_env, ingest_docs, run_cli
 from embedding_server import GATE, EmbeddingServer
 from openai_server import OpenAIServer, castle_script
 
-from rags_expert.retrieval.lease import HOLDER, process_label
+from rags_expert.retrieval import lease
+from rags_expert.retrieval.lease import HOLDER, busy_message, process_label
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 from rags_expert.settings import KnowledgeBaseSettings
 
@@ -195,3 +197,10 @@ def test_the_holder_is_named_by_its_subcommand_never_its_arguments():
     assert process_label(["/venv/bin/rags-expert", "http://u:pw@h"]) == "rags-expert"
     assert process_label(["/venv/bin/langgraph", "dev"]) == "langgraph"
     assert process_label(["-c"]) == "python"
+
+
+def test_a_holder_file_left_by_a_dead_process_names_no_one(tmp_path):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / HOLDER).write_text(json.dumps({"pid": int(gone.stdout), "command": "rags-expert ingest"}))
+    assert lease.holder(tmp_path) is None
+    assert " is in use by another process and " in busy_message(tmp_path, tmp_path, 1)
