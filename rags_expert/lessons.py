@@ -26,6 +26,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +101,7 @@ class LessonMemory:
         embeddings: Embeddings,
         settings: LessonSettings,
         *,
-        lock: threading.RLock | None = None,
+        lock: AbstractContextManager[Any] | None = None,
         model_name: str = "",
         clock: Clock = _utcnow,
     ) -> None:
@@ -273,9 +274,9 @@ class LessonMemory:
 
     def count(self, scope: str | None = None) -> int:
         """Lessons stored (in one scope, or all)."""
-        if not self.client.collection_exists(self.settings.collection):
-            return 0
-        with self.lock:
+        with self.lock:  # every call under the lock: the lease opens and releases the folder around it
+            if not self.client.collection_exists(self.settings.collection):
+                return 0
             return self.client.count(
                 self.settings.collection, count_filter=_scope_filter(scope) if scope else None, exact=True
             ).count

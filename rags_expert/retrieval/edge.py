@@ -29,6 +29,7 @@ from typing import Any, cast, overload
 import qdrant_edge as qe
 from qdrant_client import models
 
+from rags_expert.retrieval.lease import clear_holder, open_waiting
 from rags_expert.retrieval.store import (
     DENSE,
     PAYLOAD_INDEXES,
@@ -45,18 +46,18 @@ class EdgeFilterError(ValueError):
 
 
 class EdgeShardInUseError(KnowledgeBaseError):
-    """Another process has the shard open (Edge locks its write-ahead log: one process per data directory)."""
+    """Another process has the shard open (Edge locks its write-ahead log: one process at a time)."""
 
 
 def _open(path: Path, create: Any = None) -> qe.EdgeShard:
-    """Load (or, given a config, create) a shard; a shard locked by another process is a clear error."""
+    """Load (or, given a config, create) a shard once; a shard locked by another process is a clear error."""
     try:
         return qe.EdgeShard.create(str(path), create) if create is not None else qe.EdgeShard.load(str(path))
     except Exception as exc:  # qdrant_edge raises a bare Exception
         if "WouldBlock" in str(exc):
             raise EdgeShardInUseError(
-                f"the Qdrant Edge shard {path} is open in another process (an agent or an ingest run): Edge allows "
-                f"one process per data directory; stop it, or use a Qdrant server (store.url)"
+                f"the Qdrant Edge shard {path} is open in another process (an agent or an ingest run): stop it, "
+                f"or use a Qdrant server (store.url)"
             ) from exc
         raise
 
@@ -113,12 +114,30 @@ def _point_id(pid: models.ExtendedPointId | uuid.UUID) -> Any:
     return uuid.UUID(str(pid))
 
 
-class EdgeStore:
-    """Collections of one data directory as Qdrant Edge shards; the caller holds the lock."""
+def _busy(exc: Exception) -> bool:
+    """Whether opening failed because another process holds the shard (worth waiting for)."""
+    return isinstance(exc, EdgeShardInUseError)
 
-    def __init__(self, root: Path) -> None:
+
+class EdgeStore:
+    """Collections of one data directory as Qdrant Edge shards; the caller holds the lock.
+
+    A shard is opened on its first call, waiting up to ``wait_s`` for another process to let it go
+    (:func:`rags_expert.retrieval.lease.open_waiting`), and kept until :meth:`close` (the lease calls it when idle).
+    """
+
+    def __init__(self, root: Path, wait_s: float = 0.0) -> None:
         self.root = root
+        self.wait_s = wait_s
         self._shards: dict[str, qe.EdgeShard] = {}
+
+    def is_open(self) -> bool:
+        """Whether a shard is open (this process holds its lock)."""
+        return bool(self._shards)
+
+    def _load(self, path: Path, create: Any = None) -> qe.EdgeShard:
+        """Open a shard, waiting while another process holds it."""
+        return open_waiting(lambda: _open(path, create), _busy, self.root, self.root.parent, self.wait_s)
 
     def _dir(self, name: str) -> Path:
         return self.root / name
@@ -126,7 +145,7 @@ class EdgeStore:
     def _shard(self, name: str) -> qe.EdgeShard:
         shard = self._shards.get(name)
         if shard is None:
-            shard = _open(self._dir(name) / "shard")
+            shard = self._load(self._dir(name) / "shard")
             self._shards[name] = shard
         return shard
 
@@ -153,7 +172,7 @@ class EdgeStore:
             vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
-        shard = _open(path, config)
+        shard = self._load(path, config)
         for field in PAYLOAD_INDEXES:
             shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
         self._shards[name] = shard
@@ -242,6 +261,9 @@ class EdgeStore:
     def close(self) -> None:
         """Flush and close every open shard."""
         shards, self._shards = list(self._shards.values()), {}
-        for shard in shards:
-            shard.flush()
-            shard.close()
+        try:
+            for shard in shards:
+                shard.flush()
+                shard.close()
+        finally:
+            clear_holder(self.root)

@@ -8,6 +8,9 @@ Three engines sit behind one ``KnowledgeBase``:
   its sparse search is a linear scan, ~0.3 s per hybrid query at 10k chunks);
 * ``store.url`` set: a Qdrant server or cluster through qdrant-client (``engine`` is ignored).
 
+An embedded store is held only while in use (``lease.py``): opened on its first call, waiting up to
+``store.lock_wait_s`` for another process to let the folder go, released when idle or wanted elsewhere.
+
 A collection has a named dense vector ``dense`` (cosine) and a sparse vector ``bm25`` with
 Qdrant's IDF modifier; hybrid search fuses both (weighted RRF or DBSF) in a single query. The
 collection's metadata records the embedding model and dimension; a different model is refused.
@@ -19,7 +22,7 @@ import atexit
 import contextlib
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from qdrant_client import QdrantClient, models
@@ -28,6 +31,7 @@ from rags_expert.language import detect_language
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.base import ScopedRetriever, nothing_in_scope
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings, query_vector
+from rags_expert.retrieval.lease import Lease, LocalClient, StoreBusyError
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
 
@@ -38,6 +42,7 @@ __all__ = [
     "KnowledgeBase",
     "KnowledgeBaseError",
     "QdrantRetriever",
+    "StoreBusyError",
     "build_filter",
     "get_client",
     "get_store",
@@ -54,7 +59,7 @@ class EmbeddingMismatchError(KnowledgeBaseError):
 
 # --- shared clients and stores ----------------------------------------------------------------
 
-_CLIENTS: dict[tuple[str, ...], tuple[Any, threading.RLock]] = {}
+_CLIENTS: dict[tuple[str, ...], tuple[Any, Lease]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -74,13 +79,13 @@ def uses_edge(settings: StoreSettings) -> bool:
     return not settings.url and settings.engine == "edge"
 
 
-def get_client(settings: StoreSettings) -> tuple[QdrantClient, threading.RLock]:
-    """The process-wide qdrant-client (and its lock) for these settings: local mode in ``data_dir``, or ``url``.
+def get_client(settings: StoreSettings) -> tuple[QdrantClient, Lease]:
+    """The process-wide qdrant-client (and the lease to hold around its calls): local mode in ``data_dir``, or ``url``.
 
-    Qdrant's local mode allows one client per data directory per process, so an
-    agent and the CLI in one process must share it; its Python engine is not
-    thread-safe either, hence the lock that every call through ``KnowledgeBase`` takes.
-    The lesson memory uses this client whatever ``engine`` is.
+    Qdrant's local mode allows one client per data directory, so an agent and the CLI in one process share
+    it; its Python engine is not thread-safe either, hence the lease that every call takes. In local mode
+    the client opens the directory on its first call and the lease closes it when idle (``lease.py``), so
+    other processes get their turn. The lesson memory uses this client whatever ``engine`` is.
     """
     key = _client_key(settings)
     with _CLIENTS_LOCK:
@@ -91,19 +96,20 @@ def get_client(settings: StoreSettings) -> tuple[QdrantClient, threading.RLock]:
                     api_key=settings.api_key.get_secret_value() if settings.api_key else None,
                     timeout=int(settings.timeout),
                 )
+                _CLIENTS[key] = (client, Lease(client.close, lambda: False, None, None))
             else:
                 path = Path(key[1])
                 path.mkdir(parents=True, exist_ok=True)
-                client = QdrantClient(path=str(path))
-            _CLIENTS[key] = (client, threading.RLock())
-        return _CLIENTS[key]
+                local = LocalClient(path, settings.lock_wait_s, settings.local_wal)
+                _CLIENTS[key] = (local, Lease(local.close, local.is_open, path, settings.idle_release_s))
+        return cast(QdrantClient, _CLIENTS[key][0]), _CLIENTS[key][1]
 
 
-def get_store(settings: StoreSettings) -> tuple[Any, threading.RLock]:
-    """The knowledge-base store (``ClientStore`` or ``EdgeStore``) and the lock to hold around its calls."""
+def get_store(settings: StoreSettings) -> tuple[Any, Lease]:
+    """The knowledge-base store (``ClientStore`` or ``EdgeStore``) and the lease to hold around its calls."""
     if not uses_edge(settings):
-        client, lock = get_client(settings)
-        return ClientStore(client, server=bool(settings.url), local_wal=settings.local_wal), lock
+        client, lease = get_client(settings)
+        return ClientStore(client, server=bool(settings.url), local_wal=settings.local_wal), lease
     key = _edge_key(settings)
     with _CLIENTS_LOCK:
         if key not in _CLIENTS:
@@ -111,7 +117,8 @@ def get_store(settings: StoreSettings) -> tuple[Any, threading.RLock]:
 
             root = Path(key[1])
             root.mkdir(parents=True, exist_ok=True)
-            _CLIENTS[key] = (EdgeStore(root), threading.RLock())
+            store = EdgeStore(root, settings.lock_wait_s)
+            _CLIENTS[key] = (store, Lease(store.close, store.is_open, root, settings.idle_release_s))
         return _CLIENTS[key]
 
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -187,40 +184,6 @@ def test_edge_and_local_rank_alike(tmp_path, docs, fusion):
             close_client(s.store)
     assert results["edge"]["sparse"] and results["edge"]["hybrid"]
     assert results["edge"] == results["local"]
-
-
-HOLD_SHARD = """
-import sys, time
-from rags_expert.retrieval.qdrant import KnowledgeBase
-from rags_expert.settings import RagsExpertSettings
-kb = KnowledgeBase(RagsExpertSettings())
-print(kb.count(), flush=True)
-time.sleep(60)
-"""
-
-
-def test_edge_shard_open_in_another_process_is_a_clear_error(tmp_path, docs):
-    s = make_settings(tmp_path / "data", engine="edge")
-    Ingestor(KnowledgeBase(s)).run([docs])
-    close_client(s.store)
-    env = {
-        **os.environ,
-        "RAGS_EXPERT_DATA_DIR": str(s.store.data_dir),
-        "RAGS_EXPERT_STORE__COLLECTION": "test",
-        "RAGS_EXPERT_EMBEDDINGS__PROVIDER": "wordllama",
-        "RAGS_EXPERT_STORE__ENGINE": "edge",
-    }
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_SHARD], env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        assert int(holder.stdout.readline()) > 0  # the other process has the shard open
-        with pytest.raises(KnowledgeBaseError, match="open in another process"):
-            KnowledgeBase(s).count()
-    finally:
-        holder.kill()
-        holder.wait()
-        close_client(s.store)
-    assert KnowledgeBase(s).count() > 0  # usable again once the other process is gone
-    close_client(s.store)
 
 
 def test_a_question_is_embedded_once_for_recall_search_and_evidence():
