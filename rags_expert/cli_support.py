@@ -7,6 +7,7 @@
   (``set_defaults(settings_flags={dest: "section.field"})``) merged on top, validated once.
 * :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K (retrieval.top_k): <constraint>``; an unknown
   key is ``... (llm.modle): Extra inputs are not permitted (no such setting; did you mean llm.model?)``.
+* :func:`question_error`: the one-line error for a question over ``max_question_chars``, before anything loads.
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
   that scrubs every record of every logger.
 """
@@ -25,6 +26,7 @@ from typing import Annotated, Any, NoReturn, cast, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
+from rags_expert.limits import QuestionTooLongError, check_question
 from rags_expert.redaction import install_log_redaction, redact, url_secrets
 from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, AgentSettings, KGExpertSettings, RagsExpertSettings
 
@@ -97,6 +99,16 @@ def args_settings(args: argparse.Namespace) -> AgentSettings:
     if settings is None:
         settings = args.settings = settings_from_args(args)
     return settings
+
+
+def question_error(question: str, settings: AgentSettings) -> str | None:
+    """``error: the question has N characters, more than the limit of M (setting ...)`` when ``question`` is too
+    long for ``settings`` (the graphs' own check, made before a model or the knowledge base is loaded), else None."""
+    try:
+        check_question(question.strip(), settings.max_question_chars)
+    except QuestionTooLongError as exc:
+        return f"error: {exc}"
+    return None
 
 
 def env_name(loc: tuple[Any, ...]) -> str:

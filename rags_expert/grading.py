@@ -189,7 +189,7 @@ def _numbers_chosen(reply: StructuredReply, field: str, n: int) -> list[bool] | 
     "1, 3", "[2]", "[]", is read too); None when it names no readable list."""
     if reply.parsed is not None:
         numbers = set(getattr(reply.parsed, field))
-    elif (reply.raw or "").strip() and re.fullmatch(r"\s*\[?[\s,;0-9]*\]?\s*", reply.raw):
+    elif (reply.raw or "").strip() and re.fullmatch(r"\s*+\[?[\s,;0-9]*+\]?\s*+", reply.raw):
         numbers = {int(x) for x in re.findall(r"[0-9]+", reply.raw)}
     else:
         return None

@@ -34,6 +34,14 @@ class LLMSettings(SettingsSection):
     retry_base_delay: float = Field(0.5, ge=0, description="First backoff delay in seconds; doubles each retry.")
     retry_max_delay: float = Field(8.0, ge=0, description="Cap on one backoff delay in seconds.")
     max_tokens: int | None = Field(None, ge=1, description="Cap on answer tokens (None: the model's default).")
+    max_reply_chars: int = Field(
+        100_000,
+        ge=1000,
+        le=100_000_000,
+        description="Characters of a model reply that are read; the rest is cut before any parsing. A server "
+        "may ignore the token cap or send garbage; 100,000 characters is far above any answer or grading reply "
+        "(25,000 tokens).",
+    )
     stream_usage: bool | None = Field(
         None,
         description="Ask for token usage in streamed replies (stream_options.include_usage), so a streamed call's "
