@@ -5,6 +5,7 @@ checked; speed itself is measured side by side in ``bench/input_sizes.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from langchain_core.messages import AIMessage
 from openai_server import OpenAIServer, castle_script, text
 from test_integration_openai import make_settings
 
+import rags_expert.kg
 from rags_expert.agent import RagsExpert
 from rags_expert.evidence.text import strip_citations
 from rags_expert.evidence.units import units
@@ -210,3 +212,29 @@ def test_redaction_reads_a_megabyte_of_dotted_words():
     text = "ab." * (MB // 3) + "http://user:pw@host"
     out = redact(text)
     assert out.endswith("http://***@host") and "pw" not in out[-30:]
+
+
+async def test_kg_agent_refuses_an_over_long_question_through_its_graph():
+    from rags_expert.kg import KGQueryReflexionAgent
+    from rags_expert.kg.backends.falkordb_backend import FalkorDBBackend
+    from rags_expert.settings import KGExpertSettings
+    from rags_expert.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=[])
+    agent = KGQueryReflexionAgent(
+        chat_model=model,
+        backend=FalkorDBBackend("gene_kg"),  # never started: the question is refused before any query
+        schema=Path(rags_expert.kg.__file__).parent / "sample_kg.yaml",
+        schema_name="gene_kg",
+        settings=KGExpertSettings(max_question_chars=50, lessons={"enabled": False}),
+    )
+    state = await agent.graph.ainvoke({"messages": [("user", "Which genes? " * 10)]})  # 129 chars, stripped
+    msg = state["messages"][-1]
+    meta = msg.response_metadata
+    assert (meta["outcome"], meta["exit_reason"], meta["error_class"]) == (
+        "failure",
+        "question_too_long",
+        "QuestionTooLong",
+    )
+    assert msg.content == "I could not answer: " + LIMIT_LINE.format(n=129, limit=50).removeprefix("error: ") + "."
+    assert model.calls == [] and meta["steps"] == 0
