@@ -11,6 +11,7 @@
 * :func:`describe_settings_error`: ``RAGS_EXPERT_RETRIEVAL__TOP_K=-3 is invalid: must be ≥ 1 (retrieval.top_k)``
   (the wording of :mod:`rags_expert.settings.errors`, shared with Fred tuning and per-request options); an
   unknown key is ``RAGS_EXPERT_LLM__MODLE is not a setting (llm.modle); did you mean llm.model?`` (its value unshown).
+* :func:`question_error`: the one-line error for a question over ``max_question_chars``, before anything loads.
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
   that scrubs every record of every logger.
 """
@@ -30,6 +31,7 @@ from typing import Annotated, Any, NoReturn, cast, get_origin
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
+from rags_expert.limits import QuestionTooLongError, check_question
 from rags_expert.redaction import install_log_redaction, redact, url_secrets
 from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, AgentSettings, KGExpertSettings, RagsExpertSettings
 from rags_expert.settings.errors import invalid_value, shown_value
@@ -169,6 +171,16 @@ def args_settings(args: argparse.Namespace) -> AgentSettings:
     if settings is None:
         settings = args.settings = settings_from_args(args)
     return settings
+
+
+def question_error(question: str, settings: AgentSettings) -> str | None:
+    """``error: the question has N characters, more than the limit of M (setting ...)`` when ``question`` is too
+    long for ``settings`` (the graphs' own check, made before a model or the knowledge base is loaded), else None."""
+    try:
+        check_question(question.strip(), settings.max_question_chars)
+    except QuestionTooLongError as exc:
+        return f"error: {exc}"
+    return None
 
 
 def env_name(loc: tuple[Any, ...]) -> str:

@@ -69,7 +69,7 @@ def f1_score(prediction: str, gold: str) -> float:
 
 def strip_citations(text: str) -> str:
     """The answer without ``[n]`` markers."""
-    return re.sub(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]", "", text).strip()
+    return re.sub(r"(?<!\s)\s*+\[\d+(?:\s*+[,;]\s*+\d+)*+\]", "", text).strip()
 
 
 # --- data ----------------------------------------------------------------------------------------

@@ -10,12 +10,13 @@ tool call, a JSON-schema response format, JSON mode or plain text), and the repl
 is read tolerantly in this order: the tool call's arguments, JSON in the text,
 then plain words (``"Yes."``, ``"score: 8/10"``). When nothing parses, the
 documented default of :class:`~rags_expert.settings.GradingSettings` applies and
-the result says ``parsed=False``. Parsing never raises; only a model fault that
+the result says ``parsed=False``. Parsing (in a worker thread: CPU, not the event loop) never raises; only a model fault that
 survives its retries raises :class:`~rags_expert.llm.LLMCallError`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -144,7 +145,7 @@ async def grade_relevance(
     reply = await structured_call(
         model, RelevanceGrade, ctx.messages("grade_document", question=question, document=document), ctx, config=config
     )
-    return _verdict(reply, "relevant", None, ctx.settings.default_relevant)
+    return await asyncio.to_thread(_verdict, reply, "relevant", None, ctx.settings.default_relevant)
 
 
 async def grade_relevance_batch(
@@ -163,7 +164,7 @@ async def grade_relevance_batch(
     """
     messages = ctx.messages("grade_documents_batch", trusted=("chunks",), question=question, chunks=chunks)
     reply = await structured_call(model, RelevantChunks, messages, ctx, config=config)
-    return _numbers_chosen(reply, "relevant", n_chunks)
+    return await asyncio.to_thread(_numbers_chosen, reply, "relevant", n_chunks)
 
 
 async def select_strips(
@@ -181,7 +182,7 @@ async def select_strips(
     readable list. Read like :func:`grade_relevance_batch`'s reply."""
     messages = ctx.messages("refine_strips", trusted=("strips",), question=question, title=title, strips=strips)
     reply = await structured_call(model, NeededStrips, messages, ctx, config=config)
-    return _numbers_chosen(reply, "needed", n_strips)
+    return await asyncio.to_thread(_numbers_chosen, reply, "needed", n_strips)
 
 
 def _numbers_chosen(reply: StructuredReply, field: str, n: int) -> list[bool] | None:
@@ -189,7 +190,7 @@ def _numbers_chosen(reply: StructuredReply, field: str, n: int) -> list[bool] | 
     "1, 3", "[2]", "[]", is read too); None when it names no readable list."""
     if reply.parsed is not None:
         numbers = set(getattr(reply.parsed, field))
-    elif (reply.raw or "").strip() and re.fullmatch(r"\s*\[?[\s,;0-9]*\]?\s*", reply.raw):
+    elif (reply.raw or "").strip() and re.fullmatch(r"\s*+\[?[\s,;0-9]*+\]?\s*+", reply.raw):
         numbers = {int(x) for x in re.findall(r"[0-9]+", reply.raw)}
     else:
         return None
@@ -206,7 +207,7 @@ async def grade_grounded(
     """
     messages = ctx.messages("grade_grounded", trusted=("documents",), documents=documents, answer=answer)
     reply = await structured_call(model, GroundednessGrade, messages, ctx, config=config)
-    return _verdict(reply, "grounded", "unsupported", ctx.settings.default_grounded)
+    return await asyncio.to_thread(_verdict, reply, "grounded", "unsupported", ctx.settings.default_grounded)
 
 
 async def grade_useful(
@@ -216,7 +217,7 @@ async def grade_useful(
     reply = await structured_call(
         model, UsefulnessGrade, ctx.messages("grade_useful", question=question, answer=answer), ctx, config=config
     )
-    return _verdict(reply, "useful", "missing", ctx.settings.default_useful)
+    return await asyncio.to_thread(_verdict, reply, "useful", "missing", ctx.settings.default_useful)
 
 
 async def rephrase_query(
@@ -237,7 +238,7 @@ async def rephrase_query(
         ctx,
         config=config,
     )
-    query = _text_field(reply, "query")
+    query = await asyncio.to_thread(_text_field, reply, "query")
     return query[:500] if query else question
 
 
@@ -253,7 +254,7 @@ async def score(
     reply = await structured_call(model, ScoreGrade, ctx.messages(prompt_key, **variables), ctx, config=config)
     if reply.parsed is not None:
         return Score(reply.parsed.score, reply.parsed.reason, True, reply.raw)
-    loose = parse_score(reply.raw)
+    loose = await asyncio.to_thread(parse_score, reply.raw)
     if loose is not None:
         return Score(loose, "", True, reply.raw)
     return Score(ctx.settings.default_score, "", False, reply.raw)
@@ -271,7 +272,7 @@ async def condense_question(
         ctx,
         config=config,
     )
-    text = _text_field(reply, "question")
+    text = await asyncio.to_thread(_text_field, reply, "question")
     return text[:1000] if text and not re.fullmatch(r"<[^<>]*>", text.strip()) else question
 
 
@@ -292,5 +293,5 @@ async def reflect(
         ctx,
         config=config,
     )
-    text = _text_field(reply, "lesson")
+    text = await asyncio.to_thread(_text_field, reply, "lesson")
     return text if len(text) >= 12 else ""

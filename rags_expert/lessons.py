@@ -39,7 +39,7 @@ from rags_expert.events import emit
 from rags_expert.grading import GradingContext, reflect
 from rags_expert.llm import LLMCallError, redact
 from rags_expert.prompts import PromptStore, neutralise
-from rags_expert.retrieval.embeddings import query_vector
+from rags_expert.retrieval.embeddings import embedding_input, query_vector
 from rags_expert.settings import AgentSettings, LessonSettings
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,8 @@ class LessonMemory:
         """Store a lesson keyed by its failing question; merge into a near-duplicate. Returns (id, merged)."""
         lesson = " ".join(lesson.split())[: self.settings.max_chars]
         # symmetric matching (question to question, advice to advice): both sides embedded as queries
-        text_vec, question_vec = self.embeddings.embed_query(lesson), query_vector(self.embeddings, question)
+        text_vec = self.embeddings.embed_query(embedding_input(self.embeddings, lesson))
+        question_vec = query_vector(self.embeddings, question)
         self._ensure_collection(len(question_vec))
         at = self.clock()
         now, stamp = at.isoformat(), at.timestamp()

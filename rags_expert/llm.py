@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
+from rags_expert.limits import clip_reply
 from rags_expert.redaction import mask_values, redact, redact_data
 from rags_expert.settings import LLMSettings
 from rags_expert.usage import record as record_usage
@@ -113,10 +114,12 @@ class RetryPolicy:
     base_delay: float = 0.5
     max_delay: float = 8.0
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    max_reply_chars: int = LLMSettings.model_fields["max_reply_chars"].default
+    """Characters of a reply that are read (``llm.max_reply_chars``): the rest is cut before any parsing."""
 
     @classmethod
     def from_settings(cls, llm: LLMSettings, secrets: Sequence[str] = ()) -> RetryPolicy:
-        return cls(llm.max_retries, llm.retry_base_delay, llm.retry_max_delay, tuple(secrets))
+        return cls(llm.max_retries, llm.retry_base_delay, llm.retry_max_delay, tuple(secrets), llm.max_reply_chars)
 
     def retrying(self) -> AsyncRetrying:
         """The tenacity loop for one call: transient faults only, ``max_retries`` retries, shared backoff."""
@@ -147,7 +150,8 @@ async def call_model(
 ) -> Any:
     """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good.
 
-    The reply's tokens are recorded for the running graph node (:func:`rags_expert.usage.record`).
+    The reply's tokens are recorded for the running graph node (:func:`rags_expert.usage.record`); its text (and
+    its tool calls' strings) is cut to ``policy.max_reply_chars`` before anything parses it.
     """
     retrying = policy.retrying()
     reply: Any = None
@@ -165,7 +169,7 @@ async def call_model(
         log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
         raise LLMCallError(name, text, attempts) from None
     record_usage(reply, messages)  # the running node's tokens (rags_expert.usage)
-    return mask_reply(reply, policy.secrets)
+    return mask_reply(clip_reply(reply, policy.max_reply_chars), policy.secrets)
 
 
 def mask_reply(reply: Any, secrets: Sequence[str]) -> Any:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*+(.*?)```", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _FIELD_LABEL = re.compile(
     r"^[\s*_`#>\"'{]*(?:relevant|grounded|useful|supported|binary_score|verdict|answer)[\"'*]*\s*[:=]\s*", re.I
@@ -86,6 +86,11 @@ def extract_json_object(text: Any) -> dict[str, Any] | None:
     return _repaired_object([*fenced, *objects, *truncated])
 
 
+REPAIR_MAX_CHARS = 50_000
+"""Longest candidate given to :mod:`json_repair` (pure Python, about 70 µs a character on deeply nested text): a
+reply cut off at its token cap is far shorter (``grading.max_tokens`` 256, ``kg.max_tokens``)."""
+
+
 def _repaired_object(candidates: list[str]) -> dict[str, Any] | None:
     """The first candidate :mod:`json_repair` turns into an object: single quotes, trailing commas,
     or a reply cut off at the token cap (``{"relevant": false`` reads as ``{"relevant": false}``).
@@ -94,6 +99,8 @@ def _repaired_object(candidates: list[str]) -> dict[str, Any] | None:
     with ``{``): repairing free prose would invent objects out of words.
     """
     for cand in candidates:
+        if len(cand) > REPAIR_MAX_CHARS:
+            continue
         try:
             value = json_repair.loads(cand)
         except (ValueError, RecursionError):  # never raise: the caller applies its default
@@ -151,7 +158,8 @@ _HEDGE = re.compile(
     re.I,
 )
 _JSON_KEY = re.compile(r"[\"']\w+[\"']\s*:")
-_QUESTION = re.compile(r"[^.!?\n]*\?")
+# a sentence ending in "?", tried from sentence starts only (from every character it was quadratic)
+_QUESTION = re.compile(r"(?:(?<=[.!?\n])|\A)[^.!?\n]*+\?")
 
 
 def _json_verdict(obj: dict[str, Any]) -> bool | None | str:
@@ -230,11 +238,13 @@ def parse_yes_no(text: Any) -> bool | None:
     return None
 
 
+# Possessive quantifiers (giving back a space or a digit can never help the next token) and numbers tried from
+# their first digit only: the backtracking forms took seconds on a thousand spaces after "score".
 _SCORE_PATTERNS = [
-    re.compile(r"score\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", re.I),
-    re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", re.I),
-    re.compile(r"score\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)", re.I),
-    re.compile(r"^\s*\**\s*(-?\d+(?:\.\d+)?)\b"),
+    re.compile(r"score\s*+(?:is|of|=|:)?\s*+\**+\s*+(-?\d++(?:\.\d+)?)\s*+(?:/|out of)\s*+(\d+(?:\.\d+)?)", re.I),
+    re.compile(r"(?<!\d)(-?\d++(?:\.\d+)?)\s*+(?:/|out of)\s*+(\d+(?:\.\d+)?)", re.I),
+    re.compile(r"score\s*+(?:is|of|=|:)?\s*+\**+\s*+(-?\d+(?:\.\d+)?)", re.I),
+    re.compile(r"^\s*+\**+\s*+(-?\d+(?:\.\d+)?)\b"),
 ]
 
 
@@ -281,9 +291,10 @@ def parse_model(schema: type[M], payload: Any) -> M | None:
         return None
 
 
+# possessive: three adjacent whitespace runs made a line of spaces cubic
 _LEADS = re.compile(
-    r"^\s*(?:[*_#>`\"'\s]*)(?:here is (?:the|a) )?(?:rephrased|rewritten|improved|standalone|new)?\s*"
-    r"(?:question|query|search query)?\s*[:\-]\s*",
+    r"^[*_#>`\"'\s]*+(?:here is (?:the|a) )?(?:rephrased|rewritten|improved|standalone|new)?\s*+"
+    r"(?:question|query|search query)?\s*+[:\-]\s*",
     re.I,
 )
 
@@ -303,7 +314,7 @@ def parse_free_text_field(text: Any, field: str) -> str | None:
     return None
 
 
-_ANY_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
+_ANY_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*+)[ \t]*+\n?(.*?)```", re.DOTALL)  # possessive: linear
 
 
 def extract_code_block(text: Any, languages: tuple[str, ...] = ()) -> str | None:

@@ -41,7 +41,9 @@ _BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/_\-]{4,}={0,2})")
 _SK_KEY = re.compile(r"sk-[A-Za-z0-9_\-*]{6,}")
 _API_KEY = re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}")
 _PASSWORD = re.compile(r"(?i)(\bpassword\s*=\s*['\"]?)[^\s'\"]{2,}")
-_URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@?#'\"<>]+@")
+# the scheme's last 32 characters at most: an unbounded scheme tried from every letter of a long "a.b.c…" run was
+# quadratic; the userinfo after "://" is masked all the same
+_URL_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,31}://)[^/\s@?#'\"<>]+@")
 
 
 def _basic_credentials(match: re.Match[str]) -> str:

@@ -10,6 +10,7 @@ per agent and model (:attr:`GradingContext.runnables`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import re
@@ -186,6 +187,13 @@ async def structured_call(
             timeout=ctx.settings.timeout,
             config=config,
         )
+    # tolerant reading is pure CPU (up to llm.max_reply_chars of text): off the event loop, so a host keeps
+    # answering its other requests meanwhile
+    return await asyncio.to_thread(read_reply, schema, reply)
+
+
+def read_reply(schema: type[M], reply: Any) -> StructuredReply[M]:
+    """The ``schema`` object a reply holds (tool-call arguments, then JSON in the text), or None, with its raw text."""
     payloads = _reply_payloads(reply)
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
     for payload in payloads:

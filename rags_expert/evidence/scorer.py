@@ -44,7 +44,7 @@ from rags_expert.evidence.text import (
     terms,
 )
 from rags_expert.evidence.units import Unit, units
-from rags_expert.retrieval.embeddings import query_vector
+from rags_expert.retrieval.embeddings import embedding_input, query_vector
 from rags_expert.settings import EvidenceSettings
 
 _CACHE_SIZE = 4096
@@ -206,7 +206,8 @@ class EvidenceScorer:
         with self._lock:
             known = {s: self._cache[s] for s in sentences if s in self._cache}
         missing = [s for s in dict.fromkeys(sentences) if s not in known]
-        known |= dict(zip(missing, model.embed_documents(missing) if missing else [], strict=True))
+        clipped = [embedding_input(model, s) for s in missing]  # a sentence may be a whole unpunctuated reply
+        known |= dict(zip(missing, model.embed_documents(clipped) if missing else [], strict=True))
         query = query_vector(model, question)
         with self._lock:
             for text in missing:

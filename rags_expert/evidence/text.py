@@ -16,7 +16,8 @@ from rags_expert.evidence.units import units
 from rags_expert.retrieval.sparse import STOPWORDS
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;-]\s*\d+)*\]")
+# from the start of a whitespace run only (a match tried at each of its characters was quadratic)
+_CITATION = re.compile(r"(?<!\s)\s*+\[\d+(?:\s*+[,;-]\s*+\d+)*+\]")
 
 QUESTION_WORDS = frozenset(
     {

@@ -29,7 +29,7 @@ ITEM_MAX_CHARS = 400
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_TABLE_RULE = re.compile(r"^\s*+\|?\s*+:?-{2,}:?\s*+(?:\|\s*+:?-{2,}:?\s*+)*+\|?\s*+$")  # possessive: linear
 _ATX = re.compile(r"^\s{0,3}#{1,6}\s+")
 # a list item's term: a leading code span, or a few words, before " - ", " – ", " — " or ": "
 _ITEM_LABEL = re.compile(r"^(`[^`]+`(?:\s*\([^)]*\))?|[^\s:`][^:]{0,60}?)\s*(?:\s[-–—]\s|:\s)")

@@ -119,6 +119,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         self.settings = coerce_settings(settings, KGExpertSettings)
         self.kg = self.settings.kg
         super().__init__(self.kg.max_steps)
+        self.max_question_chars = self.settings.max_question_chars
         self.model = chat_model
         self.backend = backend
         self.schema = load_schema(schema, schema_name)

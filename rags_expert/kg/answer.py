@@ -54,6 +54,8 @@ def answer_text(result: KGQueryResult, prompts: PromptStore, shown: list[dict[st
     question = result.question
     if result.exit_reason == "empty_question":
         return prompts.render("empty_question")
+    if result.exit_reason == "question_too_long":
+        return prompts.render("failure_too_long", detail=(result.error or "").split("QuestionTooLong: ", 1)[-1])
     if result.error:
         component = COMPONENT if result.exit_reason == FAULT_REASON else "the language model"
         return prompts.render("failure_error", question=question, component=component, error=error_class(result.error))

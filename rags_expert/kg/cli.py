@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import setting_type, settings_from_args, text_arg
+from rags_expert.cli_support import question_error, setting_type, settings_from_args, text_arg
 from rags_expert.redaction import redact
 from rags_expert.settings import KGExpertSettings
 
@@ -64,6 +64,9 @@ def run(
 
     base = settings or getattr(args, "settings", None)
     settings = cast(KGExpertSettings, settings_from_args(args, base))  # validated; flags win over the given settings
+    if error := question_error(args.question, settings):
+        print(error, file=sys.stderr)
+        return 2
 
     async def go() -> int:
         async with maybe_local(settings, getattr(args, "local", False)) as local:

@@ -60,6 +60,7 @@ from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.checkpoints.guard import checkpointer_fault
 from rags_expert.conversation import last_question
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
+from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm import LLMCallError
 from rags_expert.prompts import PromptError
 
@@ -77,7 +78,7 @@ class ReflexionState(TypedDict, total=False):
     steps: int  # tool executions so far
     log: list[dict[str, Any]]  # one record per node run, oldest first
     error: str  # set when a model call failed for good; ends the loop
-    exit_reason: str  # set by prepare (empty_question) and by finalize
+    exit_reason: str  # set by prepare (empty_question, question_too_long) and by finalize
     prompt: str  # the caller's prompt for the responders (the seed's ``execute(question, prompt)``), an input
 
 
@@ -90,6 +91,8 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     """Base class of reflexion loops; see the module docstring."""
 
     state_schema: type = ReflexionState
+    max_question_chars: int | None = None
+    """Longest question accepted (None: no limit); a subclass with settings sets ``max_question_chars``."""
 
     def __init__(self, max_steps: int) -> None:
         if missing := missing_hooks(type(self)):
@@ -176,6 +179,12 @@ class ReflexionAgent(SeedHooks, Generic[R]):
             return update | {"question": question, "error": f"checkpointer: {fault}", "exit_reason": FAULT_REASON}
         if not question:
             return update | {"exit_reason": "empty_question"}
+        try:
+            if self.max_question_chars is not None:
+                check_question(question, self.max_question_chars)
+        except QuestionTooLongError as exc:
+            error = f"prepare: QuestionTooLong: {exc}"
+            return update | {"question": question_preview(question), "error": error, "exit_reason": "question_too_long"}
         if history:
             try:
                 question = (await self.standalone_question(question, history, config)).strip() or question

@@ -45,7 +45,8 @@ class SchemaSelection(BaseModel):
     relationships: list[str] = Field(default_factory=list, description="relationship types it must traverse")
 
 
-_STATEMENT_START = re.compile(r"(?im)^\s*((?:OPTIONAL\s+)?MATCH|CALL|WITH|UNWIND)\b")
+# indentation only (not blank lines: a run of them was scanned again from each line start, quadratic)
+_STATEMENT_START = re.compile(r"(?im)^[^\S\n]*+((?:OPTIONAL\s+)?MATCH|CALL|WITH|UNWIND)\b")
 
 
 def clean_query(text: str) -> str:

@@ -29,7 +29,8 @@ class KGQueryResult:
     steps: int  # queries executed (or attempted)
     reflections: list[str]
     log: list[dict[str, Any]]
-    exit_reason: str  # score | non_empty | max_steps | llm_error | empty_question | backend_error | checkpointer_error
+    exit_reason: str  # score | non_empty | max_steps | llm_error | empty_question | question_too_long | backend_error
+    # | checkpointer_error
     error: str | None = None  # a model failure, when exit_reason is llm_error
     truncated: bool = False
     attempts: list[dict[str, Any]] = field(default_factory=list)

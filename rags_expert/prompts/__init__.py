@@ -30,6 +30,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "failure_error": frozenset({"component", "error", "question"}),
     "failure_retrieval": frozenset({"detail", "error", "question"}),
     "failure_request": frozenset({"detail", "question"}),
+    "failure_too_long": frozenset({"detail"}),
     "reflect": frozenset({"feedback"}),
     "kg_draft": frozenset({"lessons"}),
     "refine_strips": frozenset({"title"}),

@@ -8,7 +8,8 @@ below override the common ones.
 
 Exit codes: 0 answered; 1 an honest "not found" (no grounded answer in the
 knowledge base); 2 an error (invalid settings or flags, a model or retriever
-fault, an invalid request, the question's budget used up); 130 interrupted.
+fault, an invalid request, a question over ``max_question_chars``, the question's budget used up); 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import args_settings, setting_type, text_arg
+from rags_expert.cli_support import args_settings, question_error, setting_type, text_arg
 from rags_expert.progress import RAG_PROGRESS
 
 if TYPE_CHECKING:
@@ -59,9 +60,13 @@ async def ask(args: argparse.Namespace) -> int:
     """Answer one question (on a local model started for the call with ``--local``)."""
     from rags_expert.local_llm import maybe_local
 
+    settings = cast("RagsExpertSettings", args_settings(args))
+    if error := question_error(args.question, settings):
+        print(error, file=sys.stderr)
+        return 2
     if args.local and not args.quiet and not args.json:
         print("[starting the local model]", file=sys.stderr, flush=True)
-    async with maybe_local(cast("RagsExpertSettings", args_settings(args)), args.local) as local:
+    async with maybe_local(settings, args.local) as local:
         return await answer(args, local)
 
 

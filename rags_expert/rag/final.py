@@ -96,6 +96,8 @@ def _failure_content(
         content = prompts.render("empty_question")
     elif reason == "invalid_request":
         content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
+    elif reason == "question_too_long":
+        content = prompts.render("failure_too_long", detail=error.split(":", 1)[1].strip())
     elif reason == "retrieval_error":
         detail = error.split(":", 1)[1].strip() if ":" in error else error
         content = prompts.render("failure_retrieval", question=question, error=error_class(error), detail=detail)

@@ -35,6 +35,7 @@ from rags_expert.lessons import (
     recall_lessons,
     scope_key,
 )
+from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm import LLMCallError, call_model, message_text, redact
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
@@ -132,6 +133,14 @@ class RagNodes:
             return update | {"question": question, "error": fault, "failure_reason": FAULT_REASON}
         if not question:
             return update | {"failure_reason": "empty_question"}
+        try:
+            check_question(question, self.deps.settings.max_question_chars)
+        except QuestionTooLongError as exc:
+            return update | {
+                "question": question_preview(question),
+                "error": f"QuestionTooLong: {exc}",
+                "failure_reason": "question_too_long",
+            }
         try:
             request = read_request(runtime.context, config)
         except InvalidRequestError as exc:

@@ -47,7 +47,8 @@ _SEPARATORS = [
 ]
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _MD = MarkdownIt("commonmark")
-_ATTRIBUTES = re.compile(r"\s*\{[#.:][^{}]*\}\s*$")  # a heading's trailing {#anchor .class} (attr_list)
+# a heading's trailing {#anchor .class} (attr_list), tried from the start of a whitespace run only (linear)
+_ATTRIBUTES = re.compile(r"(?<!\s)\s*+\{[#.:][^{}]*+\}\s*+$")
 
 
 @dataclass

