@@ -167,7 +167,8 @@ async def test_legacy_max_tokens_puts_each_calls_own_cap_in_the_body(server, cas
 
 
 async def test_legacy_max_tokens_caps_grading_calls_even_without_an_answer_cap(server, castle_docs):
-    graph = await make_graph(server, castle_docs, llm={"legacy_max_tokens": True}, grading={"max_tokens": 32})
+    llm = {"legacy_max_tokens": True, "max_tokens": None}  # no answer cap (the default has one)
+    graph = await make_graph(server, castle_docs, llm=llm, grading={"max_tokens": 32})
 
     assert (await ask(graph)).response_metadata["outcome"] == "success"
     assert all(r.body["max_tokens"] == 32 for r in server.requests if r.kind in GRADER_KINDS)

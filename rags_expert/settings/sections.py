@@ -43,7 +43,12 @@ class LLMSettings(SettingsSection):
     )
     retry_max_delay: float = Field(8.0, ge=0, le=MAX_DELAY, description="Cap on one backoff delay in seconds.")
     max_tokens: int | None = Field(
-        None, ge=1, le=MAX_REPLY_TOKENS, description="Cap on answer tokens (None: the model's default)."
+        4096,
+        ge=1,
+        le=MAX_REPLY_TOKENS,
+        description="Cap on answer tokens (None: the model's default, which a server may not have). 4096 is far "
+        "above a cited answer, and bounds how long a runaway reply keeps the server busy; a reasoning model "
+        "counts its reasoning in it: raise it for one.",
     )
     max_reply_chars: int = Field(
         100_000,
