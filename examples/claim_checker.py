@@ -47,8 +47,8 @@ class ClaimChecker(AgentFlow):
         self.chat_model, self.retriever = chat_model, retriever
 
     async def async_init(self) -> Self:
-        """Validate prompts, build what the host did not pass (off the event loop), build the graph."""
-        await asyncio.to_thread(self._init_sync)
+        """Validate prompts, build what the host did not pass and the graph (in a thread); open the checkpointer."""
+        await asyncio.gather(asyncio.to_thread(self._init_sync), self.open_checkpointer())
         return self
 
     def _init_sync(self) -> None:
