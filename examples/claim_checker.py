@@ -8,13 +8,12 @@ Nothing here is new machinery: prompts, grading, model, retriever and host contr
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Literal, Self, TypedDict
+from typing import Any, Literal, Self
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from rags_expert.grading import GradingContext, grade_grounded, grade_relevance
 from rags_expert.host import AgentFlow
@@ -25,10 +24,9 @@ from rags_expert.retrieval.factory import build_retriever
 from rags_expert.settings import coerce_settings
 
 
-class ClaimState(TypedDict, total=False):
-    """The conversation plus this claim's working state."""
+class ClaimState(MessagesState, total=False):
+    """The conversation (LangGraph's ``messages``, appended to) plus this claim's working state."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
     claim: str
     documents: list[Document]
     evidence: list[Document]
@@ -47,8 +45,8 @@ class ClaimChecker(AgentFlow):
         self.chat_model, self.retriever = chat_model, retriever
 
     async def async_init(self) -> Self:
-        """Validate prompts, build what the host did not pass (off the event loop), build the graph."""
-        await asyncio.to_thread(self._init_sync)
+        """Validate prompts, build what the host did not pass and the graph (in a thread); open the checkpointer."""
+        await asyncio.gather(asyncio.to_thread(self._init_sync), self.open_checkpointer())
         return self
 
     def _init_sync(self) -> None:
@@ -91,12 +89,10 @@ class ClaimChecker(AgentFlow):
 
     def build_graph(self) -> StateGraph:
         """retrieve → grade_evidence → verdict | no_evidence."""
-        builder = StateGraph(ClaimState)
-        for node in (self.retrieve, self.grade_evidence, self.verdict, self.no_evidence):
-            builder.add_node(node.__name__, node)
+        builder = StateGraph(ClaimState).add_sequence([self.retrieve, self.grade_evidence])  # nodes named after methods
         builder.add_edge(START, "retrieve")
-        builder.add_edge("retrieve", "grade_evidence")
-        builder.add_conditional_edges("grade_evidence", self.route)
-        builder.add_edge("verdict", END)
-        builder.add_edge("no_evidence", END)
+        builder.add_conditional_edges("grade_evidence", self.route)  # to the node `route` names
+        for outcome in (self.verdict, self.no_evidence):
+            builder.add_node(outcome)
+            builder.add_edge(outcome.__name__, END)
         return builder

@@ -29,27 +29,30 @@ def castle_only(question: str, chunk: str) -> str:
     return "yes" if "Castle Varen" in chunk else "no"
 
 
-async def check(claim: str, script: Script, docs) -> tuple[dict, Script]:
+async def check(claim: str, script: Script, docs, **settings) -> tuple[dict, Script]:
     agent = (
         await load_example()
         .ClaimChecker(
-            {"retrieval": {"top_k": 3}},
+            {"retrieval": {"top_k": 3}, **settings},
             chat_model=ScriptedChatModel(responder=script),
             retriever=KeywordRetriever(docs=docs),
         )
         .async_init()
     )
-    out = await agent.get_compiled_graph().ainvoke(
-        {"messages": [("user", claim)]}, {"configurable": {"thread_id": "t"}}
-    )
+    try:
+        out = await agent.get_compiled_graph().ainvoke(
+            {"messages": [("user", claim)]}, {"configurable": {"thread_id": "t"}}
+        )
+    finally:
+        await agent.aclose()
     return out, script
 
 
 def test_example_is_a_small_agent_flow():
     module = load_example()
     assert issubclass(module.ClaimChecker, AgentFlow)
-    code_lines = [line for line in EXAMPLE.read_text().splitlines() if line.strip()]
-    assert len(code_lines) < 100, f"the example must stay well under 100 lines, has {len(code_lines)}"
+    lines = EXAMPLE.read_text().splitlines()
+    assert len(lines) < 100, f"the example must stay under 100 lines (blank ones included), has {len(lines)}"
 
 
 async def test_supported_claim_cites_the_relevant_chunk(castle_docs):
@@ -88,3 +91,22 @@ async def test_claim_without_evidence_skips_the_groundedness_check(castle_docs):
     assert answer.content == "The knowledge base holds nothing about this claim."
     assert answer.response_metadata == {"supported": None, "sources": []}
     assert script.count("grounded") == 0
+
+
+async def test_example_keeps_its_threads_in_a_fresh_postgres_database(castle_docs, postgres_url):
+    """``async_init`` connects the PostgreSQL checkpointer and creates its tables, so the example runs on a new
+    database, and an agent started again (a restart) continues the same thread."""
+    pg = {"url": postgres_url}
+    first, _ = await check(
+        "Castle Varen was built in 1412.", Script(relevance=castle_only), castle_docs, checkpointer=pg
+    )
+    second, _ = await check(
+        "Mura cheese is aged for nine months.", Script(relevance=lambda q, c: "no"), castle_docs, checkpointer=pg
+    )
+    assert len(first["messages"]) == 2
+    assert [m.content for m in second["messages"]] == [
+        "Castle Varen was built in 1412.",
+        "Supported by the knowledge base.",
+        "Mura cheese is aged for nine months.",
+        "The knowledge base holds nothing about this claim.",
+    ]
