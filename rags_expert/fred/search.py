@@ -43,7 +43,11 @@ class FredDocumentSearch(BaseRetriever):
     hits: dict[str, Any] = Field(default_factory=dict)
     """Every hit returned this turn, by the chunk id of its Document."""
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """Not offered: the port is async. Declares ``**kwargs`` all the same: LangChain reads this signature to
+        decide whether ``ainvoke`` passes keyword arguments on, so without it every search option was dropped."""
         raise NotImplementedError("Fred's document search is async: use ainvoke")
 
     async def _aget_relevant_documents(
