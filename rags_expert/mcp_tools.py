@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rags_expert.cli_support import SecretBook
 from rags_expert.limits import QuestionTooLongError, check_question
 from rags_expert.redaction import redact_data
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -183,13 +184,13 @@ class Agents:
 
     async def search(self, query: str, top_k: int | None, library_tags: list[str] | None) -> CallToolResult:
         """The knowledge base's hits for ``query`` (the RAG agent's own retriever)."""
-        k = top_k or self.settings.retrieval.top_k
+        options = SearchOptions.of({"top_k": top_k or self.settings.retrieval.top_k, "library_tags": library_tags})
         try:  # the graphs' own length check (ask makes it in prepare)
             check_question(query.strip(), self.settings.max_question_chars)
         except QuestionTooLongError as exc:
             raise ToolError(str(exc).replace("the question", "the query", 1)) from None
         try:  # an empty tag list scopes nothing, as for ask
-            docs = [] if library_tags == [] else await self.retriever.ainvoke(query, top_k=k, library_tags=library_tags)
+            docs = [] if options.scopes_nothing else await self.retriever.ainvoke(query, **options.kwargs())
         except Exception as exc:  # noqa: BLE001 - a knowledge-base fault is the tool's error, redacted
             raise self._error(exc) from None
         hits = [

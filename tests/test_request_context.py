@@ -106,3 +106,20 @@ def test_the_call_counter_adds_and_restarts():
 def test_the_context_schema_names_every_option():
     declared = set(RequestContext.__annotations__)
     assert declared == set(RequestOptions.model_fields)
+
+
+async def test_a_host_retriever_gets_only_the_options_it_declares(castle_docs):
+    class TopKOnly(KeywordRetriever):
+        def _get_relevant_documents(self, query, *, run_manager, top_k=None):
+            return super()._get_relevant_documents(query, run_manager=run_manager, top_k=top_k)
+
+    model = ScriptedChatModel(responder=Script(relevance=castle_relevant, generate=lambda t: "In 1412 [1]."))
+    retriever = TopKOnly(docs=castle_docs, calls=[])
+    agent = await RagsExpert({"llm": {"max_retries": 0}}, chat_model=model, retriever=retriever).async_init()
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage(QUESTION)]},
+        {"configurable": {"thread_id": "h"}},
+        context={"top_k": 2, "document_uids": ["d1"], "search_policy": "strict"},
+    )
+    assert retriever.calls == [{"query": QUESTION, "top_k": 2, "library_tags": None}]
+    assert out["messages"][-1].response_metadata["outcome"] == "success"

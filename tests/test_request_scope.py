@@ -47,9 +47,9 @@ class CountingRetriever(QdrantRetriever):
 
     searches: list[dict] = []
 
-    def _search(self, query, top_k, library_tags, document_uids, search_policy):
-        self.searches.append({"library_tags": library_tags, "document_uids": document_uids})
-        return super()._search(query, top_k, library_tags, document_uids, search_policy)
+    def _search(self, query, options):
+        self.searches.append({"library_tags": options.library_tags, "document_uids": options.document_uids})
+        return super()._search(query, options)
 
 
 async def _ask(settings, retriever, **configurable):

@@ -23,12 +23,14 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from rags_expert.retrieval.knowledge_flow import hit_to_document
+from rags_expert.retrieval.options import SearchOptions
 
 
 class FredDocumentSearch(BaseRetriever):
     """Searches through a Fred ``DocumentSearchPort`` (async only: the port is async).
 
-    The request's options arrive as ``ainvoke`` keyword arguments like for our other retrievers:
+    The request's options arrive as ``ainvoke`` keyword arguments like for our other retrievers
+    (read as one :class:`~rags_expert.retrieval.options.SearchOptions`):
     ``library_tags`` become the port's ``library_tag_ids`` (Fred narrows them to the session's libraries),
     ``document_uids`` and ``search_policy`` pass through, ``top_k`` defaults to :attr:`top_k`.
     """
@@ -41,27 +43,24 @@ class FredDocumentSearch(BaseRetriever):
     hits: dict[str, Any] = Field(default_factory=dict)
     """Every hit returned this turn, by the chunk id of its Document."""
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """Not offered: the port is async. Declares ``**kwargs`` all the same: LangChain reads this signature to
+        decide whether ``ainvoke`` passes keyword arguments on, so without it every search option was dropped."""
         raise NotImplementedError("Fred's document search is async: use ainvoke")
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         """One search through the port; the hits become Documents with our metadata contract."""
+        options = SearchOptions.of(kwargs)
         result = await self.port.search(
             query,
-            top_k=top_k or self.top_k,
-            library_tag_ids=library_tags,
-            document_uids=document_uids,
-            search_policy=search_policy,
+            top_k=options.top_k or self.top_k,
+            library_tag_ids=options.library_tags,
+            document_uids=options.document_uids,
+            search_policy=options.search_policy,
         )
         docs = []
         for i, hit in enumerate(result.hits):

@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from rags_expert.events import emit
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.state import RagState
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -37,12 +38,10 @@ def origin(doc: Document) -> str:
     return str(doc.metadata.get(ORIGIN_KEY) or "primary")
 
 
-def fallback_options(search: dict[str, Any], request_filters: bool) -> dict[str, Any]:
-    """The retriever options of the fallback search: ``top_k`` always, the request's filters only when
-    ``request_filters`` is on."""
-    if request_filters:
-        return dict(search)
-    return {"top_k": search["top_k"]}
+def fallback_options(search: SearchOptions, request_filters: bool) -> SearchOptions:
+    """The options of the fallback search: ``top_k`` always, the request's filters only when ``request_filters``
+    is on."""
+    return search if request_filters else search.unfiltered()
 
 
 def wants_fallback(state: RagState) -> bool:
@@ -72,7 +71,7 @@ class FallbackSource:
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Search the fallback source once with the question; tag its chunks ``origin: fallback``."""
-        options = fallback_options(state["search"], self.settings.fallback.request_filters)
+        options = fallback_options(SearchOptions.of(state["search"]), self.settings.fallback.request_filters)
         question = state["question"]
         update: dict[str, Any] = {"fallback_consulted": True, "queries": [*state.get("queries", []), question]}
         try:
@@ -83,7 +82,7 @@ class FallbackSource:
             return update | {"documents": [], "error": error, "failure_reason": "retrieval_error"}
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, ORIGIN_KEY: "fallback"}, id=d.id)
-            for d in list(docs)[: options["top_k"]]
+            for d in list(docs)[: options.limit]
         ]
         emit("fallback_consulted", chunks=len(tagged))
         return update | {"documents": tagged}

@@ -47,7 +47,6 @@ from rags_expert.rag.options import (
     RequestOptions,
     ainvoke_retriever,
     read_request,
-    scopes_nothing,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
 from rags_expert.rag.refinement import refined_context
@@ -55,6 +54,7 @@ from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count
 from rags_expert.redaction import redact_message
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class RagNodes:
         if self.deps.lessons is None:
             return ""
         settings = self.deps.settings
-        tags = request.library_tags if request.library_tags is not None else settings.retrieval.library_tags
+        tags = request.default_tags(settings.retrieval)
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
     def _error(self, exc: BaseException) -> str:
@@ -150,7 +150,7 @@ class RagNodes:
                 "failure_reason": "invalid_request",
             }
         update |= {
-            "search": request.retriever_kwargs(self.deps.settings.retrieval.top_k),
+            "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
         }
@@ -169,17 +169,17 @@ class RagNodes:
 
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query with the request's options (validated by ``prepare``)."""
-        options = state["search"]
+        options = SearchOptions.of(state["search"])
         query = state["query"]
         queries = [*state.get("queries", []), query]
-        if scopes_nothing(options):  # nothing in scope: no search, and no rephrasing can find more
+        if options.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
             return {"documents": [], "queries": queries, "max_rephrases": state.get("rephrases", 0)}
         try:
             docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
             log.error("retrieval failed: %s", self._error(exc))
             return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
-        return {"documents": list(docs)[: options["top_k"]], "queries": queries}
+        return {"documents": list(docs)[: options.limit], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings.errors import invalid_value
+from rags_expert.settings.knowledge import SearchPolicy
 
 
 class RequestContext(TypedDict, total=False):
@@ -40,48 +34,25 @@ class RequestContext(TypedDict, total=False):
     top_k: int
     library_tags: list[str] | str
     document_uids: list[str] | str
-    search_policy: Literal["hybrid", "semantic", "strict"]
+    search_policy: SearchPolicy
     user_id: str
 
 
-class RequestOptions(BaseModel):
-    """Per-request retrieval options, validated (unknown keys, e.g. ``thread_id``, are ignored).
+class RequestOptions(SearchOptions):
+    """Per-request options, validated (unknown keys, e.g. ``thread_id``, are ignored): the search's
+    (:class:`~rags_expert.retrieval.options.SearchOptions`, which owns the empty-list rule) and who asks.
 
     ``top_k`` may lower the configured ``retrieval.top_k`` but not raise it: the LLM-call bound
-    counts with the configured value. A single tag or id may be given as a string. An absent
-    (``None``) ``library_tags`` / ``document_uids`` means no filter; an empty list means nothing
-    is in scope: no retriever is called and the run ends with the honest not-found answer.
+    counts with the configured value. A single tag or id may be given as a string. An empty list of tags
+    or documents puts nothing in scope: no retriever is called and the run ends with the honest not-found answer.
     """
 
-    model_config = ConfigDict(extra="ignore")
-
-    top_k: int | None = Field(None, ge=1)
-    library_tags: list[str] | None = None
-    document_uids: list[str] | None = None
-    search_policy: Literal["hybrid", "semantic", "strict"] | None = None
     user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
     """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
 
-    @field_validator("library_tags", "document_uids", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @property
-    def scopes_nothing(self) -> bool:
-        """Whether the request scopes retrieval to nothing (an empty list of tags or documents)."""
-        return scopes_nothing(self.model_dump())
-
-    def retriever_kwargs(self, configured_top_k: int) -> dict[str, Any]:
-        """The keyword arguments for the retriever, ``top_k`` capped at the configured value."""
-        kwargs = self.model_dump(exclude_none=True, exclude={"user_id"})
-        kwargs["top_k"] = min(self.top_k or configured_top_k, configured_top_k)
-        return kwargs
-
-
-def scopes_nothing(options: Mapping[str, Any]) -> bool:
-    """Whether options (a :class:`RequestOptions` dump or its retriever kwargs) scope retrieval to nothing."""
-    return options.get("library_tags") == [] or options.get("document_uids") == []
+    def search(self, configured_top_k: int) -> SearchOptions:
+        """The search's options, ``top_k`` capped at the configured value (``user_id`` left out)."""
+        return SearchOptions.of(self.kwargs()).capped(configured_top_k)
 
 
 class InvalidRequestError(ValueError):
@@ -121,14 +92,15 @@ def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
 
 
 async def ainvoke_retriever(
-    retriever: BaseRetriever, query: str, config: RunnableConfig, options: dict[str, Any]
+    retriever: BaseRetriever, query: str, config: RunnableConfig, options: SearchOptions
 ) -> list[Document]:
-    """Call any retriever with the per-request options it accepts (LangChain's default async
+    """Call any retriever with the search options it accepts as keyword arguments (LangChain's default async
     path drops extra keyword arguments, so sync-only retrievers run in a thread)."""
+    kwargs = options.kwargs()
     own_async = type(retriever)._aget_relevant_documents is not BaseRetriever._aget_relevant_documents
     if own_async:
-        return await retriever.ainvoke(query, config, **_accepted(retriever._aget_relevant_documents, options))
-    kwargs = _accepted(retriever._get_relevant_documents, options)
-    if not kwargs:
+        return await retriever.ainvoke(query, config, **_accepted(retriever._aget_relevant_documents, kwargs))
+    accepted = _accepted(retriever._get_relevant_documents, kwargs)
+    if not accepted:
         return await retriever.ainvoke(query, config)
-    return await asyncio.to_thread(retriever.invoke, query, config, **kwargs)
+    return await asyncio.to_thread(retriever.invoke, query, config, **accepted)

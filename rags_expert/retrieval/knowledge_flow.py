@@ -30,6 +30,7 @@ from tenacity import RetryCallState, Retrying, stop_after_attempt
 from rags_expert.backoff import last_failure, wait_backoff
 from rags_expert.llm import redact
 from rags_expert.retrieval.base import ScopedRetriever
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import KnowledgeBaseSettings, KnowledgeFlowSettings
 
 log = logging.getLogger(__name__)
@@ -222,34 +223,26 @@ class KnowledgeFlowClient:
             )
         return KnowledgeFlowError(message)
 
-    def _fetch_k(self, top_k: int, document_uids: list[str] | None) -> int:
+    def _fetch_k(self, options: SearchOptions) -> int:
         """v1 hits to ask for: over-fetch when document_uids must be filtered here (capped, at least top_k)."""
-        if not document_uids:
+        top_k = options.limit
+        if not options.document_uids:
             return top_k
         s = self.settings
         return max(top_k, min(top_k * s.uid_overfetch_factor, s.uid_overfetch_max))
 
-    def _body(
-        self,
-        api: str,
-        question: str,
-        top_k: int,
-        tags: list[str] | None,
-        document_uids: list[str] | None,
-        policy: str | None,
-    ) -> dict[str, Any]:
-        """The request body of one generation."""
+    def _body(self, api: str, question: str, options: SearchOptions) -> dict[str, Any]:
+        """The request body of one generation (v2's policy: the request's, else ``knowledge_flow.search_policy``)."""
         if api == "v1":
-            return v1_body(question, self._fetch_k(top_k, document_uids), tags)
-        return v2_body(question, top_k, tags, document_uids, policy)
+            return v1_body(question, self._fetch_k(options), options.library_tags)
+        policy = options.search_policy or self.settings.search_policy
+        return v2_body(question, options.limit, options.library_tags, options.document_uids, policy)
 
-    def _exchange(
-        self, question: str, top_k: int, tags: list[str] | None, document_uids: list[str] | None, policy: str | None
-    ) -> tuple[requests.Response, str]:
+    def _exchange(self, question: str, options: SearchOptions) -> tuple[requests.Response, str]:
         """Send the request, switching generation once when ``auto`` and a 422 names the other's field."""
         api = self._api or "v2"
         for _ in range(2):  # at most one generation switch
-            resp, attempts = self._post(self._body(api, question, top_k, tags, document_uids, policy))
+            resp, attempts = self._post(self._body(api, question, options))
             if resp.status_code == 422 and self.settings.api == "auto":
                 missing = _missing_field(resp)
                 generation_of: dict[str, Literal["v1", "v2"]] = {"query": "v1", "question": "v2"}
@@ -260,28 +253,21 @@ class KnowledgeFlowClient:
                     continue
             break
         if resp.status_code >= 400:
-            raise self._http_error(resp, attempts, tags)
+            raise self._http_error(resp, attempts, options.library_tags)
         with self._api_lock:
             self._api = api
         return resp, api
 
-    def search(
-        self,
-        question: str,
-        top_k: int,
-        tags: list[str] | None = None,
-        document_uids: list[str] | None = None,
-        search_policy: str | None = None,
-    ) -> list[Document]:
-        """Search the service; returns Documents in the service's order.
+    def search(self, question: str, options: SearchOptions) -> list[Document]:
+        """Search the service with resolved options (``top_k`` set); returns Documents in the service's order.
 
-        ``None`` means no filter; an empty ``tags`` or ``document_uids`` list puts nothing in scope, so no
-        request is sent and nothing is returned (the service itself would read ``[]`` as no filter).
+        ``None`` means no filter; an empty list of tags or documents puts nothing in scope, so no request is
+        sent and nothing is returned (the service itself would read ``[]`` as no filter).
         """
-        if (tags is not None and not tags) or (document_uids is not None and not document_uids):
+        if options.scopes_nothing:
             log.debug("knowledge-flow: an empty tag or document list puts nothing in scope")
             return []
-        resp, api = self._exchange(question, top_k, tags, document_uids, search_policy or self.settings.search_policy)
+        resp, api = self._exchange(question, options)
         try:
             hits = resp.json()
         except (ValueError, json.JSONDecodeError):
@@ -291,10 +277,10 @@ class KnowledgeFlowClient:
                 f"knowledge-flow {self._where()} answered a JSON {type(hits).__name__}, expected a list of hits"
             )
         docs = [hit_to_document(h, i) for i, h in enumerate(hits)]
-        if api == "v1" and document_uids:  # v1 cannot filter by document: do it here, on the over-fetched hits
-            wanted = set(document_uids)
+        if api == "v1" and options.document_uids:  # v1 cannot filter by document: do it here, on the over-fetched hits
+            wanted = set(options.document_uids)
             docs = [d for d in docs if d.metadata.get("uid") in wanted]
-        return docs[:top_k]
+        return docs[: options.limit]
 
 
 class KnowledgeFlowRetriever(ScopedRetriever):
@@ -307,19 +293,6 @@ class KnowledgeFlowRetriever(ScopedRetriever):
         """Build the retriever from the knowledge-flow and retrieval settings."""
         return cls(client=KnowledgeFlowClient(settings.knowledge_flow), settings=settings)
 
-    def _search(
-        self,
-        query: str,
-        top_k: int | None,
-        library_tags: list[str] | None,
-        document_uids: list[str] | None,
-        search_policy: str | None,
-    ) -> list[Document]:
-        """Resolve per-request options against the settings and search.
-
-        ``library_tags=None`` falls back to the ``library_tags`` setting (``[]`` there: no filter); a request's
-        own empty list (tags or document uids) means nothing is in scope: no hits.
-        """
-        return self.client.search(
-            query, self.resolve_top_k(top_k), self.resolve_tags(library_tags), document_uids, search_policy
-        )
+    def _search(self, query: str, options: SearchOptions) -> list[Document]:
+        """Search with the request's resolved options (the defaults and the empty-list rule: ``SearchOptions``)."""
+        return self.client.search(query, options)

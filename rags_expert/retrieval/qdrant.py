@@ -29,9 +29,10 @@ from qdrant_client import QdrantClient, models
 
 from rags_expert.language import detect_language
 from rags_expert.retrieval import sparse
-from rags_expert.retrieval.base import ScopedRetriever, nothing_in_scope
+from rags_expert.retrieval.base import ScopedRetriever
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings, query_vector
 from rags_expert.retrieval.lease import Lease, LocalClient, StoreBusyError
+from rags_expert.retrieval.options import SearchOptions
 from rags_expert.retrieval.store import DENSE, SPARSE, ClientStore, Hit, KnowledgeBaseError, VectorQuery
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSettings
 
@@ -46,7 +47,6 @@ __all__ = [
     "build_filter",
     "get_client",
     "get_store",
-    "nothing_in_scope",
 ]
 
 SPARSE_SCHEME = "bm25-crc32-v1"
@@ -149,7 +149,7 @@ def _close_all() -> None:
 def build_filter(library_tags: list[str] | None, document_uids: list[str] | None) -> models.Filter | None:
     """Payload filter: any of the tags, and any of the document ids (``doc_id`` or ``source``).
 
-    ``None`` (or an empty list) adds no condition; callers check :func:`nothing_in_scope` first.
+    ``None`` (or an empty list) adds no condition; callers check ``SearchOptions.scopes_nothing`` first.
     """
     must: list[Any] = []
     if library_tags:
@@ -372,19 +372,10 @@ class QdrantRetriever(ScopedRetriever):
         """Build a retriever (the client is shared per data directory / URL)."""
         return cls(kb=KnowledgeBase(settings, embeddings), settings=settings)
 
-    def _search(
-        self,
-        query: str,
-        top_k: int | None,
-        library_tags: list[str] | None,
-        document_uids: list[str] | None,
-        search_policy: str | None,
-    ) -> list[Document]:
-        """Resolve per-request options against the settings and search."""
-        k = self.resolve_top_k(top_k)
-        mode = POLICY_TO_MODE.get(search_policy or "", self.settings.retrieval.mode)
-        tags = self.resolve_tags(library_tags)
-        if nothing_in_scope(tags, document_uids):
+    def _search(self, query: str, options: SearchOptions) -> list[Document]:
+        """Search with the resolved options; nothing in scope: no search, no hits."""
+        if options.scopes_nothing:
             return []
-        hits = self.kb.search(query, k, mode, build_filter(tags, document_uids))
+        mode = POLICY_TO_MODE.get(options.search_policy or "", self.settings.retrieval.mode)
+        hits = self.kb.search(query, options.limit, mode, build_filter(options.library_tags, options.document_uids))
         return [hit_to_document(h) for h in hits]
