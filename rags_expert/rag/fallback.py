@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
 from rags_expert.rag.options import ainvoke_retriever
-from rags_expert.rag.state import RagState
+from rags_expert.rag.state import RagState, value
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
@@ -47,11 +47,11 @@ def fallback_options(search: SearchOptions, request_filters: bool) -> SearchOpti
 def wants_fallback(state: RagState) -> bool:
     """CRAG "incorrect": a fallback source is configured, not yet consulted, and nothing is relevant."""
     return (
-        bool(state.get("fallback_source"))
-        and not state.get("fallback_consulted")
-        and not state.get("relevant")
-        and not state.get("error")
-        and state.get("generations", 0) < state.get("max_generations", 0)
+        bool(value(state, "fallback_source"))
+        and not value(state, "fallback_consulted")
+        and not value(state, "relevant")
+        and not value(state, "error")
+        and value(state, "generations") < value(state, "max_generations")
     )
 
 
@@ -73,7 +73,7 @@ class FallbackSource:
         """Search the fallback source once with the question; tag its chunks ``origin: fallback``."""
         options = fallback_options(SearchOptions.of(state["search"]), self.settings.fallback.request_filters)
         question = state["question"]
-        update: dict[str, Any] = {"fallback_consulted": True, "queries": [*state.get("queries", []), question]}
+        update: dict[str, Any] = {"fallback_consulted": True, "queries": [*value(state, "queries"), question]}
         try:
             docs = [] if self.retriever is None else await ainvoke_retriever(self.retriever, question, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly

@@ -52,7 +52,7 @@ from rags_expert.rag.profiles import ModelProfile, profile_for
 from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
-from rags_expert.rag.state import RagState, fresh_question, new_count
+from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.redaction import redact_message
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
@@ -128,7 +128,7 @@ class RagNodes:
         """Start a question: reset the working state and the call count, validate the request's options
         once, take the last user message, make a follow-up standalone, recall lessons."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
-        question, history = last_question(state.get("messages", []))
+        question, history = last_question(value(state, "messages"))
         if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
             return update | {"question": question, "error": fault, "failure_reason": FAULT_REASON}
         if not question:
@@ -171,9 +171,9 @@ class RagNodes:
         """Fetch chunks for the current query with the request's options (validated by ``prepare``)."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
-        queries = [*state.get("queries", []), query]
+        queries = [*value(state, "queries"), query]
         if options.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
-            return {"documents": [], "queries": queries, "max_rephrases": state.get("rephrases", 0)}
+            return {"documents": [], "queries": queries, "max_rephrases": value(state, "rephrases")}
         try:
             docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
         except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
@@ -184,9 +184,9 @@ class RagNodes:
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a
         chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.speculation`)."""
-        graded = dict(state.get("graded", {}))
+        graded = dict(value(state, "graded"))
         fresh: dict[str, Document] = {}
-        for doc in state.get("documents", []):
+        for doc in value(state, "documents"):
             cid = chunk_id(doc)
             if cid not in graded and cid not in fresh:
                 fresh[cid] = doc
@@ -205,11 +205,11 @@ class RagNodes:
             graded[cid] = verdict
             if verdict:
                 new.append(doc)
-        relevant = keep_context(state.get("relevant", []), new, self.deps.settings.max_context_chunks)
+        relevant = keep_context(value(state, "relevant"), new, self.deps.settings.max_context_chunks)
         update |= {"graded": graded, "relevant": relevant, "new_relevant": len(new)}
         if drafting:
             context = docs[: self.deps.settings.max_context_chunks]
-            update |= settle_draft(draft, context, relevant, state.get("generations", 0))
+            update |= settle_draft(draft, context, relevant, value(state, "generations"))
         return update
 
     def _speculates(self, state: RagState, docs: list[Document]) -> bool:
@@ -218,7 +218,7 @@ class RagNodes:
             self.deps.settings.speculative_draft
             and self.judge.by_llm
             and bool(docs)
-            and len(state.get("queries", [])) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
+            and len(value(state, "queries")) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
         )
 
     async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str | BaseException:
@@ -234,14 +234,14 @@ class RagNodes:
 
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
-        update: dict[str, Any] = {"rephrases": state.get("rephrases", 0) + 1, "llm_calls": 1}
+        update: dict[str, Any] = {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1}
         try:
             query = await grading.rephrase_query(
                 self.deps.model,
                 state["question"],
                 self.deps.grading,
-                previous_queries=state.get("queries", []),
-                feedback=state.get("feedback", ""),
+                previous_queries=value(state, "queries"),
+                feedback=value(state, "feedback"),
                 config=config,
             )
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
@@ -261,11 +261,9 @@ class RagNodes:
             return {"error": self._error(exc), "failure_reason": "prompt_error"}
 
     async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
+        update: dict[str, Any] = {"generations": value(state, "generations") + 1, "llm_calls": 1}
         try:
-            answer = await self._write_answer(
-                state, refined_context(state["relevant"], state.get("strips", {})), config
-            )
+            answer = await self._write_answer(state, refined_context(state["relevant"], value(state, "strips")), config)
         except LLMCallError as exc:
             return update | {"error": self._error(exc), "failure_reason": "llm_error"}
         return update | {"answer": answer}
@@ -277,8 +275,8 @@ class RagNodes:
             self.deps.profile,
             question=state["question"],
             relevant=chunks,
-            feedback=state.get("feedback", ""),
-            lessons=state.get("lessons"),
+            feedback=value(state, "feedback"),
+            lessons=value(state, "lessons"),
         )
         stop = list(self.deps.profile.answer_stop)
         reply = await call_model(
@@ -298,7 +296,7 @@ class RagNodes:
         still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
         the LLM graders (two concurrent calls) or, in the small profile, the evidence decide.
         """
-        answer = state.get("answer", "")
+        answer = value(state, "answer")
         relevant = state["relevant"]
         profile, settings = self.deps.profile, self.deps.settings
         update: dict[str, Any] = {}
@@ -325,7 +323,7 @@ class RagNodes:
                 if unsupported
                 else "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
             )
-            emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
+            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
             return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
         if by_evidence and attribution is not None:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
@@ -333,7 +331,7 @@ class RagNodes:
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
         else:
             update["llm_calls"] = 2
-            context = format_context(refined_context(relevant, state.get("strips", {})))  # what the answer read
+            context = format_context(refined_context(relevant, value(state, "strips")))  # what the answer read
             results = await asyncio.gather(
                 grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
                 grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
@@ -352,7 +350,7 @@ class RagNodes:
         if not (grounded.value and useful.value):
             emit(
                 "answer_rejected",
-                generation=state.get("generations", 0),
+                generation=value(state, "generations"),
                 feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"),
             )
         if not grounded.value:
@@ -372,7 +370,7 @@ class RagNodes:
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory
         (not in the small profile: a weak model's advice is noise)."""
-        scope = state.get("lesson_scope", "")
+        scope = value(state, "lesson_scope")
         if self.deps.lessons is None or not scope or not self.deps.profile.write_lessons:
             return {}
         await learn_from_failure(
@@ -381,9 +379,9 @@ class RagNodes:
             self.deps.grading,
             scope=scope,
             question=state["question"],
-            attempt=state.get("answer", ""),
-            feedback=state.get("feedback", ""),
-            score=5.0 if state.get("grounded") else 0.0,
+            attempt=value(state, "answer"),
+            feedback=value(state, "feedback"),
+            score=5.0 if value(state, "grounded") else 0.0,
             config=config,
         )
         return {"llm_calls": 1}
