@@ -12,7 +12,6 @@ The request's ``top_k`` applies to it; its ``library_tags`` / ``document_uids`` 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +20,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
+from rags_expert.rag.failsafe import fails_as
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.state import RagState, value
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
-
-log = logging.getLogger(__name__)
 
 FALLBACK_NODE = "fallback_retrieve"
 ORIGIN_KEY = "retrieval_origin"
@@ -69,23 +67,24 @@ class FallbackSource:
         self.settings = settings
         self.redacted_error = redacted_error
 
+    @fails_as(
+        "retrieval_error",
+        charge=lambda state: {"fallback_consulted": True, "queries": [*value(state, "queries"), state["question"]]},
+        reset={"documents": []},
+        log_as="fallback retrieval failed",
+    )
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Search the fallback source once with the question; tag its chunks ``origin: fallback``."""
+        """Search the fallback source once with the question; tag its chunks ``origin: fallback``; a retriever
+        fault ends the run honestly."""
         options = fallback_options(SearchOptions.of(state["search"]), self.settings.fallback.request_filters)
         question = state["question"]
-        update: dict[str, Any] = {"fallback_consulted": True, "queries": [*value(state, "queries"), question]}
-        try:
-            docs = [] if self.retriever is None else await ainvoke_retriever(self.retriever, question, config, options)
-        except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
-            error = self.redacted_error(exc)
-            log.error("fallback retrieval failed: %s", error)
-            return update | {"documents": [], "error": error, "failure_reason": "retrieval_error"}
+        docs = [] if self.retriever is None else await ainvoke_retriever(self.retriever, question, config, options)
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, ORIGIN_KEY: "fallback"}, id=d.id)
             for d in list(docs)[: options.limit]
         ]
         emit("fallback_consulted", chunks=len(tagged))
-        return update | {"documents": tagged}
+        return {"documents": tagged}
 
 
 def build_fallback_retriever(settings: RagsExpertSettings) -> BaseRetriever | None:

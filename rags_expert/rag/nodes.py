@@ -1,8 +1,8 @@
 """The nodes of the corrective-RAG graph: small async functions over the state.
 
 Each node returns a partial state update. Nodes never raise: a model or retriever
-fault that survives its retries is recorded in ``error`` and the routers send the
-run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
+fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.failsafe`)
+and the routers send the run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
 and keeps them there. Each node returns the LLM calls it made; the ``llm_calls``
@@ -13,7 +13,6 @@ which checks the chat model makes and which the evidence (:mod:`rags_expert.evid
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +35,11 @@ from rags_expert.lessons import (
     scope_key,
 )
 from rags_expert.limits import QuestionTooLongError, check_question, question_preview
-from rags_expert.llm import LLMCallError, call_model, message_text, redact
+from rags_expert.llm import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
 from rags_expert.rag.options import (
     InvalidRequestError,
@@ -56,8 +56,6 @@ from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.redaction import redact_message
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,10 +115,9 @@ class RagNodes:
         tags = request.default_tags(settings.retrieval)
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
-    def _error(self, exc: BaseException) -> str:
-        if isinstance(exc, LLMCallError):
-            return str(exc)
-        return redact(f"{type(exc).__name__}: {exc}", self.deps.settings.secrets())[:500]
+    def redacted_error(self, exc: BaseException) -> str:
+        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.failsafe.redacted_error`)."""
+        return redacted_error(exc, self.deps.settings.secrets())
 
     async def prepare(
         self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
@@ -162,23 +159,21 @@ class RagNodes:
                     self.deps.model, question, transcript, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-                return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
+                return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
         scope = update["lesson_scope"]
         lessons = await recall_lessons(self.deps.lessons, question, scope) if scope else []
         return update | {"question": question, "query": question, "lessons": lessons}
 
+    @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Fetch chunks for the current query with the request's options (validated by ``prepare``)."""
+        """Fetch chunks for the current query with the request's options (validated by ``prepare``); a
+        retriever fault ends the run honestly."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
         queries = [*value(state, "queries"), query]
         if options.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
             return {"documents": [], "queries": queries, "max_rephrases": value(state, "rephrases")}
-        try:
-            docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
-        except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
-            log.error("retrieval failed: %s", self._error(exc))
-            return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
+        docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
         return {"documents": list(docs)[: options.limit], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
@@ -199,7 +194,7 @@ class RagNodes:
             judged, draft = await judging, ""
         update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
-            return update | {"error": self._error(judged.error), "failure_reason": "llm_error"}
+            return update | failure(self.redacted_error(judged.error), "llm_error")
         new = []
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
@@ -232,41 +227,35 @@ class RagNodes:
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
             return exc
 
+    @fails_as("llm_error", charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1})
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
-        update: dict[str, Any] = {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1}
-        try:
-            query = await grading.rephrase_query(
-                self.deps.model,
-                state["question"],
-                self.deps.grading,
-                previous_queries=value(state, "queries"),
-                feedback=value(state, "feedback"),
-                config=config,
-            )
-        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"query": query}
+        """Rewrite the retrieval query (the question itself stays unchanged for grading and answering); any
+        fault (LLMCallError, or a model that cannot even be called) ends the run."""
+        query = await grading.rephrase_query(
+            self.deps.model,
+            state["question"],
+            self.deps.grading,
+            previous_queries=value(state, "queries"),
+            feedback=value(state, "feedback"),
+            config=config,
+        )
+        return {"query": query}
 
+    @fails_as("prompt_error", catch=(PromptError,), log_as="the answer prompt cannot be rendered")
+    @fails_as(
+        "llm_error",
+        catch=(LLMCallError,),
+        charge=lambda state: {"generations": value(state, "generations") + 1, "llm_calls": 1},
+    )
     async def generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Answer from the relevant chunks only (their kept strips, after knowledge refinement), citing them as
         [n]; the tokens stream to the host.
 
-        A prompt that cannot be rendered ends the run in ``finalize_failure`` (``prompt_error``).
+        A failed answer call ends the run (``llm_error``, the call counted); a prompt that cannot be rendered
+        ends it as ``prompt_error`` (no call made, none counted).
         """
-        try:
-            return await self._generate(state, config)
-        except PromptError as exc:
-            log.error("the answer prompt cannot be rendered: %s", exc)
-            return {"error": self._error(exc), "failure_reason": "prompt_error"}
-
-    async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        update: dict[str, Any] = {"generations": value(state, "generations") + 1, "llm_calls": 1}
-        try:
-            answer = await self._write_answer(state, refined_context(state["relevant"], value(state, "strips")), config)
-        except LLMCallError as exc:
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"answer": answer}
+        answer = await self._write_answer(state, refined_context(state["relevant"], value(state, "strips")), config)
+        return {"answer": answer}
 
     async def _write_answer(self, state: RagState, chunks: list[Document], config: RunnableConfig) -> str:
         """One answer call over ``chunks`` (numbered from 1) with the profile's prompt; raises LLMCallError."""
@@ -338,7 +327,7 @@ class RagNodes:
                 return_exceptions=True,
             )
             if failed := next((r for r in results if isinstance(r, BaseException)), None):
-                return update | {"error": self._error(failed), "failure_reason": "llm_error"}
+                return update | failure(self.redacted_error(failed), "llm_error")
             grounded, useful = results  # type: ignore[assignment]  # no exception left
         return update | self._verdict_update(state, answer, grounded, useful)
 
@@ -386,16 +375,14 @@ class RagNodes:
         )
         return {"llm_calls": 1}
 
+    @fails_as("prompt_error", catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
         holds an answer of its type, cited; with none, leave the answer empty (the run ends in failure)."""
         match = await self.deps.evidence.best_answer(state["question"], state["relevant"])
         if match is None:
             return {"answer_kind": ""}
-        try:
-            quote = extractive_answer(self.deps.prompts, match).strip()
-        except PromptError as exc:
-            return {"error": self._error(exc), "failure_reason": "prompt_error"}
+        quote = extractive_answer(self.deps.prompts, match).strip()
         emit("answer_extracted", chunk=match.doc + 1, score=round(match.score, 3))
         return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}
 
@@ -407,5 +394,5 @@ class RagNodes:
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
         """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
-        message = failure_message(self.deps.prompts, state, self._error)
+        message = failure_message(self.deps.prompts, state, self.redacted_error)
         return fresh_question(self.deps.settings) | {"messages": [redact_message(message, self._secrets)]}
