@@ -13,8 +13,8 @@
   state update as ``{"usage": {node: {calls, input_tokens, output_tokens, estimated}}}``, which the
   :func:`add_usage` reducer sums per node. ``calls`` is the node's own ``llm_calls`` count (the one the
   LLM-call bound is proved on: a structured-output request refused by the endpoint and asked again as plain
-  text is one call, like a transport retry). A node that writes a new ``llm_calls`` count (``prepare``) starts
-  a new usage record too.
+  text is one call, like a transport retry). A node that writes a new ``llm_calls`` count (``prepare``: an
+  ``Overwrite``) starts a new usage record too (an ``Overwrite`` of ``usage``).
 * :func:`summary` is what the final message reports as ``response_metadata["usage"]``.
 
 Requests that fail for good carry no usage fields: their tokens are not counted (their calls are).
@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.types import Overwrite
 
 CHARS_PER_TOKEN = 4
 """Characters per token of the estimate used when a reply carries no usage fields (English text, BPE tokenizers)."""
 
 RESET = "__new_question__"
-"""Key of a ``usage`` write that starts a new record (a plain dict key, so it survives checkpoint serialisation)."""
+"""Key of a ``usage`` write that starts a new record: how versions before ``Overwrite`` restarted it, still
+honoured so such writes in a checkpoint's pending writes add up as they did."""
 
 FIELDS = ("calls", "input_tokens", "output_tokens")
 
@@ -125,9 +127,9 @@ def record(reply: Any, messages: Sequence[Any] | Any) -> None:
 
 
 def _node_calls(update: Mapping[str, Any]) -> tuple[int, bool]:
-    """The calls a node update reports, and whether it starts a new count (``rag.state.new_count``)."""
+    """The calls a node update reports, and whether it starts a new count (an ``Overwrite``: ``rag.state.new_count``)."""
     calls = update.get("llm_calls", 0)
-    return (-1 - calls, True) if calls < 0 else (calls, False)
+    return (calls.value, True) if isinstance(calls, Overwrite) else (calls, False)
 
 
 N = TypeVar("N", bound=Callable[..., Awaitable[Any]])
@@ -151,8 +153,8 @@ def metered(name: str, node: N) -> N:
         entry: dict[str, Any] = {}
         if calls or usage.replies:
             entry[name] = node_usage(calls, usage)
-        if new:
-            entry[RESET] = True
+        if new:  # a new question: its record restarts with this node's entry
+            return update | {"usage": Overwrite(add_usage(None, entry))}
         return update | {"usage": entry} if entry else update
 
     return run  # type: ignore[return-value]

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from conftest import KeywordRetriever
 from langchain_core.messages import HumanMessage
+from langgraph.graph import START, StateGraph
 from scripts import Script
 
 from rags_expert import RagsExpert
 from rags_expert.rag import nodes
 from rags_expert.rag.options import RequestContext, RequestOptions
-from rags_expert.rag.state import count_calls, new_count
+from rags_expert.rag.state import RagState, new_count
 from rags_expert.testing import ScriptedChatModel
 
 QUESTION = "When was Castle Varen built?"
@@ -98,9 +99,22 @@ async def test_each_question_counts_its_own_calls_and_hosts_get_only_the_convers
     assert set(first) == set(second) == {"messages"} and len(second["messages"]) == 4
 
 
-def test_the_call_counter_adds_and_restarts():
-    assert count_calls(5, 2) == 7
-    assert count_calls(5, new_count()) == 0 and count_calls(5, new_count(1)) == 1
+async def _count_after(*writes: object) -> int:
+    """``llm_calls`` of a RAG state starting at 5 after nodes that write ``writes``, one after the other."""
+    builder = StateGraph(RagState)
+    previous = START
+    for n, write in enumerate(writes):
+        builder.add_node(f"node{n}", lambda state, write=write: {"llm_calls": write})
+        builder.add_edge(previous, f"node{n}")
+        previous = f"node{n}"
+    return int((await builder.compile().ainvoke({"messages": [], "llm_calls": 5}))["llm_calls"])
+
+
+async def test_the_call_counter_adds_and_restarts():
+    """The ``llm_calls`` channel adds the calls nodes report; a ``new_count`` write restarts it."""
+    assert await _count_after(2) == 7
+    assert await _count_after(2, new_count()) == 0
+    assert await _count_after(2, new_count(1), 3) == 4
 
 
 def test_the_context_schema_names_every_option():

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, get_args, get_type_hints
 
-from rags_expert.rag.state import RagState
+from rags_expert.rag.state import RagState, value
 from rags_expert.usage import total_tokens
 
 BUDGET_NODE = "budget_exceeded"
@@ -27,11 +27,11 @@ NO_MODEL_CALL = frozenset({"extract_answer", "finalize_success", "finalize_failu
 def spent_budget(state: RagState) -> tuple[str, int, int] | None:
     """``(name, limit, used)`` of the first budget the question has used up (``max_calls``, then
     ``max_tokens``); None while both last or there are none."""
-    max_calls, max_tokens = state.get("max_calls"), state.get("max_tokens")
-    calls = state.get("llm_calls", 0)
+    max_calls, max_tokens = value(state, "max_calls"), value(state, "max_tokens")
+    calls = value(state, "llm_calls")
     if max_calls is not None and calls >= max_calls:
         return "max_calls", max_calls, calls
-    if max_tokens is not None and (tokens := total_tokens(state.get("usage"))) >= max_tokens:
+    if max_tokens is not None and (tokens := total_tokens(value(state, "usage"))) >= max_tokens:
         return "max_tokens", max_tokens, tokens
     return None
 

@@ -12,7 +12,6 @@ The request's ``top_k`` applies to it; its ``library_tags`` / ``document_uids`` 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +20,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
+from rags_expert.rag.failsafe import fails_as
 from rags_expert.rag.options import ainvoke_retriever
-from rags_expert.rag.state import RagState
+from rags_expert.rag.state import RagState, value
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
-
-log = logging.getLogger(__name__)
 
 FALLBACK_NODE = "fallback_retrieve"
 ORIGIN_KEY = "retrieval_origin"
@@ -47,11 +45,11 @@ def fallback_options(search: SearchOptions, request_filters: bool) -> SearchOpti
 def wants_fallback(state: RagState) -> bool:
     """CRAG "incorrect": a fallback source is configured, not yet consulted, and nothing is relevant."""
     return (
-        bool(state.get("fallback_source"))
-        and not state.get("fallback_consulted")
-        and not state.get("relevant")
-        and not state.get("error")
-        and state.get("generations", 0) < state.get("max_generations", 0)
+        bool(value(state, "fallback_source"))
+        and not value(state, "fallback_consulted")
+        and not value(state, "relevant")
+        and not value(state, "error")
+        and value(state, "generations") < value(state, "max_generations")
     )
 
 
@@ -69,23 +67,24 @@ class FallbackSource:
         self.settings = settings
         self.redacted_error = redacted_error
 
+    @fails_as(
+        "retrieval_error",
+        charge=lambda state: {"fallback_consulted": True, "queries": [*value(state, "queries"), state["question"]]},
+        reset={"documents": []},
+        log_as="fallback retrieval failed",
+    )
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Search the fallback source once with the question; tag its chunks ``origin: fallback``."""
+        """Search the fallback source once with the question; tag its chunks ``origin: fallback``; a retriever
+        fault ends the run honestly."""
         options = fallback_options(SearchOptions.of(state["search"]), self.settings.fallback.request_filters)
         question = state["question"]
-        update: dict[str, Any] = {"fallback_consulted": True, "queries": [*state.get("queries", []), question]}
-        try:
-            docs = [] if self.retriever is None else await ainvoke_retriever(self.retriever, question, config, options)
-        except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
-            error = self.redacted_error(exc)
-            log.error("fallback retrieval failed: %s", error)
-            return update | {"documents": [], "error": error, "failure_reason": "retrieval_error"}
+        docs = [] if self.retriever is None else await ainvoke_retriever(self.retriever, question, config, options)
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, ORIGIN_KEY: "fallback"}, id=d.id)
             for d in list(docs)[: options.limit]
         ]
         emit("fallback_consulted", chunks=len(tagged))
-        return update | {"documents": tagged}
+        return {"documents": tagged}
 
 
 def build_fallback_retriever(settings: RagsExpertSettings) -> BaseRetriever | None:

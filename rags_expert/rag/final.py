@@ -23,7 +23,7 @@ from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
-from rags_expert.rag.state import RagState
+from rags_expert.rag.state import RagState, value
 from rags_expert.usage import summary
 
 FAULTY = {"prompt_error": "the prompt templates", FAULT_REASON: COMPONENT}
@@ -42,11 +42,11 @@ def success_message(state: RagState) -> AIMessage:
         content=content,
         response_metadata={
             "outcome": "success",
-            "answer_kind": state.get("answer_kind") or "generated",
+            "answer_kind": value(state, "answer_kind") or "generated",
             "sources": sources,
             "question": state["question"],
-            "llm_calls": state.get("llm_calls", 0),
-            "usage": summary(state.get("usage"), state.get("llm_calls", 0)),
+            "llm_calls": value(state, "llm_calls"),
+            "usage": summary(value(state, "usage"), value(state, "llm_calls")),
         },
     )
 
@@ -58,9 +58,9 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     when a failure template itself cannot be rendered, the packaged one says so. ``redacted_error`` turns
     an exception into the (redacted) ``error`` text.
     """
-    question = state.get("question", "")
-    reason = state.get("failure_reason") or "no_relevant_documents"
-    error = state.get("error", "")
+    question = value(state, "question")
+    reason = value(state, "failure_reason") or "no_relevant_documents"
+    error = value(state, "error")
     if error.startswith("PromptError:"):
         reason = "prompt_error"
     try:
@@ -75,8 +75,8 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
         "reason": reason,
         "sources": sources,
         "question": question,
-        "llm_calls": state.get("llm_calls", 0),
-        "usage": summary(state.get("usage"), state.get("llm_calls", 0)),
+        "llm_calls": value(state, "llm_calls"),
+        "usage": summary(value(state, "usage"), value(state, "llm_calls")),
     }
     if error:
         metadata["error"] = error
@@ -90,7 +90,7 @@ def _failure_content(
     prompts: PromptStore, state: RagState, reason: str, error: str
 ) -> tuple[str, list[dict[str, Any]]]:
     """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
-    question = state.get("question", "")
+    question = value(state, "question")
     sources: list[dict[str, Any]] = []
     if reason == "empty_question":
         content = prompts.render("empty_question")
@@ -108,17 +108,17 @@ def _failure_content(
             budget=budget_text(spent[0], spent[1]),
             partial=_partial(prompts, state),
         )
-        sources = list(state.get("partial_sources", [])) if state.get("partial_answer") else []
+        sources = list(value(state, "partial_sources")) if value(state, "partial_answer") else []
     elif error:
         component = FAULTY.get(reason, "the language model")
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
     else:
-        if state.get("partial_answer"):
-            sources = list(state.get("partial_sources", []))
+        if value(state, "partial_answer"):
+            sources = list(value(state, "partial_sources"))
         content = prompts.render("failure_not_found", question=question, partial=_partial(prompts, state))
     return content, sources
 
 
 def _partial(prompts: PromptStore, state: RagState) -> str:
     """The failure text's offer of the best grounded (but not useful) answer so far, or ''."""
-    return prompts.render("failure_partial", answer=state["partial_answer"]) if state.get("partial_answer") else ""
+    return prompts.render("failure_partial", answer=state["partial_answer"]) if value(state, "partial_answer") else ""

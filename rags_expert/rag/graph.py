@@ -42,34 +42,34 @@ from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallba
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
-from rags_expert.rag.state import InputState, OutputState, RagState
+from rags_expert.rag.state import InputState, OutputState, RagState, value
 from rags_expert.usage import metered
 
 
 def _generations_left(state: RagState) -> bool:
-    return state.get("generations", 0) < state.get("max_generations", 0)
+    return value(state, "generations") < value(state, "max_generations")
 
 
 def _rephrases_left(state: RagState) -> bool:
-    return state.get("rephrases", 0) < state.get("max_rephrases", 0)
+    return value(state, "rephrases") < value(state, "max_rephrases")
 
 
 def route_after_prepare(state: RagState) -> Literal["retrieve", "finalize_failure"]:
     """An empty question or a failed condense step ends the run without retrieval."""
-    if state.get("error") or not state.get("question"):
+    if value(state, "error") or not value(state, "question"):
         return "finalize_failure"
     return "retrieve"
 
 
 def route_after_retrieve(state: RagState) -> Literal["grade_documents", "finalize_failure"]:
     """A retriever fault ends the run; otherwise grade what came back."""
-    return "finalize_failure" if state.get("error") else "grade_documents"
+    return "finalize_failure" if value(state, "error") else "grade_documents"
 
 
 def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
     """Where a run without an accepted answer goes: the extractive fallback when it is on and there is
     something relevant to quote, else the honest failure."""
-    if state.get("fallback") and state.get("relevant") and not state.get("error"):
+    if value(state, "fallback") and value(state, "relevant") and not value(state, "error"):
         return "extract_answer"
     return "finalize_failure"
 
@@ -92,11 +92,11 @@ def route_after_grading(
 ]:
     """Check a kept speculative draft; else generate from new relevant chunks; with none, rephrase while
     rephrases remain, then search the fallback source once (when there is one) before giving up."""
-    if state.get("error"):
+    if value(state, "error"):
         return "finalize_failure"
-    if state.get("speculative") == "kept":
+    if value(state, "speculative") == "kept":
         return "grade_generation"
-    if state.get("new_relevant", 0) > 0 and _generations_left(state):
+    if value(state, "new_relevant") > 0 and _generations_left(state):
         return _to_generate(state)
     if _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
@@ -107,19 +107,19 @@ def route_after_grading(
 
 def route_after_rephrase(state: RagState) -> Literal["retrieve", "finalize_failure"]:
     """Retrieve again with the new query, unless the rephrasing call failed."""
-    return "finalize_failure" if state.get("error") else "retrieve"
+    return "finalize_failure" if value(state, "error") else "retrieve"
 
 
 def route_after_generate(state: RagState) -> Literal["grade_generation", "finalize_failure"]:
     """Grade the answer, unless generation failed."""
-    return "finalize_failure" if state.get("error") else "grade_generation"
+    return "finalize_failure" if value(state, "error") else "grade_generation"
 
 
 def route_after_generation_grading(state: RagState) -> Literal["finalize_success", "reflect", "finalize_failure"]:
     """Accept a grounded, useful answer; learn from a rejected one first."""
-    if state.get("error"):
+    if value(state, "error"):
         return "finalize_failure"
-    if state.get("grounded") and state.get("useful"):
+    if value(state, "grounded") and value(state, "useful"):
         return "finalize_success"
     return "reflect"
 
@@ -133,16 +133,16 @@ def route_after_reflect(
     state: RagState,
 ) -> Literal["refine_knowledge", "generate", "rephrase_query", "extract_answer", "finalize_failure"]:
     """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
-    if not state.get("grounded") and _generations_left(state):
+    if not value(state, "grounded") and _generations_left(state):
         return _to_generate(state)
-    if state.get("grounded") and _rephrases_left(state) and _generations_left(state):
+    if value(state, "grounded") and _rephrases_left(state) and _generations_left(state):
         return "rephrase_query"
     return _give_up(state)
 
 
 def route_after_extract(state: RagState) -> Literal["finalize_success", "finalize_failure"]:
     """A quoted sentence is an answer; without one the run ends in the honest failure."""
-    if state.get("answer_kind") == "extractive" and not state.get("error"):
+    if value(state, "answer_kind") == "extractive" and not value(state, "error"):
         return "finalize_success"
     return "finalize_failure"
 
@@ -171,7 +171,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_node("retrieve", metered("retrieve", nodes.retrieve))
     builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
     builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
-    fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes._error).retrieve
+    fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
     builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
     builder.add_node(REFINE_NODE, metered(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on

@@ -1,8 +1,8 @@
 """The nodes of the corrective-RAG graph: small async functions over the state.
 
 Each node returns a partial state update. Nodes never raise: a model or retriever
-fault that survives its retries is recorded in ``error`` and the routers send the
-run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
+fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.failsafe`)
+and the routers send the run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
 and keeps them there. Each node returns the LLM calls it made; the ``llm_calls``
@@ -13,7 +13,6 @@ which checks the chat model makes and which the evidence (:mod:`rags_expert.evid
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +35,11 @@ from rags_expert.lessons import (
     scope_key,
 )
 from rags_expert.limits import QuestionTooLongError, check_question, question_preview
-from rags_expert.llm import LLMCallError, call_model, message_text, redact
+from rags_expert.llm import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
 from rags_expert.rag.options import (
     InvalidRequestError,
@@ -52,12 +52,10 @@ from rags_expert.rag.profiles import ModelProfile, profile_for
 from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
-from rags_expert.rag.state import RagState, fresh_question, new_count
+from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.redaction import redact_message
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,10 +115,9 @@ class RagNodes:
         tags = request.default_tags(settings.retrieval)
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
-    def _error(self, exc: BaseException) -> str:
-        if isinstance(exc, LLMCallError):
-            return str(exc)
-        return redact(f"{type(exc).__name__}: {exc}", self.deps.settings.secrets())[:500]
+    def redacted_error(self, exc: BaseException) -> str:
+        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.failsafe.redacted_error`)."""
+        return redacted_error(exc, self.deps.settings.secrets())
 
     async def prepare(
         self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
@@ -128,7 +125,7 @@ class RagNodes:
         """Start a question: reset the working state and the call count, validate the request's options
         once, take the last user message, make a follow-up standalone, recall lessons."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
-        question, history = last_question(state.get("messages", []))
+        question, history = last_question(value(state, "messages"))
         if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
             return update | {"question": question, "error": fault, "failure_reason": FAULT_REASON}
         if not question:
@@ -162,31 +159,29 @@ class RagNodes:
                     self.deps.model, question, transcript, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-                return update | {"question": question, "error": self._error(exc), "failure_reason": "llm_error"}
+                return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
         scope = update["lesson_scope"]
         lessons = await recall_lessons(self.deps.lessons, question, scope) if scope else []
         return update | {"question": question, "query": question, "lessons": lessons}
 
+    @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Fetch chunks for the current query with the request's options (validated by ``prepare``)."""
+        """Fetch chunks for the current query with the request's options (validated by ``prepare``); a
+        retriever fault ends the run honestly."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
-        queries = [*state.get("queries", []), query]
+        queries = [*value(state, "queries"), query]
         if options.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
-            return {"documents": [], "queries": queries, "max_rephrases": state.get("rephrases", 0)}
-        try:
-            docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
-        except Exception as exc:  # noqa: BLE001 - a retriever fault ends the run honestly
-            log.error("retrieval failed: %s", self._error(exc))
-            return {"documents": [], "error": self._error(exc), "failure_reason": "retrieval_error"}
+            return {"documents": [], "queries": queries, "max_rephrases": value(state, "rephrases")}
+        docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
         return {"documents": list(docs)[: options.limit], "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a
         chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.speculation`)."""
-        graded = dict(state.get("graded", {}))
+        graded = dict(value(state, "graded"))
         fresh: dict[str, Document] = {}
-        for doc in state.get("documents", []):
+        for doc in value(state, "documents"):
             cid = chunk_id(doc)
             if cid not in graded and cid not in fresh:
                 fresh[cid] = doc
@@ -199,17 +194,17 @@ class RagNodes:
             judged, draft = await judging, ""
         update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
-            return update | {"error": self._error(judged.error), "failure_reason": "llm_error"}
+            return update | failure(self.redacted_error(judged.error), "llm_error")
         new = []
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
             if verdict:
                 new.append(doc)
-        relevant = keep_context(state.get("relevant", []), new, self.deps.settings.max_context_chunks)
+        relevant = keep_context(value(state, "relevant"), new, self.deps.settings.max_context_chunks)
         update |= {"graded": graded, "relevant": relevant, "new_relevant": len(new)}
         if drafting:
             context = docs[: self.deps.settings.max_context_chunks]
-            update |= settle_draft(draft, context, relevant, state.get("generations", 0))
+            update |= settle_draft(draft, context, relevant, value(state, "generations"))
         return update
 
     def _speculates(self, state: RagState, docs: list[Document]) -> bool:
@@ -218,7 +213,7 @@ class RagNodes:
             self.deps.settings.speculative_draft
             and self.judge.by_llm
             and bool(docs)
-            and len(state.get("queries", [])) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
+            and len(value(state, "queries")) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
         )
 
     async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str | BaseException:
@@ -232,43 +227,35 @@ class RagNodes:
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
             return exc
 
+    @fails_as("llm_error", charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1})
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Rewrite the retrieval query (the question itself stays unchanged for grading and answering)."""
-        update: dict[str, Any] = {"rephrases": state.get("rephrases", 0) + 1, "llm_calls": 1}
-        try:
-            query = await grading.rephrase_query(
-                self.deps.model,
-                state["question"],
-                self.deps.grading,
-                previous_queries=state.get("queries", []),
-                feedback=state.get("feedback", ""),
-                config=config,
-            )
-        except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"query": query}
+        """Rewrite the retrieval query (the question itself stays unchanged for grading and answering); any
+        fault (LLMCallError, or a model that cannot even be called) ends the run."""
+        query = await grading.rephrase_query(
+            self.deps.model,
+            state["question"],
+            self.deps.grading,
+            previous_queries=value(state, "queries"),
+            feedback=value(state, "feedback"),
+            config=config,
+        )
+        return {"query": query}
 
+    @fails_as("prompt_error", catch=(PromptError,), log_as="the answer prompt cannot be rendered")
+    @fails_as(
+        "llm_error",
+        catch=(LLMCallError,),
+        charge=lambda state: {"generations": value(state, "generations") + 1, "llm_calls": 1},
+    )
     async def generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Answer from the relevant chunks only (their kept strips, after knowledge refinement), citing them as
         [n]; the tokens stream to the host.
 
-        A prompt that cannot be rendered ends the run in ``finalize_failure`` (``prompt_error``).
+        A failed answer call ends the run (``llm_error``, the call counted); a prompt that cannot be rendered
+        ends it as ``prompt_error`` (no call made, none counted).
         """
-        try:
-            return await self._generate(state, config)
-        except PromptError as exc:
-            log.error("the answer prompt cannot be rendered: %s", exc)
-            return {"error": self._error(exc), "failure_reason": "prompt_error"}
-
-    async def _generate(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        update: dict[str, Any] = {"generations": state.get("generations", 0) + 1, "llm_calls": 1}
-        try:
-            answer = await self._write_answer(
-                state, refined_context(state["relevant"], state.get("strips", {})), config
-            )
-        except LLMCallError as exc:
-            return update | {"error": self._error(exc), "failure_reason": "llm_error"}
-        return update | {"answer": answer}
+        answer = await self._write_answer(state, refined_context(state["relevant"], value(state, "strips")), config)
+        return {"answer": answer}
 
     async def _write_answer(self, state: RagState, chunks: list[Document], config: RunnableConfig) -> str:
         """One answer call over ``chunks`` (numbered from 1) with the profile's prompt; raises LLMCallError."""
@@ -277,8 +264,8 @@ class RagNodes:
             self.deps.profile,
             question=state["question"],
             relevant=chunks,
-            feedback=state.get("feedback", ""),
-            lessons=state.get("lessons"),
+            feedback=value(state, "feedback"),
+            lessons=value(state, "lessons"),
         )
         stop = list(self.deps.profile.answer_stop)
         reply = await call_model(
@@ -298,7 +285,7 @@ class RagNodes:
         still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
         the LLM graders (two concurrent calls) or, in the small profile, the evidence decide.
         """
-        answer = state.get("answer", "")
+        answer = value(state, "answer")
         relevant = state["relevant"]
         profile, settings = self.deps.profile, self.deps.settings
         update: dict[str, Any] = {}
@@ -325,7 +312,7 @@ class RagNodes:
                 if unsupported
                 else "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
             )
-            emit("answer_rejected", generation=state.get("generations", 0), feedback=feedback)
+            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
             return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
         if by_evidence and attribution is not None:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
@@ -333,14 +320,14 @@ class RagNodes:
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
         else:
             update["llm_calls"] = 2
-            context = format_context(refined_context(relevant, state.get("strips", {})))  # what the answer read
+            context = format_context(refined_context(relevant, value(state, "strips")))  # what the answer read
             results = await asyncio.gather(
                 grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
                 grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
                 return_exceptions=True,
             )
             if failed := next((r for r in results if isinstance(r, BaseException)), None):
-                return update | {"error": self._error(failed), "failure_reason": "llm_error"}
+                return update | failure(self.redacted_error(failed), "llm_error")
             grounded, useful = results  # type: ignore[assignment]  # no exception left
         return update | self._verdict_update(state, answer, grounded, useful)
 
@@ -352,7 +339,7 @@ class RagNodes:
         if not (grounded.value and useful.value):
             emit(
                 "answer_rejected",
-                generation=state.get("generations", 0),
+                generation=value(state, "generations"),
                 feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"),
             )
         if not grounded.value:
@@ -372,7 +359,7 @@ class RagNodes:
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory
         (not in the small profile: a weak model's advice is noise)."""
-        scope = state.get("lesson_scope", "")
+        scope = value(state, "lesson_scope")
         if self.deps.lessons is None or not scope or not self.deps.profile.write_lessons:
             return {}
         await learn_from_failure(
@@ -381,23 +368,21 @@ class RagNodes:
             self.deps.grading,
             scope=scope,
             question=state["question"],
-            attempt=state.get("answer", ""),
-            feedback=state.get("feedback", ""),
-            score=5.0 if state.get("grounded") else 0.0,
+            attempt=value(state, "answer"),
+            feedback=value(state, "feedback"),
+            score=5.0 if value(state, "grounded") else 0.0,
             config=config,
         )
         return {"llm_calls": 1}
 
+    @fails_as("prompt_error", catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
         holds an answer of its type, cited; with none, leave the answer empty (the run ends in failure)."""
         match = await self.deps.evidence.best_answer(state["question"], state["relevant"])
         if match is None:
             return {"answer_kind": ""}
-        try:
-            quote = extractive_answer(self.deps.prompts, match).strip()
-        except PromptError as exc:
-            return {"error": self._error(exc), "failure_reason": "prompt_error"}
+        quote = extractive_answer(self.deps.prompts, match).strip()
         emit("answer_extracted", chunk=match.doc + 1, score=round(match.score, 3))
         return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}
 
@@ -409,5 +394,5 @@ class RagNodes:
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
         """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
-        message = failure_message(self.deps.prompts, state, self._error)
+        message = failure_message(self.deps.prompts, state, self.redacted_error)
         return fresh_question(self.deps.settings) | {"messages": [redact_message(message, self._secrets)]}

@@ -35,7 +35,7 @@ from rags_expert.evidence import EvidenceScorer, split_sentences
 from rags_expert.prompts import neutralise
 from rags_expert.rag.citations import chunk_id
 from rags_expert.rag.profiles import RefinePlan
-from rags_expert.rag.state import RagState
+from rags_expert.rag.state import RagState, value
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ def refined_context(relevant: Sequence[Document], strips: dict[str, str]) -> lis
 
 def needs_refinement(state: RagState) -> bool:
     """Refinement is on for this question and a relevant chunk is not refined yet."""
-    done = state.get("strips", {})
-    return bool(state.get("refine")) and any(chunk_id(d) not in done for d in state.get("relevant", []))
+    done = value(state, "strips")
+    return bool(value(state, "refine")) and any(chunk_id(d) not in done for d in value(state, "relevant"))
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ class Refiner:
 
     async def refine_knowledge(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Cut each relevant chunk not refined yet to its relevant strips (see the module docstring)."""
-        strips = dict(state.get("strips", {}))
-        todo = [d for d in state.get("relevant", []) if chunk_id(d) not in strips]
+        strips = dict(value(state, "strips"))
+        todo = [d for d in value(state, "relevant") if chunk_id(d) not in strips]
         split = [split_strips(d.page_content, self.plan.window) for d in todo]
         if self.plan.method == "llm":
             keeps, calls = await self._by_llm(state["question"], todo, split, config)

@@ -7,34 +7,33 @@ per-question working state, reset by ``prepare`` at the start of every question
 and cleared by the finalize nodes, so a thread is always ready for its next
 question. The retry caps are copied from settings into the state, so routing is a
 pure function of the state. ``llm_calls`` has a reducer: each node returns the
-calls it made, and ``prepare`` starts a new count with :func:`new_count`; ``usage``
-(tokens per node, :mod:`rags_expert.usage`) is added up and restarted with it.
+calls it made, and ``prepare`` starts a new count with :func:`new_count` (an ``Overwrite``); ``usage``
+(tokens per node, :mod:`rags_expert.usage`) is added up and restarted with it. Every key's default is
+in the one table :data:`DEFAULTS`, read through :func:`value`.
 """
 
 from __future__ import annotations
 
+import copy
+import operator
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 
 from rags_expert.rag.profiles import RefinePlan, profile_for
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.usage import add_usage
 
 
-def count_calls(total: int, calls: int) -> int:
-    """Reducer of ``llm_calls``: add a node's calls; a :func:`new_count` write starts a new count.
-
-    The reset is a plain (negative) int, so it survives checkpoint serialisation unchanged.
-    """
-    return -1 - calls if calls < 0 else total + calls
-
-
-def new_count(calls: int = 0) -> int:
-    """The ``llm_calls`` write that starts a question's count at ``calls`` (used by ``prepare``)."""
-    return -1 - calls
+def new_count(calls: int = 0) -> Overwrite:
+    """The ``llm_calls`` write that starts a question's count at ``calls`` (used by ``prepare``): it bypasses
+    the adding reducer (:class:`~langgraph.types.Overwrite`)."""
+    return Overwrite(calls)
 
 
 class InputState(TypedDict):
@@ -100,7 +99,7 @@ class RagState(InputState, total=False):
     """The lesson-memory scope of this request ("" when the lesson memory is off)."""
     lessons: list[str]
     """Lessons recalled for this question (advice from earlier failures), shown to ``generate``."""
-    llm_calls: Annotated[int, count_calls]
+    llm_calls: Annotated[int, operator.add]
     """LLM requests made for this question (transport retries not counted)."""
     error: str
     """``ErrorClass: message`` (redacted) when a model or retriever failed for good."""
@@ -113,12 +112,9 @@ class RagState(InputState, total=False):
     """The question's token budget (``budget.max_tokens``; None: none)."""
 
 
-def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
-    """The working state of a question not yet started (``llm_calls`` and ``usage`` are reset by ``prepare``
-    alone); the loop caps are those of the settings, as far as the model profile uses the loops, and so is
-    the budget."""
-    profile = profile_for(settings.evidence)
-    return {
+DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "messages": [],
         "question": "",
         "query": "",
         "queries": [],
@@ -129,7 +125,7 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "answer": "",
         "answer_kind": "",
         "speculative": "",
-        "refine": RefinePlan.of(settings).method != "off",
+        "refine": False,
         "strips": {},
         "grounded": False,
         "useful": False,
@@ -138,16 +134,47 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "partial_sources": [],
         "rephrases": 0,
         "generations": 0,
-        "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
-        "max_generations": settings.max_generations if profile.regenerate else 1,
-        "fallback": profile.extractive_fallback,
+        "max_rephrases": 0,
+        "max_generations": 0,
+        "fallback": False,
         "fallback_source": False,
         "fallback_consulted": False,
-        "max_calls": settings.budget.max_calls,
-        "max_tokens": settings.budget.max_tokens,
+        "max_calls": None,
+        "max_tokens": None,
         "error": "",
         "failure_reason": "",
         "search": {},
         "lesson_scope": "",
         "lessons": [],
+        "llm_calls": 0,
+        "usage": {},
+    }
+)
+"""The one table of working-state defaults: the value of every :class:`RagState` key a state lacks (read
+with :func:`value`) and, but for the settings' loop caps, budget and refinement, a fresh question's state."""
+
+PER_RUN = ("messages", "llm_calls", "usage")
+"""Keys :func:`fresh_question` leaves alone: the conversation, and the counts ``prepare`` restarts."""
+
+
+def value(state: Mapping[str, Any], key: str) -> Any:
+    """``state[key]``, or the key's default (:data:`DEFAULTS`; a copy, so a caller may change it)."""
+    if key in state:
+        return state[key]
+    return copy.copy(DEFAULTS[key])
+
+
+def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
+    """The working state of a question not yet started (``llm_calls`` and ``usage`` are reset by ``prepare``
+    alone); the loop caps are those of the settings, as far as the model profile uses the loops, and so is
+    the budget."""
+    profile = profile_for(settings.evidence)
+    fresh = {key: copy.copy(default) for key, default in DEFAULTS.items() if key not in PER_RUN}
+    return fresh | {
+        "refine": RefinePlan.of(settings).method != "off",
+        "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
+        "max_generations": settings.max_generations if profile.regenerate else 1,
+        "fallback": profile.extractive_fallback,
+        "max_calls": settings.budget.max_calls,
+        "max_tokens": settings.budget.max_tokens,
     }
