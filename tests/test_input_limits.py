@@ -45,6 +45,7 @@ LIMIT_LINE = (
 # --- the question's length ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("command", [["ask"], ["kg", "--schema", "unused.yaml"]], ids=["ask", "kg"])
 def test_cli_refuses_an_over_long_question_in_one_line_with_exit_2(command, tmp_path):
@@ -55,6 +56,7 @@ def test_cli_refuses_an_over_long_question_in_one_line_with_exit_2(command, tmp_
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_cli_reads_the_limit_from_its_setting(tmp_path):
     done = run_cli(["ask", "x" * 101], cli_env(tmp_path, RAGS_EXPERT_MAX_QUESTION_CHARS="100"))

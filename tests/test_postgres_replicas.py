@@ -24,7 +24,7 @@ import pytest
 from cli_run import ROOT, cli_env, ingest_docs, run_cli
 from openai_server import OpenAIServer, request_kind, tag_content
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FIRST, SECOND = (
     ["Kal", "Mor", "Ves", "Tan", "Bri", "Dol", "Fen", "Gar", "Hul", "Jor"],

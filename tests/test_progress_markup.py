@@ -117,6 +117,7 @@ def _grader_quotes_markup(body: dict[str, Any]) -> Any:
     return castle_script(body)
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("script", [_echoing_draft, _grader_quotes_markup], ids=["draft-echo", "grader-quote"])
 def test_ask_progress_on_stderr_shows_no_chunk_markup(castle_kb, script):

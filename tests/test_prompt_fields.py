@@ -57,6 +57,7 @@ async def test_a_prompt_dir_file_that_is_not_utf8_is_named(tmp_path):
         await _agent(prompt_dir=str(tmp_path)).async_init()
 
 
+@pytest.mark.slow
 def test_ask_with_a_prompt_file_that_is_not_utf8_is_one_line_naming_the_file(tmp_path):
     prompts = tmp_path / "prompts"
     prompts.mkdir()
@@ -86,6 +87,7 @@ async def test_literal_braces_and_plain_fields_are_fine(castle_docs):
     assert out["messages"][-1].response_metadata["outcome"] == "success"
 
 
+@pytest.mark.slow
 def test_the_cli_reports_a_bad_override_in_one_line(tmp_path):
     env = {
         **os.environ,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from conftest import KeywordRetriever, make_docs
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -62,6 +63,7 @@ REPLIES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     replies=st.lists(REPLIES, max_size=60),

@@ -100,6 +100,7 @@ def test_each_agent_takes_its_own_settings_model():
     assert type(kg.settings) is KGExpertSettings and kg.settings.kg.max_steps == 2
 
 
+@pytest.mark.slow
 def test_the_command_line_starts_without_importing_the_agents():
     """``rags-expert ask --local`` spawns its model server before the heavy imports (they overlap its load)."""
     import subprocess

@@ -206,6 +206,7 @@ def kb_dir(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("userinfo", [f"{USER}:{PASSWORD}@", ""], ids=["basic-in-url", "bearer-key"])
 @pytest.mark.parametrize("flags", [["-vv"], ["-v"], [], ["-vv", "--json"]], ids=["debug", "info", "quiet", "json"])
 def test_ask_never_prints_echoed_credentials(kb_dir, echo_server, userinfo, flags):

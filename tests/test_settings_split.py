@@ -257,6 +257,7 @@ def test_coerce_settings_per_agent():
         coerce_settings(42, KGExpertSettings)
 
 
+@pytest.mark.slow
 def test_cli_kg_reads_kg_settings_and_rag_commands_ignore_them(tmp_path):
     """Through the real CLI: an invalid kg value fails `kg` (exit 2, one line) but not `settings`."""
     env = {

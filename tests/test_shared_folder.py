@@ -70,6 +70,7 @@ def _release(holder: subprocess.Popen) -> None:
     assert holder.wait(60) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["edge", "local"])
 def test_ask_answers_while_ingest_runs_on_the_same_folder(tmp_path, engine):
     first = _docs(tmp_path / "first", CASTLE)
@@ -126,6 +127,7 @@ def _busy_line(data: Path, holder: subprocess.Popen, folder: Path | None = None)
     )
 
 
+@pytest.mark.slow
 def test_ingest_and_search_past_the_wait_get_one_line_naming_the_holder(tmp_path):
     data = ingest_docs(tmp_path, CASTLE)
     env = _busy_env(data)
@@ -141,6 +143,7 @@ def test_ingest_and_search_past_the_wait_get_one_line_naming_the_holder(tmp_path
     assert run_cli(["search", "castle"], env).returncode == 0  # free again once the holder is gone
 
 
+@pytest.mark.slow
 def test_ask_past_the_wait_is_an_honest_failure_naming_the_holder(tmp_path):
     data = ingest_docs(tmp_path, CASTLE)
     with OpenAIServer(castle_script) as chat:
@@ -158,6 +161,7 @@ def test_ask_past_the_wait_is_an_honest_failure_naming_the_holder(tmp_path):
     assert "Traceback" not in asked.stderr
 
 
+@pytest.mark.slow
 def test_lessons_past_the_wait_are_skipped_with_one_line_naming_the_holder(tmp_path):
     """The lesson memory is an aid: a question still gets its answer, and the warning says who holds the folder."""
     data = ingest_docs(tmp_path, CASTLE)
@@ -174,6 +178,7 @@ def test_lessons_past_the_wait_are_skipped_with_one_line_naming_the_holder(tmp_p
     assert "Traceback" not in asked.stderr
 
 
+@pytest.mark.slow
 def test_an_idle_process_lets_another_process_in(tmp_path):
     """A long-lived process (a host) that used the store keeps it only until another process asks for it."""
     data = ingest_docs(tmp_path, CASTLE)
@@ -199,6 +204,7 @@ def test_the_holder_is_named_by_its_subcommand_never_its_arguments():
     assert process_label(["-c"]) == "python"
 
 
+@pytest.mark.slow
 def test_a_holder_file_left_by_a_dead_process_names_no_one(tmp_path):
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (tmp_path / HOLDER).write_text(json.dumps({"pid": int(gone.stdout), "command": "rags-expert ingest"}))

@@ -62,6 +62,7 @@ def kb_dir(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [[], ["--json"], ["-q"]], ids=["text", "json", "quiet"])
 def test_ask_masks_credentials_the_model_repeats(kb_dir, flags):
     with OpenAIServer(leaky_script(rejections=1)) as server:

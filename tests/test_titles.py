@@ -117,6 +117,7 @@ def library_docs(tmp_path: Path) -> Path:
     return docs
 
 
+@pytest.mark.slow
 def test_ingest_and_search_through_the_cli_list_real_titles(tmp_path, library_docs):
     env = cli_env(tmp_path / "data")
     done = run_cli(["ingest", str(library_docs), "-q"], env)

@@ -15,7 +15,7 @@ import pytest
 from cli_run import cli_env, run_cli
 from openai_server import OpenAIServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PAGES = {
     "client.md": """---

@@ -27,6 +27,7 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 async def test_embedded_server_stops_cleanly_and_removes_its_socket(falkordb_reason):
     backend = FalkorDBBackend("t")
     await backend.start()
@@ -39,6 +40,7 @@ async def test_embedded_server_stops_cleanly_and_removes_its_socket(falkordb_rea
     await backend.close()  # idempotent
 
 
+@pytest.mark.slow
 async def test_data_dir_persists_the_graph_across_restarts(falkordb_reason, tmp_path):
     async with FalkorDBBackend("p", data_dir=tmp_path) as backend:
         await backend.execute_write("CREATE (:Organ {name: 'brain'})")
@@ -48,6 +50,7 @@ async def test_data_dir_persists_the_graph_across_restarts(falkordb_reason, tmp_
     assert rows == [{"o.name": "brain"}]
 
 
+@pytest.mark.slow
 async def test_loopback_port_and_connecting_to_a_running_server(falkordb_reason):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -76,6 +79,7 @@ async def test_missing_graph_is_explained(falkordb):
         await falkordb.for_graph("no_such_graph").run_read("MATCH (n) RETURN n", timeout=5, max_rows=5)
 
 
+@pytest.mark.slow
 async def test_embedded_password_is_required_and_never_on_the_command_line(falkordb_reason):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

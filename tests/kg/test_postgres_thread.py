@@ -3,6 +3,8 @@ replica's) is condensed from the shared history. Real FalkorDB, real PostgreSQL 
 
 from __future__ import annotations
 
+import pytest
+
 from rags_expert.kg import KGQueryExpert
 
 from .conftest import SCHEMA_FILE, needs_shared, session_loop
@@ -40,6 +42,7 @@ async def test_a_follow_up_on_another_replica_is_condensed_from_the_shared_histo
     assert [m.content for m in second["messages"][::2]] == [Q1, Q2]
 
 
+@pytest.mark.slow
 async def test_a_database_that_is_down_ends_the_question_in_an_honest_failure(falkordb, own_postgres):
     """The thread cannot be read: ainvoke ends in the KG agent's failure message naming the checkpointer."""
     url = own_postgres.create_database("kg_down")

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -209,6 +210,7 @@ def _legacy_records(path, records: list[ChunkRecord]) -> list[ChunkRecord]:
     return out
 
 
+@pytest.mark.slow
 def test_cli_reingest_of_a_v1_knowledge_base_rechunks_once(settings, docs):
     (docs / "guide.md").write_text(FENCED)
     kb = KnowledgeBase(settings)

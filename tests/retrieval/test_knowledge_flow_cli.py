@@ -13,7 +13,7 @@ from openai_server import OpenAIServer, request_kind, tag_content
 
 from .kf_service import KnowledgeFlowService
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
