@@ -31,6 +31,7 @@ def model() -> ScriptedChatModel:
     return ScriptedChatModel(responder=respond)
 
 
+@pytest.mark.slow  # starts an embedded FalkorDB process
 async def test_hosts_load_the_kg_agent_from_yaml_and_run_its_graph(falkordb_reason):
     yaml_text = f"""
 agents:
@@ -62,6 +63,7 @@ def test_entry_point_advertises_the_kg_agent():
     assert discover_agent_classes().get("kg-query-expert") is KGQueryExpert
 
 
+@pytest.mark.slow  # starts an embedded FalkorDB process
 async def test_an_opened_agent_is_rebound_to_a_new_model_per_turn(falkordb_reason):
     """What a host with a model per turn (Fred v2) does: open the database once, rebind each turn."""
     opened = KGQueryExpert(
