@@ -1,10 +1,24 @@
-"""The conversation of a thread, as both graphs read it: the new question and the history before it."""
+"""The conversation of a thread, as both graphs read it: the new question and the history before it.
+
+:func:`open_question` is the start both graphs' ``prepare`` share: take the new question, read a checkpointer
+fault, check the question's length; :func:`followup_transcript` is the history a follow-up is condensed against.
+"""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from rags_expert.checkpoints import FAULT_REASON
+from rags_expert.checkpoints.guard import checkpointer_fault
+from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm import message_text
+
+if TYPE_CHECKING:
+    from rags_expert.settings import AgentSettings
 
 
 def last_question(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
@@ -49,3 +63,39 @@ def _answered(after: list[AnyMessage]) -> bool:
         if isinstance(msg, HumanMessage):
             return False
     return False
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A run's start: its question and the history before it, or why the run stops here.
+
+    ``reason`` is ``""`` (go on), :data:`~rags_expert.checkpoints.FAULT_REASON`, ``"empty_question"`` or
+    ``"question_too_long"`` (then ``question`` is a preview); ``error`` says what went wrong, unprefixed.
+    """
+
+    question: str
+    history: list[AnyMessage]
+    reason: str = ""
+    error: str = ""
+
+
+def open_question(messages: list[AnyMessage], config: RunnableConfig, max_chars: int | None) -> Opening:
+    """Take the last user question, stop on a checkpointer fault (:mod:`rags_expert.checkpoints.guard`), an
+    empty question or one longer than ``max_chars`` (None: no limit)."""
+    question, history = last_question(messages)
+    if fault := checkpointer_fault(config):
+        return Opening(question, history, FAULT_REASON, fault)
+    if not question:
+        return Opening(question, history, "empty_question")
+    try:
+        if max_chars is not None:
+            check_question(question, max_chars)
+    except QuestionTooLongError as exc:
+        return Opening(question_preview(question), history, "question_too_long", f"QuestionTooLong: {exc}")
+    return Opening(question, history)
+
+
+def followup_transcript(history: list[AnyMessage], settings: AgentSettings) -> str:
+    """The history a follow-up is condensed against (``history_messages``); ``""``: nothing to condense,
+    or ``condense_followups`` is off."""
+    return history_text(history, settings.history_messages) if settings.condense_followups else ""

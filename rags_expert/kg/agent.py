@@ -51,7 +51,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
-from rags_expert.conversation import history_text
+from rags_expert.conversation import followup_transcript
 from rags_expert.grading import GradingContext, condense_question, structured_call
 from rags_expert.kg.answer import answer_message
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
@@ -191,8 +191,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
 
     async def standalone_question(self, question: str, history: list[AnyMessage], config: RunnableConfig) -> str:
         """A follow-up rewritten with the shared ``condense_question`` (``condense_followups``, ``history_messages``)."""
-        text = history_text(history, self.settings.history_messages)
-        if not text or not self.settings.condense_followups:
+        if not (text := followup_transcript(history, self.settings)):
             return question
         return await condense_question(self.model, question, text, self.ctx, config=config)
 

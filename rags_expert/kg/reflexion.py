@@ -57,10 +57,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from rags_expert.checkpoints import FAULT_REASON
-from rags_expert.checkpoints.guard import checkpointer_fault
-from rags_expert.conversation import last_question
+from rags_expert.conversation import open_question
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
-from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm import LLMCallError
 from rags_expert.prompts import PromptError
 
@@ -174,17 +172,12 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     async def _prepare_node(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         """Start a question: reset the per-question state, take the last human message, condense a follow-up."""
         update = self.reset_state()
-        question, history = last_question(state.get("messages", []))
-        if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
-            return update | {"question": question, "error": f"checkpointer: {fault}", "exit_reason": FAULT_REASON}
-        if not question:
-            return update | {"exit_reason": "empty_question"}
-        try:
-            if self.max_question_chars is not None:
-                check_question(question, self.max_question_chars)
-        except QuestionTooLongError as exc:
-            error = f"prepare: QuestionTooLong: {exc}"
-            return update | {"question": question_preview(question), "error": error, "exit_reason": "question_too_long"}
+        start = open_question(state.get("messages", []), config, self.max_question_chars)
+        question, history = start.question, start.history
+        if start.reason:  # a checkpointer fault, no question, or one too long (conversation.open_question)
+            prefix = "checkpointer" if start.reason == FAULT_REASON else "prepare"
+            error = f"{prefix}: {start.error}" if start.error else ""
+            return update | {"question": question, "error": error, "exit_reason": start.reason}
         if history:
             try:
                 question = (await self.standalone_question(question, history, config)).strip() or question

@@ -23,9 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from rags_expert import grading
-from rags_expert.checkpoints import FAULT_REASON
-from rags_expert.checkpoints.guard import checkpointer_fault
-from rags_expert.conversation import history_text, last_question
+from rags_expert.conversation import followup_transcript, open_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.lessons import (
@@ -34,7 +32,6 @@ from rags_expert.lessons import (
     recall_lessons,
     scope_key,
 )
-from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
@@ -125,19 +122,10 @@ class RagNodes:
         """Start a question: reset the working state and the call count, validate the request's options
         once, take the last user message, make a follow-up standalone, recall lessons."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
-        question, history = last_question(value(state, "messages"))
-        if fault := checkpointer_fault(config):  # the checkpointer failed this run (checkpoints.guard)
-            return update | {"question": question, "error": fault, "failure_reason": FAULT_REASON}
-        if not question:
-            return update | {"failure_reason": "empty_question"}
-        try:
-            check_question(question, self.deps.settings.max_question_chars)
-        except QuestionTooLongError as exc:
-            return update | {
-                "question": question_preview(question),
-                "error": f"QuestionTooLong: {exc}",
-                "failure_reason": "question_too_long",
-            }
+        start = open_question(value(state, "messages"), config, self.deps.settings.max_question_chars)
+        question = start.question
+        if start.reason:  # a checkpointer fault, no question, or one too long (conversation.open_question)
+            return update | {"question": question, "error": start.error, "failure_reason": start.reason}
         try:
             request = read_request(runtime.context, config)
         except InvalidRequestError as exc:
@@ -151,8 +139,7 @@ class RagNodes:
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
         }
-        transcript = history_text(history, self.deps.settings.history_messages)
-        if transcript and self.deps.settings.condense_followups:
+        if transcript := followup_transcript(start.history, self.deps.settings):
             update["llm_calls"] = new_count(1)
             try:
                 question = await grading.condense_question(
