@@ -336,6 +336,7 @@ def test_the_sessions_libraries_scope_the_search(pod):
     assert out["sources"] == [] and "could not find" in out["content"].lower()
 
 
+@pytest.mark.slow  # starts an embedded FalkorDB for the KG agent
 def test_the_kg_agent_answers_with_rows_in_fred(pod):
     skip_unless(SCHEMA_FILE, "the BioChatter KG schema")
     if reason := _falkordb_missing():
