@@ -27,8 +27,8 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from openai_server import OpenAIServer, request_kind, tag_content  # noqa: E402
 
-from rags_expert.grading import GradingContext  # noqa: E402
-from rags_expert.llm import build_chat_model  # noqa: E402
+from rags_expert.llm.chat import build_chat_model  # noqa: E402
+from rags_expert.llm.grading import GradingContext  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
 from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402

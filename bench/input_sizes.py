@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from openai_server import OpenAIServer, castle_script, text  # noqa: E402
 
-from rags_expert.agent import RagsExpert  # noqa: E402
+from rags_expert import RagsExpert  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
 
 DOCS = {

@@ -125,7 +125,7 @@ async def ask(graph: Any, question: str) -> tuple[Any, list[tuple[str, str]], fl
 async def run_model(
     name: str, base: dict[str, Any], questions: list[dict[str, Any]], reader: Reader | None
 ) -> list[str]:
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
 
     async with maybe_local(RagsExpertSettings(**base), name == "local") as local:

@@ -53,7 +53,7 @@ def yes_script(body: dict[str, Any]) -> Any:
 
 
 async def run_model(name: str, base: dict[str, Any], questions: list[dict[str, Any]]) -> list[str]:
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
 
     settings = RagsExpertSettings(**base)

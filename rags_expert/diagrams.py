@@ -22,7 +22,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from rags_expert.host import AgentFlow
+from rags_expert.agentflow import AgentFlow
 from rags_expert.rag import RagsExpert
 from rags_expert.testing import ScriptedChatModel
 

@@ -14,7 +14,7 @@ import re
 import pytest
 from cli_run import cli_env, run_cli
 
-from rags_expert.local_llm import local_extra_installed, missing_modules
+from rags_expert.local.server import local_extra_installed, missing_modules
 from rags_expert.settings import LocalModelSettings
 
 pytestmark = [

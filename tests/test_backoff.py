@@ -1,11 +1,11 @@
-"""The shared wait strategy (:class:`rags_expert.backoff.wait_backoff`) inside real tenacity loops."""
+"""The shared wait strategy (:class:`rags_expert.llm.backoff.wait_backoff`) inside real tenacity loops."""
 
 from __future__ import annotations
 
 import pytest
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from rags_expert.backoff import retry_after_seconds, wait_backoff
+from rags_expert.llm.backoff import retry_after_seconds, wait_backoff
 
 
 class Refused(Exception):

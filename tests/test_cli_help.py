@@ -8,7 +8,7 @@ import pytest
 from cli_run import cli_env, run_cli
 
 from rags_expert.cli import build_parser
-from rags_expert.cli_support import OneLineParser, plain_text
+from rags_expert.cli.support import OneLineParser, plain_text
 
 MARKUP = re.compile(r"``|:(?:mod|func|class|meth|attr|data|obj|exc|ref|doc):|`\w")
 
@@ -47,7 +47,7 @@ def test_a_subcommand_help_opens_with_what_it_does(tmp_path):
     [
         ("The ``rags-expert`` command line", "The rags-expert command line"),
         ("see :func:`settings_from_args` and :mod:`rags_expert.cli`", "see settings_from_args and rags_expert.cli"),
-        ("a :class:`~rags_expert.redaction.RedactingFilter` here", "a RedactingFilter here"),
+        ("a :class:`~rags_expert.secrets.RedactingFilter` here", "a RedactingFilter here"),
         (":doc:`the deploy guide <deploy>` and :py:meth:`!Agent.run`", "the deploy guide and Agent.run"),
         ("`interpreted` and `a link`_", "interpreted and a link"),
         ("*.md files, 5 * 3, a_b, --json", "*.md files, 5 * 3, a_b, --json"),

@@ -11,7 +11,7 @@ import pytest
 from cli_run import ROOT, cli_env, ingest_docs
 from openai_server import OpenAIServer, castle_script, prompt_text
 
-from rags_expert.cli_support import text_arg
+from rags_expert.cli.support import text_arg
 
 
 @pytest.fixture(scope="module")

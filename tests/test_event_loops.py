@@ -13,7 +13,7 @@ from openai_server import OpenAIServer
 from test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
 
 from rags_expert import RagsExpert
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from rags_expert.fred.tuning import (
     tunables,
 )
 from rags_expert.fred.turn import fault_text
-from rags_expert.progress import KG_PROGRESS, RAG_PROGRESS
+from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag import RagsExpert
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
@@ -167,7 +167,7 @@ async def test_a_standalone_graph_stays_out_of_the_outer_graphs_checkpoints(cast
 
 
 def test_standalone_needs_async_init():
-    from rags_expert.host import NotInitializedError
+    from rags_expert.agentflow import NotInitializedError
 
     with pytest.raises(NotInitializedError):
         RagsExpert(

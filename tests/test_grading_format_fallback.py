@@ -11,8 +11,8 @@ import httpx
 import openai
 import pytest
 
-from rags_expert import grading, structured
-from rags_expert.llm import LLMCallError, is_transient
+from rags_expert.llm import grading, structured
+from rags_expert.llm.chat import LLMCallError, is_transient
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
@@ -89,7 +89,7 @@ async def test_no_fallback_when_retries_are_off_so_the_request_bound_holds():
     ],
 )
 def test_truncated_json_replies_are_closed_and_read(text, expected):
-    from rags_expert.parsing import parse_yes_no
+    from rags_expert.llm.parsing import parse_yes_no
 
     assert parse_yes_no(text) is expected
 

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from scripts import Script
 
 from rags_expert import RagsExpert
-from rags_expert.llm import LLMCallError
+from rags_expert.llm.chat import LLMCallError
 from rags_expert.testing import ScriptedChatModel
 
 NODES_OF_A_RUN = {"prepare", "retrieve", "grade_documents", "generate", "grade_generation"}

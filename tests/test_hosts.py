@@ -6,22 +6,22 @@ import pytest
 from conftest import KeywordRetriever
 
 from rags_expert import AgentFlow, RagsExpert
-from rags_expert.hosts import AgentConfigError, discover_agent_classes, load_agents, read_specs
+from rags_expert.hosts.loading import AgentConfigError, discover_agent_classes, load_agents, read_specs
 from rags_expert.testing import ScriptedChatModel
 
 YAML = """
 agents:
   - name: docs-expert
-    class_path: rags_expert.agent:RagsExpert
+    class_path: rags_expert.rag:RagsExpert
     enabled: true
     settings:
       retrieval: {top_k: 6}
       max_rephrases: 1
   - name: strict-expert
-    class_path: rags_expert.agent.RagsExpert
+    class_path: rags_expert.rag.RagsExpert
     settings: {max_generations: 1}
   - name: disabled-expert
-    class_path: rags_expert.agent:RagsExpert
+    class_path: rags_expert.rag:RagsExpert
     enabled: false
 """
 
@@ -47,7 +47,7 @@ async def test_load_agents_from_yaml(tmp_path):
         ("- {name: a, class_path: no.such.module:X}", "cannot import"),
         ("- {name: a, class_path: 'builtins:dict'}", "not an AgentFlow"),
         (
-            "- {name: a, class_path: rags_expert.agent:RagsExpert}\n- {name: a, class_path: rags_expert.agent:RagsExpert}",
+            "- {name: a, class_path: rags_expert.rag:RagsExpert}\n- {name: a, class_path: rags_expert.rag:RagsExpert}",
             "duplicate",
         ),
         ("just a string", "must be a YAML list"),
@@ -62,14 +62,14 @@ async def test_bad_settings_in_an_entry_fail_at_load_naming_the_agent_the_value_
     message = "agent 'a': max_rephrases=-1 is invalid: must be ≥ 0"
     with pytest.raises(AgentConfigError, match=f"^{message}$"):
         await load_agents(
-            "- {name: a, class_path: 'rags_expert.agent:RagsExpert', settings: {max_rephrases: -1}}",
+            "- {name: a, class_path: 'rags_expert.rag:RagsExpert', settings: {max_rephrases: -1}}",
             chat_model=ScriptedChatModel(responses=[]),
             retriever=KeywordRetriever(docs=[]),
         )
 
 
 def test_read_specs_accepts_a_plain_list():
-    specs = read_specs([{"name": "x", "class_path": "rags_expert.agent:RagsExpert"}])
+    specs = read_specs([{"name": "x", "class_path": "rags_expert.rag:RagsExpert"}])
     assert specs[0].enabled is True and specs[0].settings == {}
 
 

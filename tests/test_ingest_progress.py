@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cli_run import ROOT, cli_env, run_cli
 
-from rags_expert.progress import BarIngestProgress, PlainIngestProgress, ingest_progress
+from rags_expert.hosts.progress import BarIngestProgress, PlainIngestProgress, ingest_progress
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 from rags_expert.settings import KnowledgeBaseSettings

@@ -30,8 +30,8 @@ from openai_server import (
     tool,
 )
 
-from rags_expert.agent import RagsExpert
-from rags_expert.llm import build_chat_model
+from rags_expert import RagsExpert
+from rags_expert.llm.chat import build_chat_model
 from rags_expert.settings import RagsExpertSettings
 
 pytestmark = pytest.mark.integration

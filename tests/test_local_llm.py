@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rags_expert import local_command, local_xllamacpp
-from rags_expert.local_llm import (
+from rags_expert.local import command as local_command
+from rags_expert.local import xllamacpp as local_xllamacpp
+from rags_expert.local.server import (
     DUMMY_API_KEY,
     MODEL_PACKAGE,
     LocalModelError,
@@ -159,12 +160,12 @@ def test_runner_command_lines(tmp_path):
 
 
 def test_the_default_runner_is_the_xllamacpp_module(tmp_path, monkeypatch):
-    """Nothing compiled: ``python -m rags_expert.local_xllamacpp`` with every setting on its command line."""
+    """Nothing compiled: ``python -m rags_expert.local.xllamacpp`` with every setting on its command line."""
     model = tmp_path / "m.gguf"
     monkeypatch.setattr(local_command, "missing_modules", lambda runner: [])  # installed or not, same line
     cmd = server_command(LocalModelSettings(), model, 8123)
     assert LocalModelSettings().runner == "xllamacpp"
-    assert cmd[:3] == [sys.executable, "-m", "rags_expert.local_xllamacpp"]
+    assert cmd[:3] == [sys.executable, "-m", "rags_expert.local.xllamacpp"]
     assert _option(cmd, "--model") == str(model) and _option(cmd, "--port") == "8123"
     assert _option(cmd, "--host") == "127.0.0.1" and _option(cmd, "--n-ctx") == "4096"
     assert _option(cmd, "--alias") == "smollm2-135m-instruct" and _option(cmd, "--cache-ram-mib") == "256"
@@ -231,7 +232,7 @@ def test_the_runner_module_reports_a_missing_xllamacpp_in_one_line(tmp_path):
     hide.mkdir()
     (hide / "xllamacpp.py").write_text("raise ImportError('No module named xllamacpp')\n")
     done = subprocess.run(
-        [sys.executable, "-m", "rags_expert.local_xllamacpp", "--model", "m.gguf", "--port", "9"],
+        [sys.executable, "-m", "rags_expert.local.xllamacpp", "--model", "m.gguf", "--port", "9"],
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")])},
         capture_output=True,
         text=True,
@@ -246,7 +247,7 @@ def test_the_runner_module_reports_a_missing_xllamacpp_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_importing_the_local_modules_does_not_import_a_runner():
     probe = (
-        "import sys, rags_expert.local_llm, rags_expert.local_xllamacpp; "
+        "import sys, rags_expert.local.server, rags_expert.local.xllamacpp; "
         "print(sorted(m for m in ('xllamacpp', 'llama_cpp') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
@@ -340,7 +341,7 @@ def test_the_grading_method_and_the_cap_field_follow_the_runner(runner, method, 
 
 def test_local_settings_turn_the_speculative_draft_off():
     """A single-slot server cannot overlap a draft with the grading: it would only add a call."""
-    from rags_expert.local_llm import local_settings
+    from rags_expert.local.server import local_settings
     from rags_expert.settings import RagsExpertSettings
 
     base = RagsExpertSettings(speculative_draft=True, local={"profile": "standard"})

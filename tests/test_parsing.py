@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rags_expert.grading import GroundednessGrade, RelevanceGrade
-from rags_expert.parsing import extract_json_object, parse_free_text_field, parse_model, parse_score, parse_yes_no
+from rags_expert.llm.grading import GroundednessGrade, RelevanceGrade
+from rags_expert.llm.parsing import extract_json_object, parse_free_text_field, parse_model, parse_score, parse_yes_no
 
 
 @pytest.mark.parametrize(

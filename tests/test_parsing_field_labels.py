@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rags_expert.parsing import parse_yes_no
+from rags_expert.llm.parsing import parse_yes_no
 
 
 @pytest.mark.parametrize(

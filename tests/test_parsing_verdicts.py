@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rags_expert import grading
-from rags_expert.parsing import parse_yes_no
+from rags_expert.llm import grading
+from rags_expert.llm.parsing import parse_yes_no
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

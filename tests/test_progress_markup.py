@@ -13,8 +13,8 @@ from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 from openai_server import OpenAIServer, castle_script, request_kind
 
-from rags_expert.events import emit
-from rags_expert.progress import KG_PROGRESS, PROMPT_TAGS, RAG_PROGRESS, display_text
+from rags_expert.events import PROMPT_TAGS, display_text, emit
+from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS
 from rags_expert.prompts import packaged_prompt_dir
 from rags_expert.rag.citations import format_context
 

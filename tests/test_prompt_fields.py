@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from scripts import Script
 
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
-from rags_expert.grading import GradingContext
+from rags_expert.llm.grading import GradingContext
 from rags_expert.rag.graph import build_graph
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.testing import ScriptedChatModel

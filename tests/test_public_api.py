@@ -31,10 +31,9 @@ def test_top_level_names():
 @pytest.mark.parametrize(
     "path",
     [
-        "rags_expert.agent:RagsExpert",
         "rags_expert.rag:RagsExpert",
         "rags_expert.kg.flow:KGQueryExpert",
-        "rags_expert.hosts:load_agents",
+        "rags_expert.hosts.loading:load_agents",
         "rags_expert.settings:RagsExpertSettings",
         "rags_expert.settings:KGExpertSettings",
         "rags_expert.settings:coerce_settings",
@@ -43,10 +42,6 @@ def test_top_level_names():
 )
 def test_documented_paths(path):
     assert callable(_resolve(path))
-
-
-def test_agent_import_paths_name_the_same_class():
-    assert _resolve("rags_expert.agent:RagsExpert") is _resolve("rags_expert.rag:RagsExpert")
 
 
 def test_pyproject_entry_points_load():

@@ -7,8 +7,6 @@ the speculative draft and regeneration. One test over real HTTP with LangChain's
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 from conftest import KeywordRetriever, make_docs
 from langchain_core.messages import HumanMessage
@@ -260,24 +258,6 @@ def test_strips_and_their_recomposition():
     assert strips == [["One.", "Two."], ["Three.", "Four."], ["Five."]]
     assert recompose(strips, [True, True, False]) == "One. Two. Three. Four."
     assert recompose(strips, [True, False, True]) == f"One. Two.{GAP}Five."
-
-
-def test_the_old_focus_sentences_setting_moves_to_max_strips(monkeypatch):
-    with pytest.warns(DeprecationWarning, match="evidence.focus_sentences is deprecated: use refinement.max_strips"):
-        s = RagsExpertSettings(evidence={"profile": "small", "focus_sentences": 2})
-    assert s.refinement.max_strips == 2
-    with pytest.warns(DeprecationWarning):
-        assert RagsExpertSettings(evidence={"focus_sentences": 0}).refinement.method == "off"
-    with pytest.warns(DeprecationWarning):
-        s = RagsExpertSettings(evidence={"focus_sentences": 4}, refinement={"max_strips": 1})
-    assert s.refinement.max_strips == 1  # the new name wins
-    monkeypatch.setenv("RAGS_EXPERT_EVIDENCE__FOCUS_SENTENCES", "3")
-    with pytest.warns(DeprecationWarning):
-        assert RagsExpertSettings().refinement.max_strips == 3
-    monkeypatch.delenv("RAGS_EXPERT_EVIDENCE__FOCUS_SENTENCES")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert RagsExpertSettings(refinement={"method": "llm"}).refines_by_llm()
 
 
 def test_bad_refinement_settings_are_one_clear_error():

@@ -1,4 +1,4 @@
-"""Settings split by concern, one model per agent; the old flat ``retrieval.*`` names still read."""
+"""Settings split by concern, one model per agent."""
 
 from __future__ import annotations
 
@@ -7,105 +7,26 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rags_expert.kg.flow import KGQueryExpert
 from rags_expert.rag import RagsExpert
 from rags_expert.settings import (
-    LEGACY_RETRIEVAL_KEYS,
     AgentSettings,
     KGExpertSettings,
     KnowledgeBaseSettings,
     RagsExpertSettings,
-    RetrievalSettings,
     SettingsSection,
     coerce_settings,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# one valid value per old key, different from the default
-OLD_VALUES = {
-    "data_dir": "/tmp/rags-old-dir",
-    "url": "http://q:6333",
-    "api_key": "qk",
-    "engine": "local",
-    "collection": "old_coll",
-    "timeout": 7.0,
-    "local_wal": False,
-    "embedding_provider": "wordllama",
-    "embedding_model": "m",
-    "embedding_base_url": "http://e/v1",
-    "embedding_api_key": "ek",
-    "embedding_dimensions": 64,
-    "embedding_batch_size": 5,
-    "embedding_threads": 2,
-    "chunk_size": 300,
-    "chunk_overlap": 10,
-    "upsert_batch_size": 9,
-    "kf_base_url": "http://kf/v1",
-    "kf_api": "v1",
-    "kf_token": "kt",
-    "kf_timeout": 3.0,
-    "kf_max_retries": 1,
-    "kf_retry_base_delay": 0.1,
-    "kf_search_policy": "strict",
-    "kf_uid_overfetch_factor": 2,
-    "kf_uid_overfetch_max": 11,
-}
 
-
-def _value(settings, section: str, name: str):
-    value = getattr(getattr(settings, section), name)
-    return value.get_secret_value() if isinstance(value, SecretStr) else value
-
-
-def _same(value, expected) -> bool:
-    return str(value) == str(expected)
-
-
-def test_every_old_retrieval_key_is_listed():
-    assert set(OLD_VALUES) == set(LEGACY_RETRIEVAL_KEYS)
-    assert not set(LEGACY_RETRIEVAL_KEYS) & set(RetrievalSettings.model_fields)
-
-
-@pytest.mark.parametrize("old", sorted(LEGACY_RETRIEVAL_KEYS))
-def test_old_key_in_a_dict_moves_to_its_section_with_a_warning(old):
-    section, new = LEGACY_RETRIEVAL_KEYS[old]
-    with pytest.warns(DeprecationWarning, match=rf"retrieval\.{old} is deprecated: use {section}\.{new}"):
-        settings = RagsExpertSettings(retrieval={old: OLD_VALUES[old], "top_k": 2})
-    assert _same(_value(settings, section, new), OLD_VALUES[old])
-    assert settings.retrieval.top_k == 2
-
-
-@pytest.mark.parametrize("old", sorted(LEGACY_RETRIEVAL_KEYS))
-def test_old_environment_variable_moves_to_its_section(old, monkeypatch):
-    section, new = LEGACY_RETRIEVAL_KEYS[old]
-    monkeypatch.setenv(f"RAGS_EXPERT_RETRIEVAL__{old.upper()}", str(OLD_VALUES[old]))
-    with pytest.warns(DeprecationWarning, match=rf"use {section}\.{new}"):
-        settings = RagsExpertSettings()
-    assert _same(_value(settings, section, new), OLD_VALUES[old])
-
-
-@pytest.mark.parametrize(
-    "old", [k for k, (section, _) in LEGACY_RETRIEVAL_KEYS.items() if section in ("store", "embeddings")]
-)
-def test_kg_agent_reads_the_old_store_and_embedding_names_too(old, monkeypatch):
-    """The lesson memory of the KG agent lived on retrieval.data_dir / embedding_*: old env and YAML still work."""
-    section, new = LEGACY_RETRIEVAL_KEYS[old]
-    with pytest.warns(DeprecationWarning):
-        from_dict = KGExpertSettings(retrieval={old: OLD_VALUES[old], "top_k": 3})
-    assert _same(_value(from_dict, section, new), OLD_VALUES[old])
-    monkeypatch.setenv(f"RAGS_EXPERT_RETRIEVAL__{old.upper()}", str(OLD_VALUES[old]))
-    with pytest.warns(DeprecationWarning):
-        from_env = KGExpertSettings()
-    assert _same(_value(from_env, section, new), OLD_VALUES[old])
-
-
-def test_new_name_wins_over_the_old_one():
-    with pytest.warns(DeprecationWarning):
-        s = RagsExpertSettings(retrieval={"collection": "old"}, store={"collection": "new"})
-    assert s.store.collection == "new"
+def test_an_old_flat_retrieval_name_is_an_unknown_key():
+    """0.1.0 reads only the names by concern: ``retrieval.kf_token`` is an error, not a silent move."""
+    with pytest.raises(ValidationError, match="kf_token"):
+        RagsExpertSettings(retrieval={"kf_token": "t"})
 
 
 def test_new_names_from_the_environment(monkeypatch):
@@ -219,23 +140,6 @@ def test_misspelt_environment_variables(variable, rag_fails, kg_fails, monkeypat
                 agent()
         else:
             agent()
-
-
-def test_old_names_still_read_beside_the_strict_sections(monkeypatch):
-    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__KF_TOKEN", "old-token")
-    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__EMBEDDING_BATCH_SIZE", "5")
-    with pytest.warns(DeprecationWarning) as record:
-        rag = RagsExpertSettings(retrieval={"chunk_size": 300})
-    assert {str(w.message).split(": ")[1] for w in record} == {
-        "use knowledge_flow.token",
-        "use embeddings.batch_size",
-        "use ingestion.chunk_size",
-    }
-    assert (rag.knowledge_flow.token.get_secret_value(), rag.embeddings.batch_size) == ("old-token", 5)
-    assert rag.ingestion.chunk_size == 300
-    with pytest.warns(DeprecationWarning, match="use embeddings.batch_size"):
-        kg = KGExpertSettings()  # kf_token has no section here: dropped, not an error
-    assert kg.embeddings.batch_size == 5
 
 
 def test_shared_sections_are_declared_once():

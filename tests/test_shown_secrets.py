@@ -19,7 +19,7 @@ from langchain_core.messages import HumanMessage
 from openai_server import OpenAIServer, castle_script, request_kind
 
 from rags_expert import RagsExpert
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 from rags_expert.settings import RagsExpertSettings
 
 USER, PASSWORD = "reader", "pw-Ohm3-quartz"

@@ -18,11 +18,11 @@ from openai_server import OpenAIServer, RecordedRequest, _as_reply, _usage, cast
 from scripts import Script, kind_of
 
 from rags_expert import RagsExpert
-from rags_expert.llm import build_chat_model
-from rags_expert.rag.cli import exit_code
+from rags_expert.cli.ask import exit_code
+from rags_expert.llm.chat import build_chat_model
+from rags_expert.llm.usage import CHARS_PER_TOKEN, RESET, add_usage, reply_tokens
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
-from rags_expert.usage import CHARS_PER_TOKEN, RESET, add_usage, reply_tokens
 
 QUESTION = "When was Castle Varen built?"
 NODE_OF_KIND = {

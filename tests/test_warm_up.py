@@ -7,7 +7,7 @@ from conftest import KeywordRetriever
 from langchain_core.documents import Document
 from openai_server import OpenAIServer, error
 
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 from rags_expert.prompts import PromptStore
 from rags_expert.rag import RagsExpert
 from rags_expert.rag.answering import answer_messages, answer_prefix

@@ -52,7 +52,6 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.conversation import followup_transcript
-from rags_expert.grading import GradingContext, condense_question, structured_call
 from rags_expert.kg.answer import answer_message
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
 from rags_expert.kg.execution import (
@@ -78,8 +77,9 @@ from rags_expert.kg.result import KGQueryResult, KGState, build_result, step_rec
 from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.kg.scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
 from rags_expert.lessons import LessonMemory, recall_lessons
-from rags_expert.llm import LLMCallError, redact
-from rags_expert.redaction import redact_message
+from rags_expert.llm.chat import LLMCallError, redact
+from rags_expert.llm.grading import GradingContext, condense_question, structured_call
+from rags_expert.secrets import redact_message
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 __all__ = [  # the public names, importable from here as before the split

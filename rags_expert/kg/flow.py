@@ -1,4 +1,4 @@
-"""The KG-query agent as an :class:`~rags_expert.host.AgentFlow`, so hosts load it like RagsExpert.
+"""The KG-query agent as an :class:`~rags_expert.agentflow.AgentFlow`, so hosts load it like RagsExpert.
 
 ```yaml
 - name: gene-kg
@@ -23,13 +23,13 @@ from typing import Any, Self
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from rags_expert.host import AgentFlow
+from rags_expert.agentflow import AgentFlow
 from rags_expert.kg.agent import KGQueryReflexionAgent
 from rags_expert.kg.backends import GraphBackend, backend_from_settings
 from rags_expert.kg.loader import load_sample_graph
 from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.lessons import LessonMemory
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
 

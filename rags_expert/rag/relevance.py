@@ -16,8 +16,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from rags_expert import grading
 from rags_expert.evidence import EvidenceScorer
+from rags_expert.llm import grading
 from rags_expert.rag.citations import format_context
 from rags_expert.settings import EvidenceSettings
 

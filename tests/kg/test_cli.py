@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rags_expert.cli import build_parser
-from rags_expert.kg.cli import run
+from rags_expert.cli.kg import run
 from rags_expert.settings import KGExpertSettings
 
 from .conftest import SCHEMA_FILE, needs_shared, scripted

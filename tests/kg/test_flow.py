@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rags_expert.hosts import discover_agent_classes, load_agents
+from rags_expert.hosts.loading import discover_agent_classes, load_agents
 from rags_expert.kg import KGQueryExpert
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, KnowledgeBaseSettings
+from rags_expert.settings import KnowledgeBaseSettings
 
 
 def make_settings(data_dir: Path, **kw) -> KnowledgeBaseSettings:
@@ -30,9 +30,23 @@ def make_settings(data_dir: Path, **kw) -> KnowledgeBaseSettings:
     base.update(kw)
     sections: dict[str, dict] = {}
     for key, value in base.items():
-        section, name = LEGACY_RETRIEVAL_KEYS.get(key, ("retrieval", key))
+        section, name = _section_of(key)
         sections.setdefault(section, {})[name] = value
     return KnowledgeBaseSettings(**sections)
+
+
+_PREFIXES = {"embedding_": "embeddings", "kf_": "knowledge_flow"}
+
+
+def _section_of(key: str) -> tuple[str, str]:
+    """The section and name of a flat keyword (``embedding_provider`` is ``embeddings.provider``)."""
+    for prefix, section in _PREFIXES.items():
+        if key.startswith(prefix):
+            return section, key[len(prefix) :]
+    for section in ("store", "ingestion"):
+        if key in KnowledgeBaseSettings.model_fields[section].annotation.model_fields:
+            return section, key
+    return "retrieval", key
 
 
 ENGINES = ["edge", "local"]

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import question_error, setting_type, settings_from_args, text_arg
-from rags_expert.redaction import redact
+from rags_expert.cli.support import question_error, setting_type, settings_from_args, text_arg
+from rags_expert.secrets import redact
 from rags_expert.settings import KGExpertSettings
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def run(
     args: argparse.Namespace, *, chat_model: BaseChatModel | None = None, settings: KGExpertSettings | None = None
 ) -> int:
     """Run the ``kg`` subcommand (on a local model started for the call with ``--local``); returns the exit code."""
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
 
     base = settings or getattr(args, "settings", None)
     settings = cast(KGExpertSettings, settings_from_args(args, base))  # validated; flags win over the given settings
@@ -86,7 +86,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, setti
     )
     from rags_expert.kg.loader import load_sample_graph
     from rags_expert.lessons import LessonMemory
-    from rags_expert.llm import build_chat_model
+    from rags_expert.llm.chat import build_chat_model
 
     settings = settings or KGExpertSettings()
     secrets = settings.secrets()

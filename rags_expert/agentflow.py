@@ -5,7 +5,7 @@ clients in ``await agent.async_init()`` and serves one compiled LangGraph graph 
 (``get_compiled_graph``): by default the one its settings describe (``checkpointer.url``: PostgreSQL shared
 by replicas, else in memory; :mod:`rags_expert.checkpoints`); ``await agent.aclose()`` releases its
 connections. Hosts load agents from a YAML list or discover them through the ``agentflow.agents``
-entry-point group (:mod:`rags_expert.hosts`).
+entry-point group (:mod:`rags_expert.hosts.loading`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from rags_expert.host import AgentFlow
+from rags_expert.agentflow import AgentFlow
 from rags_expert.settings.errors import describe_validation_error
 
 ENTRY_POINT_GROUP = "agentflow.agents"

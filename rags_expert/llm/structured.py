@@ -4,7 +4,7 @@
 a JSON-schema response format, JSON mode or plain text), with a capped output, the grading timeout and its
 tokens kept out of the host's stream; when the endpoint refuses the structured-output request itself, it asks
 again in plain text. The reply is read tolerantly (tool-call arguments, then JSON in the text); the graders of
-:mod:`rags_expert.grading` turn it into verdicts, scores and rewrites. The structured runnable is built once
+:mod:`rags_expert.llm.grading` turn it into verdicts, scores and rewrites. The structured runnable is built once
 per agent and model (:attr:`GradingContext.runnables`).
 """
 
@@ -25,8 +25,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from rags_expert.llm import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text
-from rags_expert.parsing import parse_model
+from rags_expert.llm.chat import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text
+from rags_expert.llm.parsing import parse_model
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
 
@@ -132,7 +132,7 @@ _FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|tool_choice
 def format_rejected(exc: LLMCallError) -> bool:
     """Whether a failed call was the endpoint refusing the structured-output request itself.
 
-    The error was not retried (it is the request's fault, see :func:`rags_expert.llm.is_transient`)
+    The error was not retried (it is the request's fault, see :func:`rags_expert.llm.chat.is_transient`)
     and its text names the response format or the tools.
     """
     return exc.attempts == 1 and bool(_FORMAT_WORDS.search(str(exc)))

@@ -10,9 +10,9 @@ Tools:
 * ``kg_query(question, thread_id=None)``: the KG-query agent; listed only when ``kg.schema_file`` is set.
 
 Arguments of the wrong type are a tool error of one line naming each argument, what it expects and what came
-(:func:`~rags_expert.mcp_tools.argument_error`); a message that is no valid one (a stdio line that is not JSON,
-a request without a usable id) gets a JSON-RPC error (:mod:`rags_expert.mcp_jsonrpc`); over HTTP,
-:mod:`rags_expert.mcp_http` decides who may call.
+(:func:`~rags_expert.hosts.mcp.tools.argument_error`); a message that is no valid one (a stdio line that is not JSON,
+a request without a usable id) gets a JSON-RPC error (:mod:`rags_expert.hosts.mcp.jsonrpc`); over HTTP,
+:mod:`rags_expert.hosts.mcp.http` decides who may call.
 
 The agents are built once per server process, when it starts (before the first stdio message is read,
 before the HTTP port accepts connections), and each keeps one in-memory checkpointer, so a thread id works
@@ -20,7 +20,7 @@ across calls and, over HTTP, across sessions. Every response is redacted (the se
 credential-shaped text); logs go to stderr, which the CLI's redacting filter covers. stdout belongs to the
 stdio transport.
 
-The tools' results and the agents behind them are in :mod:`rags_expert.mcp_tools`. This module imports the
+The tools' results and the agents behind them are in :mod:`rags_expert.hosts.mcp.tools`. This module imports the
 SDK at import time: the CLI imports it inside the command only. It has no
 ``from __future__ import annotations``: the SDK reads the tools' signatures at run time.
 """
@@ -42,9 +42,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from rags_expert import __version__
-from rags_expert.mcp_http import secured_app, transport_security
-from rags_expert.mcp_jsonrpc import ReplyingReader, RequestIdCheck
-from rags_expert.mcp_tools import Agents, AskResult, KGResult, SearchResult, argument_error
+from rags_expert.hosts.mcp.http import secured_app, transport_security
+from rags_expert.hosts.mcp.jsonrpc import ReplyingReader, RequestIdCheck
+from rags_expert.hosts.mcp.tools import Agents, AskResult, KGResult, SearchResult, argument_error
 
 INSTRUCTIONS = (
     "Answers questions from a knowledge base with cited, checked answers (ask), searches it (search) and, "

@@ -1,10 +1,10 @@
 """The default local runner: llama.cpp's own OpenAI-compatible server from the prebuilt ``xllamacpp`` wheel.
 
 ``xllamacpp`` (MIT, Xorbits) ships llama.cpp's C++ server in a manylinux wheel, so the ``local`` extra installs in
-seconds with nothing to compile. :class:`rags_expert.local_llm.LocalModelServer` runs this module as a child
+seconds with nothing to compile. :class:`rags_expert.local.server.LocalModelServer` runs this module as a child
 process (``local.runner = "xllamacpp"``)::
 
-    python -m rags_expert.local_xllamacpp --model M.gguf --host 127.0.0.1 --port 8123 --n-ctx 4096 \\
+    python -m rags_expert.local.xllamacpp --model M.gguf --host 127.0.0.1 --port 8123 --n-ctx 4096 \\
         --alias smollm2-135m-instruct --threads 1 --threads-batch 2 --cache-ram-mib 256
 
 It serves the model on ``host:port`` (``GET /v1/models`` answers 503 while the model loads, then 200) until it gets
@@ -26,8 +26,8 @@ EXIT_NO_RUNNER = 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line :func:`rags_expert.local_command.server_command` builds for this runner."""
-    parser = argparse.ArgumentParser(prog="python -m rags_expert.local_xllamacpp", description=__doc__.splitlines()[0])
+    """The command line :func:`rags_expert.local.command.server_command` builds for this runner."""
+    parser = argparse.ArgumentParser(prog="python -m rags_expert.local.xllamacpp", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="the GGUF file to serve")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
     parser.add_argument("--port", type=int, required=True, help="TCP port to listen on")
@@ -91,7 +91,7 @@ def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m rags_expert.local_xllamacpp``."""
+    """Entry point of ``python -m rags_expert.local.xllamacpp``."""
     serve(parse_args(argv))
 
 

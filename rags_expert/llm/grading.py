@@ -4,14 +4,14 @@ Used by the RAG graph (:mod:`rags_expert.rag.graph`) and by the KG-query reflexi
 graph (:mod:`rags_expert.kg`): both import these functions, neither copies them.
 
 Every call is one model request (plus transport retries, see
-:func:`rags_expert.llm.call_model`) with a capped output length and its own
+:func:`rags_expert.llm.chat.call_model`) with a capped output length and its own
 timeout. Structured output is asked for with the configured method (a forced
 tool call, a JSON-schema response format, JSON mode or plain text), and the reply
 is read tolerantly in this order: the tool call's arguments, JSON in the text,
 then plain words (``"Yes."``, ``"score: 8/10"``). When nothing parses, the
 documented default of :class:`~rags_expert.settings.GradingSettings` applies and
 the result says ``parsed=False``. Parsing (in a worker thread: CPU, not the event loop) never raises; only a model fault that
-survives its retries raises :class:`~rags_expert.llm.LLMCallError`.
+survives its retries raises :class:`~rags_expert.llm.chat.LLMCallError`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from rags_expert.parsing import parse_free_text_field, parse_score, parse_yes_no
-from rags_expert.structured import GradingContext, StructuredReply, structured_call
+from rags_expert.llm.parsing import parse_free_text_field, parse_score, parse_yes_no
+from rags_expert.llm.structured import GradingContext, StructuredReply, structured_call
 
 log = logging.getLogger(__name__)
 

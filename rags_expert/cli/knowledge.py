@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import args_settings, setting_type, text_arg
-from rags_expert.redaction import redact
+from rags_expert.cli.support import args_settings, setting_type, text_arg
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
+from rags_expert.secrets import redact
 from rags_expert.settings import KnowledgeBaseSettings
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _settings(args: argparse.Namespace) -> KnowledgeBaseSettings:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Ingest files and folders into the knowledge base."""
-    from rags_expert.progress import ingest_progress
+    from rags_expert.hosts.progress import ingest_progress
     from rags_expert.retrieval.ingest import Ingestor
     from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 

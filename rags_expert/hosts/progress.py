@@ -6,7 +6,7 @@ LangGraph ``tasks`` stream: one event when a node starts, one with its update wh
 nothing here imports LangGraph, so the CLI stays fast to start.
 
 Text that comes from a model or a chunk (a rejected draft quoted in the feedback, a rephrased query, an
-error) is shown through :func:`display_text`: the prompts' markup (``<chunk n="2" title=...>``, ``</question>``,
+error) is shown through :func:`rags_expert.events.display_text`: the prompts' markup (``<chunk n="2" title=...>``, ``</question>``,
 chat-template tokens) removed, whitespace collapsed, cut with an ellipsis. A small model echoes its prompt.
 
 ``rags-expert ingest`` shows its progress through :func:`ingest_progress`: a tqdm bar on a terminal, one
@@ -16,67 +16,16 @@ plain line per 10 % of the files otherwise (a log keeps no carriage returns or c
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-PROMPT_TAGS = frozenset(
-    {
-        "answer",
-        "chunk",
-        "chunk_title",
-        "chunks",
-        "context",
-        "conversation",
-        "document",
-        "documents",
-        "failed_attempt",
-        "lesson",
-        "lessons",
-        "query",
-        "question",
-        "result",
-        "schema",
-        "strip",
-        "strips",
-        "system",
-        "task",
-    }
-)
-"""Tags that frame data in the prompts (``rags_expert/prompts/*.txt``, ``format_context``): never shown."""
-DISPLAY_LIMIT = 200
-"""Characters of model or chunk text a progress line quotes."""
+from rags_expert.events import display_text
+
 LINE_LIMIT = 240
 """Characters of a whole progress line."""
-
-# a prompt tag, opening or closing, with its attributes (quoted values may hold '>'), or cut short at the end;
-# also its neutralised form (&lt;chunk ...), which a model may echo from a chunk
-_PROMPT_TAG = re.compile(
-    r"(?:<|&lt;)\s*/?\s*(?:" + "|".join(sorted(PROMPT_TAGS)) + r")\b"
-    r"(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z)|[^<>\"'])*(?:/?>|\Z)",
-    re.IGNORECASE,
-)
-_TEMPLATE_TOKEN = re.compile(r"<\|[^<>|]{0,40}\|>")  # chat-template tokens: <|im_start|>, <|endoftext|>
-
-
-def display_text(text: object, limit: int = DISPLAY_LIMIT) -> str:
-    """``text`` fit for a progress line: prompt markup removed, whitespace collapsed, at most ``limit``
-    characters (cut at a word where one is near, with an ellipsis).
-
-    A quote that was nothing but markup (``no chunk supports: <chunk n="2" ...>``) ends in ``(prompt markup)``.
-    """
-    raw = str(text)
-    clean = " ".join(_TEMPLATE_TOKEN.sub(" ", _PROMPT_TAG.sub(" ", raw)).split())
-    if clean.endswith(":") and not raw.rstrip().endswith(":"):
-        clean += " (prompt markup)"
-    if len(clean) <= limit:
-        return clean
-    cut = clean[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit * 3 // 4 else cut).rstrip(" ,;:") + "…"
 
 
 RAG_STARTS = {

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from rags_expert.cli_support import args_settings, positive_int, setting_type
-from rags_expert.rag.cli import ASK_FLAGS
+from rags_expert.cli.ask import ASK_FLAGS
+from rags_expert.cli.support import args_settings, positive_int, setting_type
 from rags_expert.settings import RagsExpertSettings
 
 
@@ -37,7 +37,7 @@ async def evaluate(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
 
     async with maybe_local(settings, args.local) as local:
         await local.ready()

@@ -1,6 +1,6 @@
 """Token and call usage of a question, per graph node.
 
-* :func:`record` is called by :func:`rags_expert.llm.call_model` after every request that got a reply. It adds
+* :func:`record` is called by :func:`rags_expert.llm.chat.call_model` after every request that got a reply. It adds
   the reply's input/output tokens to the accumulator of the node that runs (a :class:`contextvars.ContextVar`,
   inherited by the tasks a node starts with ``asyncio.gather``, so concurrent calls all count). The tokens are
   the provider's usage fields (``AIMessage.usage_metadata``); a reply without them is estimated at

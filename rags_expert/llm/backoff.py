@@ -1,7 +1,7 @@
 """The one wait strategy every retry loop uses (a :mod:`tenacity` ``wait``).
 
 "Retry-After if the server names one, else capped exponential backoff with jitter":
-:class:`wait_backoff` serves both :func:`rags_expert.llm.call_model` (model calls) and
+:class:`wait_backoff` serves both :func:`rags_expert.llm.chat.call_model` (model calls) and
 the knowledge-flow retriever, so the two loops cannot drift apart.
 """
 

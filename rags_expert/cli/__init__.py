@@ -1,8 +1,8 @@
-"""The ``rags-expert`` command line: ``ask`` (plus the subcommands other modules register).
+"""The ``rags-expert`` command line: one module per subcommand in this package (``ask``, ``evaluate``,
+``knowledge`` for ingest and search, ``kg``, ``mcp``), what they share in :mod:`rags_expert.cli.support`.
 
-A thin dispatcher: every subcommand lives beside the code it drives and adds itself
-through its module's ``register(subparsers)`` (listed in :data:`COMMANDS`); this module
-parses, validates the settings once, runs the handler and turns any error into one
+A thin dispatcher: every subcommand module adds itself through its ``register(subparsers)`` (listed in
+:data:`COMMANDS`); this module parses, validates the settings once, runs the handler and turns any error into one
 redacted line. Subcommand modules import no optional extra; their heavy imports stay
 inside the handlers.
 
@@ -18,19 +18,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rags_expert import evaluation_cli, mcp_cli
-from rags_expert.cli_support import (
+from rags_expert.cli import ask, evaluate, kg, knowledge, mcp
+from rags_expert.cli.support import (
     SETTINGS_ERRORS,
     OneLineParser,
-    SecretBook,
     configure_logging,
     describe_settings_error,
     settings_from_args,
 )
-from rags_expert.kg import cli as kg_cli
-from rags_expert.rag import cli as rag_cli
-from rags_expert.retrieval import cli as retrieval_cli
 from rags_expert.settings import settings_reference
+from rags_expert.settings.environment import SecretBook
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +46,12 @@ def register_settings(subparsers: Any) -> None:
 
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
-    rag_cli.register,  # ask
-    evaluation_cli.register,  # eval
+    ask.register,  # ask
+    evaluate.register,  # eval
     register_settings,  # settings
-    retrieval_cli.register,  # ingest, search
-    kg_cli.register,  # kg
-    mcp_cli.register,  # mcp
+    knowledge.register,  # ingest, search
+    kg.register,  # kg
+    mcp.register,  # mcp
 )
 """The subcommand registrations, in the order ``--help`` lists them."""
 
@@ -108,7 +105,3 @@ def _fail(book: SecretBook, message: str) -> int:
     """Print ``error: message`` (redacted, one line) on stderr; the exit status 2."""
     print("error: " + " ".join(book.redact(message).split()), file=sys.stderr)
     return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

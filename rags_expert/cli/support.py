@@ -12,7 +12,7 @@
   (the wording of :mod:`rags_expert.settings.errors`, shared with Fred tuning and per-request options); an
   unknown key is ``RAGS_EXPERT_LLM__MODLE is not a setting (llm.modle); did you mean llm.model?`` (its value unshown).
 * :func:`question_error`: the one-line error for a question over ``max_question_chars``, before anything loads.
-* :func:`configure_logging`: the root handler, with a :class:`~rags_expert.redaction.RedactingFilter`
+* :func:`configure_logging`: the root handler, with a :class:`~rags_expert.secrets.RedactingFilter`
   that scrubs every record of every logger.
 """
 
@@ -32,11 +32,11 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
 from rags_expert.limits import QuestionTooLongError, check_question
-from rags_expert.redaction import install_log_redaction, redact, url_secrets
-from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, AgentSettings, KGExpertSettings, RagsExpertSettings
+from rags_expert.secrets import install_log_redaction
+from rags_expert.settings import AgentSettings, RagsExpertSettings
+from rags_expert.settings.environment import AGENT_SETTINGS, SecretBook, field_annotation
 from rags_expert.settings.errors import invalid_value, shown_value
 
-AGENT_SETTINGS: tuple[type[AgentSettings], ...] = (RagsExpertSettings, KGExpertSettings)
 """The per-agent settings models a flag or an environment variable may belong to."""
 
 SETTINGS_ERRORS = (ValidationError, SettingsError)
@@ -224,27 +224,9 @@ def _suggestion(loc: tuple[Any, ...]) -> str:
     if len(path) == 1:
         known: set[str] = {name for agent in AGENT_SETTINGS for name in agent.model_fields}
     else:
-        known = set(getattr(_field_annotation(path[:-1]), "model_fields", {}))
+        known = set(getattr(field_annotation(path[:-1]), "model_fields", {}))
     match = difflib.get_close_matches(path[-1], sorted(known), n=1)
     return f"; did you mean {'.'.join([*path[:-1], match[0]])}?" if match else ""
-
-
-def _field_annotation(path: list[str]) -> Any:
-    """The annotation of the setting at ``path`` (e.g. ``["retrieval", "library_tags"]``; an old name such as
-    ``["retrieval", "kf_token"]`` is read as its new place) in either agent's settings, None if unknown."""
-    if len(path) == 2 and path[0] == "retrieval" and path[1] in LEGACY_RETRIEVAL_KEYS:
-        path = list(LEGACY_RETRIEVAL_KEYS[path[1]])
-    for agent in AGENT_SETTINGS:
-        model: Any = agent
-        annotation = None
-        for part in path:
-            fields = getattr(model, "model_fields", {})
-            if part not in fields:
-                break
-            annotation = model = fields[part].annotation
-        else:
-            return annotation
-    return None
 
 
 def _unparsable_env() -> list[tuple[str, str, str]]:
@@ -255,7 +237,7 @@ def _unparsable_env() -> list[tuple[str, str, str]]:
         if not name.startswith("RAGS_EXPERT_"):
             continue
         path = name[len("RAGS_EXPERT_") :].lower().split("__")
-        annotation = _field_annotation(path)
+        annotation = field_annotation(path)
         complex_type = (
             get_origin(annotation) in (list, dict)
             or isinstance(annotation, type)
@@ -268,43 +250,6 @@ def _unparsable_env() -> list[tuple[str, str, str]]:
         except ValueError as exc:
             out.append((name, ".".join(path), f"{type(exc).__name__}: {exc}"))
     return out
-
-
-def env_secrets() -> list[str]:
-    """The environment's secrets: values of secret settings (``RAGS_EXPERT_*`` variables of ``SecretStr``
-    fields, ``OPENAI_API_KEY``) and the credentials inside any URL-valued variable.
-
-    Known before the settings validate, so that an error about an invalid environment stays redacted.
-    """
-    out: list[str] = []
-    for name, value in os.environ.items():
-        if not (name.startswith(("RAGS_EXPERT_", "OPENAI_")) and value):
-            continue
-        path = name[len("RAGS_EXPERT_") :].lower().split("__")
-        if name == "OPENAI_API_KEY" or (
-            name.startswith("RAGS_EXPERT_") and "SecretStr" in str(_field_annotation(path))
-        ):
-            out.append(value)
-        out.extend(url_secrets(value))
-    return out
-
-
-class SecretBook:
-    """The values the CLI's output must never show: the environment's, plus the settings' once loaded."""
-
-    def __init__(self) -> None:
-        self.values: list[str] = env_secrets()
-
-    def add_settings(self, settings: AgentSettings) -> None:
-        """Add the loaded settings' secrets (keys, passwords, URL credentials in every form)."""
-        self.values = list(dict.fromkeys([*self.values, *settings.secrets()]))
-
-    def __call__(self) -> list[str]:
-        return self.values
-
-    def redact(self, text: str) -> str:
-        """``text`` with every known secret and credential-shaped token masked."""
-        return redact(text, self.values)
 
 
 def configure_logging(verbosity: int, book: SecretBook) -> None:

@@ -10,7 +10,7 @@ method without a usable id is an invalid request.
 * stdio: :class:`ReplyingReader` wraps the read stream and answers each such line at once with
   ``{"jsonrpc": "2.0", "id": null, "error": ...}`` (``-32700`` for text that is not JSON, ``-32600`` for JSON
   that is no valid message or a request without a usable id), then reads the next line. The server's
-  ``run_stdio_async`` (:mod:`rags_expert.mcp_server`) puts it between the SDK's transport and its server.
+  ``run_stdio_async`` (:mod:`rags_expert.hosts.mcp.server`) puts it between the SDK's transport and its server.
 * HTTP: :class:`RequestIdCheck` answers a POSTed request without a usable id with ``400`` and the same error
   (the SDK already answers text that is not JSON so).
 """

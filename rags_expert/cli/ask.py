@@ -21,15 +21,15 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli_support import args_settings, question_error, setting_type, text_arg
-from rags_expert.progress import RAG_PROGRESS
+from rags_expert.cli.support import args_settings, question_error, setting_type, text_arg
+from rags_expert.hosts.progress import RAG_PROGRESS
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from langchain_core.runnables import RunnableConfig
 
-    from rags_expert.local_llm import LocalRun
+    from rags_expert.local.server import LocalRun
     from rags_expert.rag import RagsExpert
     from rags_expert.settings import RagsExpertSettings
 
@@ -58,7 +58,7 @@ def exit_code(metadata: dict[str, Any]) -> int:
 
 async def ask(args: argparse.Namespace) -> int:
     """Answer one question (on a local model started for the call with ``--local``)."""
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
 
     settings = cast("RagsExpertSettings", args_settings(args))
     if error := question_error(args.question, settings):

@@ -4,10 +4,10 @@
   safe to use from any number of event loops (:class:`LoopLocalAsyncClient`).
 * :func:`call_model` runs one request with a timeout and retries transient faults
   (rate limits, 5xx, timeouts, connection errors) with :mod:`tenacity` and the shared
-  :class:`rags_expert.backoff.wait_backoff` (Retry-After, else capped exponential backoff
+  :class:`rags_expert.llm.backoff.wait_backoff` (Retry-After, else capped exponential backoff
   and jitter). When retries run out it raises :class:`LLMCallError`, whose text
   names the error class and never contains a secret.
-* :func:`redact` (re-exported from :mod:`rags_expert.redaction`) scrubs secrets from any text.
+* :func:`redact` (re-exported from :mod:`rags_expert.secrets`) scrubs secrets from any text.
 * :func:`mask_reply`: every reply :func:`call_model` returns has the configured secret values (API keys,
   URL passwords and their Basic-auth forms) masked, so a model that repeats one cannot put it into an answer,
   a grade's feedback, an event, a progress line or a checkpoint: every host shows what the graph made of it.
@@ -30,11 +30,11 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from rags_expert.backoff import last_failure, retry_after_seconds, wait_backoff
 from rags_expert.limits import clip_reply
-from rags_expert.redaction import mask_values, redact, redact_data
+from rags_expert.llm.backoff import last_failure, retry_after_seconds, wait_backoff
+from rags_expert.llm.usage import record as record_usage
+from rags_expert.secrets import mask_values, redact, redact_data
 from rags_expert.settings import LLMSettings
-from rags_expert.usage import record as record_usage
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ async def call_model(
 ) -> Any:
     """Invoke ``runnable`` once, retrying transient faults; raise :class:`LLMCallError` when it fails for good.
 
-    The reply's tokens are recorded for the running graph node (:func:`rags_expert.usage.record`); its text (and
+    The reply's tokens are recorded for the running graph node (:func:`rags_expert.llm.usage.record`); its text (and
     its tool calls' strings) is cut to ``policy.max_reply_chars`` before anything parses it.
     """
     retrying = policy.retrying()
@@ -168,7 +168,7 @@ async def call_model(
         attempts = retrying.statistics.get("attempt_number", 1)
         log.error("LLM call failed for good with %s after %d attempt(s): %s", name, attempts, text)
         raise LLMCallError(name, text, attempts) from None
-    record_usage(reply, messages)  # the running node's tokens (rags_expert.usage)
+    record_usage(reply, messages)  # the running node's tokens (rags_expert.llm.usage)
     return mask_reply(clip_reply(reply, policy.max_reply_chars), policy.secrets)
 
 
@@ -270,7 +270,7 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
     :func:`call_model`; ``client_timeout`` (default ``llm.timeout``) is the HTTP client's
     ceiling and should be the largest of the per-call timeouts. The async HTTP client keeps
     one connection pool per event loop (see :func:`_loop_local_client_class`). Streamed replies
-    carry the provider's token usage where ``llm.stream_usage`` asks for it (:mod:`rags_expert.usage`).
+    carry the provider's token usage where ``llm.stream_usage`` asks for it (:mod:`rags_expert.llm.usage`).
     """
     from langchain_openai import ChatOpenAI
 
