@@ -24,8 +24,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
 from rags_expert.agentflow import AgentFlow
-from rags_expert.kg.agent import KGQueryReflexionAgent
 from rags_expert.kg.backends import GraphBackend, backend_from_settings
+from rags_expert.kg.cypher_agent import KGQueryReflexionAgent
 from rags_expert.kg.loader import load_sample_graph
 from rags_expert.kg.schema import KGSchema, load_schema
 from rags_expert.lessons import LessonMemory
