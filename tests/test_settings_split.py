@@ -9,7 +9,7 @@ import pytest
 from cli_run import run_cli
 from pydantic import BaseModel, ValidationError
 
-from rags_expert.kg.flow import KGQueryExpert
+from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.rag import RagsExpert
 from rags_expert.settings import (
     AgentSettings,

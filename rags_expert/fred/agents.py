@@ -43,7 +43,7 @@ from rags_expert.fred.tuning import (
 )
 from rags_expert.fred.turn import conversation, fault_text, run_graph
 from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS, Progress
-from rags_expert.kg.flow import KGQueryExpert
+from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.lessons import LessonMemory
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.agent import RagsExpert

@@ -40,7 +40,7 @@ async def _build_rag() -> CompiledStateGraph:
 
 
 async def _build_kg() -> CompiledStateGraph:
-    from rags_expert.kg.flow import KGQueryExpert
+    from rags_expert.kg.agent import KGQueryExpert
 
     agent = await KGQueryExpert().async_init()  # schema and database from RAGS_EXPERT_KG__* settings
     return agent.get_compiled_graph(checkpointer=False)

@@ -4,6 +4,7 @@ The graph database clients come with the ``kg`` extra (``pip install 'rags-exper
 they are imported only when a backend starts.
 """
 
+from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.kg.backends import (
     BackendUnavailable,
     FalkorDBBackend,
@@ -14,7 +15,6 @@ from rags_expert.kg.backends import (
     backend_from_settings,
 )
 from rags_expert.kg.cypher_agent import KGQueryReflexionAgent, KGQueryResult
-from rags_expert.kg.flow import KGQueryExpert
 from rags_expert.kg.reflexion import ReflexionAgent, ReflexionState
 from rags_expert.kg.safety import is_read_only, write_clause_reason
 from rags_expert.kg.schema import KGSchema, SchemaError, load_schema

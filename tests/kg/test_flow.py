@@ -36,7 +36,7 @@ async def test_hosts_load_the_kg_agent_from_yaml_and_run_its_graph(falkordb_reas
     yaml_text = f"""
 agents:
   - name: gene-kg
-    class_path: rags_expert.kg.flow:KGQueryExpert
+    class_path: rags_expert.kg.agent:KGQueryExpert
     settings:
       kg: {{schema_file: "{SCHEMA_FILE}", schema_name: gene_kg, load_sample: true}}
 """

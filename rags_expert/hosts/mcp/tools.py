@@ -124,7 +124,7 @@ class Agents:
     async def open(self) -> None:
         """Build the RAG agent (and the KG agent, starting its database) unless already built; without a chat
         model, only the knowledge base's retriever (for ``search``)."""
-        from rags_expert.kg.flow import KGQueryExpert
+        from rags_expert.kg.agent import KGQueryExpert
         from rags_expert.rag import RagsExpert
         from rags_expert.retrieval.factory import build_retriever
 

@@ -2,7 +2,7 @@
 
 ```yaml
 - name: gene-kg
-  class_path: rags_expert.kg.flow:KGQueryExpert
+  class_path: rags_expert.kg.agent:KGQueryExpert
   settings:
     kg: {schema_file: schema_config.yaml, schema_name: gene_kg, load_sample: true}
 ```
