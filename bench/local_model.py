@@ -41,7 +41,7 @@ from rags_expert.rag.citations import format_context
 from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 CANDIDATE = "json_object+schema"
 METHODS = (*get_args(StructuredOutputMethod), CANDIDATE)

@@ -42,7 +42,7 @@ from rags_expert.local.server import LocalModelServer, available_cores, thread_c
 from rags_expert.settings import LocalModelSettings, LocalRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 #: SmolLM2's end tokens (<|endoftext|>, <|im_end|>), suppressed so every reply runs to the cap.
 EOS_BIAS = {"0": -100, "2": -100}

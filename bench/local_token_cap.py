@@ -35,7 +35,7 @@ from rags_expert.local.server import LocalModelServer, local_settings
 from rags_expert.settings import RagsExpertSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 LONG = [
     "Write a long story about a lighthouse keeper and a storm.",

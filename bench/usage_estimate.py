@@ -24,10 +24,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import KeywordRetriever, make_docs  # noqa: E402
+from helpers.documents import KeywordRetriever, make_docs  # noqa: E402
+from helpers.scripts import Script, kind_of  # noqa: E402
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 from langchain_core.messages import HumanMessage  # noqa: E402
-from scripts import Script, kind_of  # noqa: E402
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 import rags_expert.llm.chat as llm  # noqa: E402
 from rags_expert import RagsExpert  # noqa: E402

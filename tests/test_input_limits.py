@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import cli_env, run_cli
-from conftest import KeywordRetriever
+from helpers.cli_run import cli_env, run_cli
+from helpers.documents import KeywordRetriever
+from helpers.openai_server import OpenAIServer, castle_script, text
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
-from openai_server import OpenAIServer, castle_script, text
-from test_integration_openai import make_settings
+from rag.test_integration_openai import make_settings
 
 import rags_expert.kg
 from rags_expert import RagsExpert

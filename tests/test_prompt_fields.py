@@ -8,10 +8,10 @@ import os
 import re
 
 import pytest
-from cli_run import cli_env, run_cli
-from conftest import KeywordRetriever
+from helpers.cli_run import cli_env, run_cli
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script
 from langchain_core.messages import AIMessage, HumanMessage
-from scripts import Script
 
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
 from rags_expert.llm.grading import GradingContext

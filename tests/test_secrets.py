@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from cli_run import cli_env, ingest_docs, run_cli
+from helpers.cli_run import cli_env, ingest_docs, run_cli
 
 from rags_expert.llm.chat import redact as llm_redact
 from rags_expert.secrets import RedactingFilter, install_log_redaction, redact, url_secrets

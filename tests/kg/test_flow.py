@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared
 
 from rags_expert.hosts.loading import discover_agent_classes, load_agents
 from rags_expert.kg import KGQueryExpert
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared
 
 pytestmark = [needs_shared]
 

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from openai_server import OpenAIServer, request_kind, tag_content
-
-from .kf_service import KnowledgeFlowService
+from helpers.kf_service import KnowledgeFlowService
+from helpers.openai_server import OpenAIServer, request_kind, tag_content
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
