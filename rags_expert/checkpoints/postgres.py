@@ -43,7 +43,7 @@ from psycopg import Error as DatabaseError
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 
-from rags_expert.checkpoints import CheckpointerError
+from rags_expert.checkpoints.errors import CheckpointerError
 from rags_expert.secrets import redact, url_secrets
 from rags_expert.settings import CheckpointerSettings
 
