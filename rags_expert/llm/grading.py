@@ -148,6 +148,28 @@ async def grade_relevance(
     return await asyncio.to_thread(_verdict, reply, "relevant", None, ctx.settings.default_relevant)
 
 
+async def grade_relevance_each(
+    model: BaseChatModel,
+    question: str,
+    documents: list[str],
+    ctx: GradingContext,
+    *,
+    config: RunnableConfig | None = None,
+) -> list[Verdict]:
+    """:func:`grade_relevance` for each of ``documents``, at most ``grading.concurrency`` calls at once (a
+    single-slot server queues the rest anyway); the verdicts in the documents' order. Raises the first failure."""
+    limit = asyncio.Semaphore(ctx.settings.concurrency)
+
+    async def grade(document: str) -> Verdict:
+        async with limit:
+            return await grade_relevance(model, question, document, ctx, config=config)
+
+    results = await asyncio.gather(*(grade(d) for d in documents), return_exceptions=True)
+    if failed := next((r for r in results if isinstance(r, BaseException)), None):
+        raise failed
+    return [r for r in results if not isinstance(r, BaseException)]
+
+
 async def grade_relevance_batch(
     model: BaseChatModel,
     question: str,

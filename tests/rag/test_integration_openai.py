@@ -508,6 +508,18 @@ async def test_grading_is_concurrent_on_the_server(server, castle_docs):
     assert server.max_in_flight == 4  # all four gradings were in flight at once (none waited for another)
 
 
+async def test_grading_concurrency_caps_the_gradings_in_flight(server, castle_docs):
+    """``grading.concurrency`` 2: the four relevance gradings reach the server two at a time, never more."""
+    server.delay = 0.2
+    graph = await make_graph(server, castle_docs, grading={"concurrency": 2})
+
+    final = await ask(graph)
+
+    assert final.response_metadata["outcome"] == "success"
+    assert len(server.of_kind("relevance")) == 4
+    assert server.max_in_flight == 2
+
+
 async def test_rephrase_round_over_http(server, castle_docs):
     """Nothing relevant at first: the query is rephrased over HTTP and retrieval runs again."""
     rephrased = []
