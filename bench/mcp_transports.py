@@ -24,10 +24,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.cli_run import ROOT, cli_env, run_cli  # noqa: E402
 from helpers.openai_server import OpenAIServer  # noqa: E402
+from hosts.test_mcp_server import API_KEY, script  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from test_mcp_server import API_KEY, script  # noqa: E402
 
 QUESTION = "When was Castle Varen built?"
 

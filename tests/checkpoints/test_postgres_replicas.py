@@ -138,7 +138,7 @@ def test_a_follow_up_on_the_other_process_is_condensed_from_the_shared_history(r
 
 def start_replica(data_dir: Path, server: OpenAIServer, url: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "replica_worker.py")],
+        [sys.executable, str(ROOT / "tests" / "helpers" / "replica_worker.py")],
         env=replica_env(data_dir, server, url),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
