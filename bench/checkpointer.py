@@ -1,7 +1,7 @@
 """What keeping threads in PostgreSQL costs (issue 14): per question, at 50 questions at once, on disk.
 
-A throwaway PostgreSQL 15 server (tests/pg_server.py: 127.0.0.1, fsync off as in the tests) and a scripted
-OpenAI-compatible server with no delay (tests/openai_server.py, castle_script: the happy path, about 7 requests
+A throwaway PostgreSQL 15 server (tests/helpers/pg_server.py: 127.0.0.1, fsync off as in the tests) and a scripted
+OpenAI-compatible server with no delay (tests/helpers/openai_server.py, castle_script: the happy path, about 7 requests
 per question) in this process; one RagsExpert with LangChain's real ChatOpenAI and an in-memory keyword retriever
 of 4 chunks, so the checkpointer is the only thing that differs between the variants:
 
@@ -35,11 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import KeywordRetriever, make_docs  # noqa: E402
+from helpers.documents import KeywordRetriever, make_docs  # noqa: E402
+from helpers.openai_server import OpenAIServer, castle_script  # noqa: E402
+from helpers.pg_server import PostgresServer  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402
-from openai_server import OpenAIServer, castle_script  # noqa: E402
-from pg_server import PostgresServer  # noqa: E402
 from psycopg_pool import AsyncConnectionPool  # noqa: E402
 
 from rags_expert import RagsExpert  # noqa: E402

@@ -1,6 +1,6 @@
 """Grading latency: concurrent vs one-chunk-at-a-time ``grade_documents`` over real HTTP.
 
-A local OpenAI-compatible server (tests/openai_server.py) answers every call after a
+A local OpenAI-compatible server (tests/helpers/openai_server.py) answers every call after a
 fixed delay (``--delay-ms``, standing in for model latency). For k chunks the real
 node ``RagNodes.grade_documents`` runs with LangChain's ``ChatOpenAI`` against it,
 once with the configured concurrency and once with ``concurrency=1``, interleaved
@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from helpers.openai_server import OpenAIServer, request_kind, tag_content  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from openai_server import OpenAIServer, request_kind, tag_content  # noqa: E402
 
-from rags_expert.grading import GradingContext  # noqa: E402
-from rags_expert.llm import build_chat_model  # noqa: E402
+from rags_expert.llm.chat import build_chat_model  # noqa: E402
+from rags_expert.llm.grading import GradingContext  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
 from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402

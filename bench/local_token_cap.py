@@ -5,7 +5,7 @@ Run (needs the 'local' extra and ../shared/data)::
     python bench/local_token_cap.py [--cap 48] [--calls 10] [--answers 5] [--modules llama_cpp.server other.module ...]
 
 ``ChatOpenAI`` sends its cap as ``max_completion_tokens``; llama-cpp-python's server (0.3.x) reads only
-``max_tokens``. A local server (started by :class:`~rags_expert.local_llm.LocalModelServer`; ``--modules``
+``max_tokens``. A local server (started by :class:`~rags_expert.local.server.LocalModelServer`; ``--modules``
 runs one per named module with the runner's command line, to compare another runner) gets the same
 requests from two chat models, interleaved: ``local_settings`` as shipped (``llm.legacy_max_tokens``: the
 cap also goes in the request body as ``max_tokens``) and the same with that switch off. Requests: answer
@@ -28,13 +28,14 @@ from unittest import mock
 
 from langchain_core.messages import HumanMessage
 
-from rags_expert import grading, local_llm, structured
-from rags_expert.llm import build_chat_model
-from rags_expert.local_llm import LocalModelServer, local_settings
+from rags_expert.llm import grading, structured
+from rags_expert.llm.chat import build_chat_model
+from rags_expert.local import server as local_llm
+from rags_expert.local.server import LocalModelServer, local_settings
 from rags_expert.settings import RagsExpertSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 LONG = [
     "Write a long story about a lighthouse keeper and a storm.",

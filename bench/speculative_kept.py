@@ -7,7 +7,7 @@ message's ``usage``), seconds per question.
 
 Models:
 
-* ``yes``: a local OpenAI-compatible server (tests/openai_server.py) that grades every chunk relevant, every
+* ``yes``: a local OpenAI-compatible server (tests/helpers/openai_server.py) that grades every chunk relevant, every
   answer grounded and useful, and answers citing the first chunk that shares a word with the question;
 * ``local``: SmolLM2-135M-Instruct behind llama.cpp (the ``local`` extra), in the ``standard`` profile.
 
@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
+from helpers.openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
+from helpers.shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 from langchain_core.messages import HumanMessage  # noqa: E402
-from openai_server import OpenAIServer, prompt_text, request_kind  # noqa: E402
-from shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 from speed_cost import yes_grade  # noqa: E402
 
 from rags_expert.evaluation import load_questions, write_corpus  # noqa: E402
@@ -53,7 +53,7 @@ def yes_script(body: dict[str, Any]) -> Any:
 
 
 async def run_model(name: str, base: dict[str, Any], questions: list[dict[str, Any]]) -> list[str]:
-    from rags_expert.local_llm import maybe_local
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
 
     settings = RagsExpertSettings(**base)

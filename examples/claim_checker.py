@@ -15,9 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from rags_expert.grading import GradingContext, grade_grounded, grade_relevance
-from rags_expert.host import AgentFlow
-from rags_expert.llm import build_chat_model, message_text
+from rags_expert.agentflow import AgentFlow
+from rags_expert.llm.chat import build_chat_model, message_text
+from rags_expert.llm.grading import GradingContext, grade_grounded, grade_relevance_each
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.citations import format_context, source_dict
 from rags_expert.retrieval.factory import build_retriever
@@ -63,11 +63,9 @@ class ClaimChecker(AgentFlow):
         return {"claim": claim, "documents": docs[: self.settings.retrieval.top_k]}
 
     async def grade_evidence(self, state: ClaimState, config: RunnableConfig) -> dict[str, Any]:
-        """Keep the chunks the shared relevance grader accepts (graded concurrently)."""
-        docs = state["documents"]
-        verdicts = await asyncio.gather(
-            *(grade_relevance(self.chat_model, state["claim"], d.page_content, self.ctx, config=config) for d in docs)
-        )
+        """Keep the chunks the shared relevance grader accepts (graded concurrently, ``grading.concurrency`` at once)."""
+        docs, texts = state["documents"], [d.page_content for d in state["documents"]]
+        verdicts = await grade_relevance_each(self.chat_model, state["claim"], texts, self.ctx, config=config)
         return {"evidence": [d for d, v in zip(docs, verdicts) if v]}
 
     def route(self, state: ClaimState) -> Literal["verdict", "no_evidence"]:

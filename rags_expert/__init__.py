@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from rags_expert.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rags_expert.host import AgentFlow, NotInitializedError
+    from rags_expert.agentflow import AgentFlow, NotInitializedError
     from rags_expert.prompts import PromptError, PromptStore
     from rags_expert.rag import RagsExpert, RetrieverNotConfiguredError
     from rags_expert.settings import RagsExpertSettings
 
 _EXPORTS = {
-    "AgentFlow": "rags_expert.host",
-    "NotInitializedError": "rags_expert.host",
+    "AgentFlow": "rags_expert.agentflow",
+    "NotInitializedError": "rags_expert.agentflow",
     "PromptError": "rags_expert.prompts",
     "PromptStore": "rags_expert.prompts",
     "RagsExpert": "rags_expert.rag.agent",

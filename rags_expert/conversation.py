@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.checkpoints.guard import checkpointer_fault
 from rags_expert.limits import QuestionTooLongError, check_question, question_preview
-from rags_expert.llm import message_text
+from rags_expert.llm.chat import message_text
 
 if TYPE_CHECKING:
     from rags_expert.settings import AgentSettings

@@ -22,7 +22,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from rags_expert.host import AgentFlow
+from rags_expert.agentflow import AgentFlow
 from rags_expert.rag import RagsExpert
 from rags_expert.testing import ScriptedChatModel
 
@@ -75,7 +75,7 @@ async def build_rags_expert() -> AgentFlow:
 
 async def build_kg_query_expert() -> AgentFlow:
     """KGQueryExpert, initialised offline (no database is started)."""
-    from rags_expert.kg.flow import KGQueryExpert
+    from rags_expert.kg.agent import KGQueryExpert
 
     agent = KGQueryExpert(
         _OFFLINE_SETTINGS,
@@ -103,7 +103,7 @@ GRAPHS: tuple[GraphDoc, ...] = (
         build_rags_expert,
     ),
     GraphDoc(
-        "KGQueryExpert (`rags_expert.kg.flow:KGQueryExpert`)",
+        "KGQueryExpert (`rags_expert.kg.agent:KGQueryExpert`)",
         "The KG-query reflexion loop: prepare the question, draft a Cypher query, execute it read-only, "
         "score and revise until an exit rule holds, finalize (`rags_expert.kg.reflexion.ReflexionAgent`).",
         build_kg_query_expert,

@@ -1,5 +1,5 @@
 """Lazy package exports (PEP 562): ``from rags_expert import RagsExpert`` works as before, but importing a
-package (e.g. the CLI importing ``rags_expert.rag.cli``) no longer imports LangGraph, Qdrant and the agents.
+subpackage (the CLI: ``rags_expert.cli``) does not import LangGraph, Qdrant and the agents.
 
 ``rags-expert ask --local`` starts its model server before the heavy imports, so they overlap its load.
 """

@@ -1,6 +1,6 @@
 """Reflexion lesson memory shared by the RAG and KG graphs.
 
-When an attempt fails, a reflector call (:func:`rags_expert.grading.reflect`)
+When an attempt fails, a reflector call (:func:`rags_expert.llm.grading.reflect`)
 writes one sentence of advice. :class:`LessonMemory` stores it in a Qdrant
 collection (the same embedded or server Qdrant as the knowledge base) with the
 failing question and score as payload, merging near-duplicates; before each
@@ -36,8 +36,8 @@ from langchain_core.runnables import RunnableConfig
 from qdrant_client import QdrantClient, models
 
 from rags_expert.events import emit
-from rags_expert.grading import GradingContext, reflect
-from rags_expert.llm import LLMCallError, redact
+from rags_expert.llm.chat import LLMCallError, redact
+from rags_expert.llm.grading import GradingContext, reflect
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.retrieval.embeddings import embedding_input, query_vector
 from rags_expert.settings import AgentSettings, LessonSettings

@@ -3,63 +3,25 @@
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from importlib.util import find_spec
-from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from helpers.documents import make_docs
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 
-pytest_plugins = ["slow_guard", "pytester"]  # slow_guard: a test that starts a process must be marked slow
-
-
-class KeywordRetriever(BaseRetriever):
-    """Ranks in-memory chunks by word overlap with the query (a real retriever for graph tests)."""
-
-    docs: list[Document]
-    calls: list[dict[str, Any]] = []
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        top_k: int | None = None,
-        library_tags: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[Document]:
-        self.calls.append({"query": query, "top_k": top_k, "library_tags": library_tags, **kwargs})
-        words = set(re.findall(r"\w+", query.lower()))
-        pool = [d for d in self.docs if not library_tags or set(d.metadata.get("tags", [])) & set(library_tags)]
-        scored = sorted(pool, key=lambda d: -len(words & set(re.findall(r"\w+", d.page_content.lower()))))
-        return [
-            Document(d.page_content, metadata={**d.metadata, "score": float(i)})
-            for i, d in enumerate(scored[: top_k or 4])
-        ]
+pytest_plugins = ["helpers.slow_guard", "pytester"]  # slow_guard: a test that starts a process must be marked slow
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory, monkeypatch):
     """Keep tests off the user's data: a fresh data dir, no API key; lesson memory and the speculative draft
     off unless a test enables them (tests of other behaviour count the calls of the unspeculative path;
-    tests/test_speculative.py and the termination property run with the draft on)."""
+    tests/rag/test_speculative.py and the termination property run with the draft on)."""
     monkeypatch.setenv("RAGS_EXPERT_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setenv("RAGS_EXPERT_LESSONS__ENABLED", "false")
     monkeypatch.setenv("RAGS_EXPERT_SPECULATIVE_DRAFT", "false")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-
-
-def make_docs(texts: dict[str, str], tags: list[str] | None = None) -> list[Document]:
-    return [
-        Document(
-            text,
-            metadata={"title": title, "source": f"kb/{title}.md", "page": None, "chunk_id": title, "tags": tags or []},
-        )
-        for title, text in texts.items()
-    ]
 
 
 @pytest.fixture
@@ -77,7 +39,7 @@ def castle_docs() -> list[Document]:
 def _require_postgres() -> None:
     """Skip, with the reason, where no PostgreSQL server can run (fail instead when
     RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
-    from pg_server import REQUIRED_ENV, unavailable_reason
+    from helpers.pg_server import REQUIRED_ENV, unavailable_reason
 
     reason = unavailable_reason()
     if reason is None and find_spec("psycopg") is None:
@@ -90,9 +52,9 @@ def _require_postgres() -> None:
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A real PostgreSQL server for the session (tests/pg_server.py), stopped and deleted after it. Skipped, with
+    """A real PostgreSQL server for the session (tests/helpers/pg_server.py), stopped and deleted after it. Skipped, with
     the reason, where none can run (failed instead when RAGS_EXPERT_TEST_POSTGRES=required, as in .ci/run)."""
-    from pg_server import PostgresServer
+    from helpers.pg_server import PostgresServer
 
     _require_postgres()
     with PostgresServer() as server:
@@ -103,7 +65,7 @@ def postgres_server():
 def own_postgres():
     """A PostgreSQL server of the test module's own, which its tests may stop and restart (``halt``/``resume``)
     without disturbing the session's server; each test leaves it running."""
-    from pg_server import PostgresServer
+    from helpers.pg_server import PostgresServer
 
     _require_postgres()
     with PostgresServer() as server:

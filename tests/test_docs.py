@@ -87,7 +87,7 @@ def _api_targets() -> list[str]:
 def test_api_pages_name_objects_that_exist():
     """Every ``::: dotted.path`` of the API reference imports (a rename breaks this test, not only the build)."""
     targets = _api_targets()
-    assert "rags_expert.host.AgentFlow" in targets and "rags_expert.grading" in targets
+    assert "rags_expert.agentflow.AgentFlow" in targets and "rags_expert.llm.grading" in targets
     for target in targets:
         module, _, attr = target.rpartition(".")
         try:

@@ -6,9 +6,9 @@ import json
 import re
 
 import pytest
-from openai_server import OpenAIServer, request_kind, tag_content
-from shared_data import HOTPOTQA_DEV as DEV
-from shared_data import needs
+from helpers.openai_server import OpenAIServer, request_kind, tag_content
+from helpers.shared_data import HOTPOTQA_DEV as DEV
+from helpers.shared_data import needs
 
 from rags_expert.cli import main
 from rags_expert.evaluation import exact_match, f1_score, normalize_answer, score_question, strip_citations

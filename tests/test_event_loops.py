@@ -8,12 +8,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import KeywordRetriever
-from openai_server import OpenAIServer
-from test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
+from helpers.documents import KeywordRetriever
+from helpers.openai_server import OpenAIServer
+from rag.test_integration_openai import ANSWER, QUESTION, castle_script, make_settings
 
 from rags_expert import RagsExpert
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 
 pytestmark = pytest.mark.integration
 

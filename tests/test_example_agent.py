@@ -6,10 +6,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from conftest import KeywordRetriever
-from scripts import Script, between
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script, between
 
-from rags_expert.host import AgentFlow
+from rags_expert.agentflow import AgentFlow
 from rags_expert.testing import ScriptedChatModel
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claim_checker.py"

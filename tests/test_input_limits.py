@@ -9,31 +9,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import cli_env, run_cli
-from conftest import KeywordRetriever
+from helpers.cli_run import cli_env, run_cli
+from helpers.documents import KeywordRetriever
+from helpers.openai_server import OpenAIServer, castle_script, text
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
-from openai_server import OpenAIServer, castle_script, text
-from test_integration_openai import make_settings
+from rag.test_integration_openai import make_settings
 
 import rags_expert.kg
-from rags_expert.agent import RagsExpert
+from rags_expert import RagsExpert
 from rags_expert.evidence.text import strip_citations
 from rags_expert.evidence.units import units
-from rags_expert.grading import _numbers_chosen
 from rags_expert.kg.replies import extract_cypher
 from rags_expert.limits import clip_reply
-from rags_expert.llm import build_chat_model
-from rags_expert.parsing import (
+from rags_expert.llm.chat import build_chat_model
+from rags_expert.llm.grading import _numbers_chosen
+from rags_expert.llm.parsing import (
     extract_code_block,
     extract_json_object,
     parse_free_text_field,
     parse_score,
     parse_yes_no,
 )
-from rags_expert.redaction import redact
+from rags_expert.llm.structured import StructuredReply
 from rags_expert.retrieval.embeddings import NamedEmbeddings, query_vector
-from rags_expert.structured import StructuredReply
+from rags_expert.secrets import redact
 
 MB = 1_000_000
 LIMIT_LINE = (

@@ -7,9 +7,9 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import KeywordRetriever, make_docs
+from helpers.documents import KeywordRetriever, make_docs
+from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
-from scripts import Script
 
 from rags_expert import RagsExpert, RagsExpertSettings
 from rags_expert.lessons import LessonMemory, scope_key

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import KeywordRetriever
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
-from scripts import Script
 
 from rags_expert import RagsExpert, RagsExpertSettings
 from rags_expert.lessons import LessonMemory

@@ -8,13 +8,13 @@ import os
 import re
 
 import pytest
-from cli_run import cli_env, run_cli
-from conftest import KeywordRetriever
+from helpers.cli_run import cli_env, run_cli
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script
 from langchain_core.messages import AIMessage, HumanMessage
-from scripts import Script
 
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
-from rags_expert.grading import GradingContext
+from rags_expert.llm.grading import GradingContext
 from rags_expert.rag.graph import build_graph
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.testing import ScriptedChatModel

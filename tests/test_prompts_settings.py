@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import KeywordRetriever
-from scripts import Script
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script
 
 from rags_expert import PromptError, PromptStore, RagsExpert, RagsExpertSettings
 from rags_expert.prompts import packaged_prompt_dir, template_variables

@@ -31,10 +31,9 @@ def test_top_level_names():
 @pytest.mark.parametrize(
     "path",
     [
-        "rags_expert.agent:RagsExpert",
         "rags_expert.rag:RagsExpert",
-        "rags_expert.kg.flow:KGQueryExpert",
-        "rags_expert.hosts:load_agents",
+        "rags_expert.kg.agent:KGQueryExpert",
+        "rags_expert.hosts.loading:load_agents",
         "rags_expert.settings:RagsExpertSettings",
         "rags_expert.settings:KGExpertSettings",
         "rags_expert.settings:coerce_settings",
@@ -45,15 +44,11 @@ def test_documented_paths(path):
     assert callable(_resolve(path))
 
 
-def test_agent_import_paths_name_the_same_class():
-    assert _resolve("rags_expert.agent:RagsExpert") is _resolve("rags_expert.rag:RagsExpert")
-
-
 def test_pyproject_entry_points_load():
     found = {ep.name: ep for ep in entry_points(group="agentflow.agents")}
     assert {"rags-expert", "kg-query-expert"} <= set(found)
     assert found["rags-expert"].load() is _resolve("rags_expert.rag:RagsExpert")
-    assert found["kg-query-expert"].load() is _resolve("rags_expert.kg.flow:KGQueryExpert")
+    assert found["kg-query-expert"].load() is _resolve("rags_expert.kg.agent:KGQueryExpert")
 
 
 def test_langgraph_json_graphs_resolve():
@@ -91,7 +86,7 @@ def test_settings_models_are_exported_and_documented(name):
 
 
 def test_each_agent_takes_its_own_settings_model():
-    from rags_expert.kg.flow import KGQueryExpert
+    from rags_expert.kg.agent import KGQueryExpert
     from rags_expert.rag import RagsExpert
     from rags_expert.settings import KGExpertSettings, RagsExpertSettings
 

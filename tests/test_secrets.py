@@ -16,12 +16,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from cli_run import cli_env, ingest_docs, run_cli
+from helpers.cli_run import cli_env, ingest_docs, run_cli
 
-from rags_expert.cli_support import env_secrets
-from rags_expert.llm import redact as llm_redact
-from rags_expert.redaction import RedactingFilter, install_log_redaction, redact, url_secrets
+from rags_expert.llm.chat import redact as llm_redact
+from rags_expert.secrets import RedactingFilter, install_log_redaction, redact, url_secrets
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
+from rags_expert.settings.environment import env_secrets
 
 USER, PASSWORD, API_KEY, KF_TOKEN = "user", "s3cr3t-pw", "sk-echo-test-key-0123456789", "kf-token-abcdef123"
 B64 = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -99,32 +99,15 @@ def test_settings_secrets_cover_every_configured_credential(monkeypatch):
     assert common | {"neo-pass-1", "falkor-pass-1", "neo-uri-pass"} <= set(kg.secrets())
 
 
-def test_settings_secrets_cover_credentials_given_by_their_old_names():
-    settings = RagsExpertSettings(
-        retrieval={
-            "kf_token": KF_TOKEN,
-            "kf_base_url": "http://kf:kf-url-pass@kf/v1",
-            "api_key": "qdrant-key-1",
-            "url": "http://q:qdrant-url-pass@q:6333",
-            "embedding_base_url": "http://e:emb-pass-1@e/v1",
-            "embedding_api_key": "emb-key-1",
-        },
-    )
-    assert {KF_TOKEN, "kf-url-pass", "qdrant-key-1", "qdrant-url-pass", "emb-pass-1", "emb-key-1"} <= set(
-        settings.secrets()
-    )
-
-
 def test_env_secrets_are_known_before_the_settings_validate(monkeypatch):
     monkeypatch.setenv("RAGS_EXPERT_LLM__API_KEY", API_KEY)
-    monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__KF_TOKEN", KF_TOKEN)  # the old name of knowledge_flow.token
     monkeypatch.setenv("RAGS_EXPERT_KNOWLEDGE_FLOW__TOKEN", "kf-token-new-name")
     monkeypatch.setenv("RAGS_EXPERT_KG__NEO4J_PASSWORD", "neo-env-pass")
     monkeypatch.setenv("RAGS_EXPERT_LLM__BASE_URL", f"http://{USER}:{PASSWORD}@127.0.0.1/v1")
     monkeypatch.setenv("RAGS_EXPERT_LLM__MAX_TOKENS", "1024")  # a number, not a secret, though named *TOKENS
     monkeypatch.setenv("RAGS_EXPERT_RETRIEVAL__TOP_K", "banana")  # the settings do not validate
     found = env_secrets()
-    assert {API_KEY, KF_TOKEN, "kf-token-new-name", "neo-env-pass", PASSWORD, B64} <= set(found)
+    assert {API_KEY, "kf-token-new-name", "neo-env-pass", PASSWORD, B64} <= set(found)
     assert "1024" not in found
 
 
@@ -214,7 +197,7 @@ def test_ask_never_prints_echoed_credentials(kb_dir, echo_server, userinfo, flag
         kb_dir,
         RAGS_EXPERT_LLM__BASE_URL=f"http://{userinfo}127.0.0.1:{echo_server}/v1",
         RAGS_EXPERT_LLM__API_KEY=API_KEY,
-        RAGS_EXPERT_RETRIEVAL__KF_TOKEN=KF_TOKEN,
+        RAGS_EXPERT_KNOWLEDGE_FLOW__TOKEN=KF_TOKEN,
     )
     verbose = [f for f in flags if f.startswith("-v")]
     done = run_cli([*verbose, "ask", "When was Castle Varen built?", *[f for f in flags if f not in verbose]], env)

@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from shared_data import ENV, ROOT, missing_reason, shared_data
+from helpers.shared_data import ENV, ROOT, missing_reason, shared_data
 
-# Every test that reads the shared data (tests/shared_data.py's files), by file or by node id.
+# Every test that reads the shared data (tests/helpers/shared_data.py's files), by file or by node id.
 READERS = [
     "tests/kg",
     "tests/test_evaluation.py",
-    "tests/test_local_model_e2e.py",
-    "tests/test_langgraph_server.py::test_kg_graph_answers_through_the_server",
-    "tests/test_mcp_server.py::test_kg_query_is_served_when_a_kg_is_configured",
+    "tests/local/test_local_model_e2e.py",
+    "tests/hosts/test_langgraph_server.py::test_kg_graph_answers_through_the_server",
+    "tests/hosts/test_mcp_server.py::test_kg_query_is_served_when_a_kg_is_configured",
 ]
 
 

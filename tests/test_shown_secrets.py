@@ -3,7 +3,7 @@
 The scripted OpenAI-compatible server (real HTTP on 127.0.0.1) answers with the API key, the password of the
 ``llm.base_url`` credentials and their Basic-auth token, and its grader quotes them in its feedback. The CLI
 (text and ``--json``, progress lines), ``ainvoke``'s final message and every ``astream`` event must show
-``***`` instead; the MCP server already did (tests/test_mcp_server.py).
+``***`` instead; the MCP server already did (tests/hosts/test_mcp_server.py).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import json
 from typing import Any
 
 import pytest
-from cli_run import cli_env, ingest_docs, run_cli
-from conftest import KeywordRetriever, make_docs
+from helpers.cli_run import cli_env, ingest_docs, run_cli
+from helpers.documents import KeywordRetriever, make_docs
+from helpers.openai_server import OpenAIServer, castle_script, request_kind
 from langchain_core.messages import HumanMessage
-from openai_server import OpenAIServer, castle_script, request_kind
 
 from rags_expert import RagsExpert
-from rags_expert.llm import build_chat_model
+from rags_expert.llm.chat import build_chat_model
 from rags_expert.settings import RagsExpertSettings
 
 USER, PASSWORD = "reader", "pw-Ohm3-quartz"

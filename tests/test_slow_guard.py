@@ -1,4 +1,4 @@
-"""tests/slow_guard.py: a test that starts a process without ``pytest.mark.slow`` fails, naming the program.
+"""tests/helpers/slow_guard.py: a test that starts a process without ``pytest.mark.slow`` fails, naming the program.
 
 The inner runs raise the audit event a process start raises (``subprocess.Popen``) instead of starting one, so that
 this check itself stays in the fast loop."""
@@ -22,7 +22,7 @@ def run_inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Cal
 
     def run(body: str) -> pytest.RunResult:
         pytester.makepyfile(f"import sys\n\nimport pytest\n\n{body}")
-        return pytester.runpytest_inprocess("-p", "slow_guard", "-q", "-p", "no:cacheprovider")
+        return pytester.runpytest_inprocess("-p", "helpers.slow_guard", "-q", "-p", "no:cacheprovider")
 
     return run
 

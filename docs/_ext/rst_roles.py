@@ -1,6 +1,6 @@
 """A griffe extension for the API reference: Sphinx roles in docstrings become inline code.
 
-The package's docstrings cross-reference with Sphinx roles (``:class:`~rags_expert.llm.LLMCallError```);
+The package's docstrings cross-reference with Sphinx roles (``:class:`~rags_expert.llm.chat.LLMCallError```);
 mkdocstrings reads Markdown, so without this they would show as raw role text. A role becomes inline code
 of its target (the last dotted part when the target starts with ``~``, as Sphinx shows it).
 """

@@ -20,46 +20,22 @@ one redacted line naming the checkpointer; a run it interrupts ends in the agent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.memory import InMemorySaver
+
+from rags_expert.checkpoints.errors import (
+    COMPONENT,
+    FAULT_REASON,
+    CheckpointerError,
+    CheckpointerUnavailableError,
+    ManagedCheckpointer,
+)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from rags_expert.settings import CheckpointerSettings
-
-
-COMPONENT = "the conversation store (the PostgreSQL checkpointer)"
-"""How failure messages name the checkpointer when it fails (``failure_error``'s ``component``)."""
-FAULT_REASON = "checkpointer_error"
-"""The ``reason`` (RAG) / ``exit_reason`` (KG) of a run the checkpointer failed."""
-
-
-class CheckpointerUnavailableError(RuntimeError):
-    """``checkpointer.url`` is set but the ``postgres`` extra is not installed."""
-
-
-class CheckpointerError(RuntimeError):
-    """The checkpointer's database failed: unreachable, or a connection lost mid-operation.
-
-    ``error`` is the database's own error, ``"<Class>: <message>"``, on one line with the URL's secrets masked.
-    """
-
-    def __init__(self, doing: str, error: str) -> None:
-        self.error = error
-        super().__init__(f"the PostgreSQL checkpointer failed {doing}: {error}")
-
-
-@runtime_checkable
-class ManagedCheckpointer(Protocol):
-    """A checkpointer with connections to open at start and close at shutdown."""
-
-    async def open(self) -> None:
-        """Connect (fail fast) and prepare the storage."""
-
-    async def aclose(self) -> None:
-        """Close the connections of the running event loop."""
 
 
 def build_checkpointer(settings: CheckpointerSettings | None) -> BaseCheckpointSaver[Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from rags_expert.checkpoints import CheckpointerError
+from rags_expert.checkpoints.errors import CheckpointerError
 
 log = logging.getLogger(__name__)
 

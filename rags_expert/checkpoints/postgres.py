@@ -5,7 +5,7 @@
 
 * **connections per event loop**: a psycopg async connection belongs to the loop that opened it, and our
   agents serve many loops (a host may ``asyncio.run`` each request in a worker thread,
-  ``tests/test_event_loops.py``), as the chat model does with its HTTP pools (:mod:`rags_expert.llm`). Each
+  ``tests/test_event_loops.py``), as the chat model does with its HTTP pools (:mod:`rags_expert.llm.chat`). Each
   loop keeps up to ``checkpointer.pool_size`` idle connections, opened on demand in the caller's task. There is
   no background task: psycopg_pool's async pool swallows the cancellation of a worker that is connecting, so
   a loop that ends while the pool grows never finishes closing (measured: ``asyncio.run`` hung in 1 of 4 runs
@@ -43,8 +43,8 @@ from psycopg import Error as DatabaseError
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 
-from rags_expert.checkpoints import CheckpointerError
-from rags_expert.redaction import redact, url_secrets
+from rags_expert.checkpoints.errors import CheckpointerError
+from rags_expert.secrets import redact, url_secrets
 from rags_expert.settings import CheckpointerSettings
 
 log = logging.getLogger(__name__)

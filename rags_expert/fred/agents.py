@@ -30,6 +30,7 @@ from fred_sdk import FieldSpec, GraphAgent, GraphExecutionOutput, GraphWorkflow,
 from fred_sdk.contracts.context import ConversationalState, ConversationTurn
 from pydantic import BaseModel, Field, PrivateAttr
 
+from rags_expert.agentflow import AgentFlow
 from rags_expert.fred.search import FredDocumentSearch
 from rags_expert.fred.tuning import (
     KG_SETTINGS,
@@ -41,10 +42,9 @@ from rags_expert.fred.tuning import (
     tunables,
 )
 from rags_expert.fred.turn import conversation, fault_text, run_graph
-from rags_expert.host import AgentFlow
-from rags_expert.kg.flow import KGQueryExpert
+from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS, Progress
+from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.lessons import LessonMemory
-from rags_expert.progress import KG_PROGRESS, RAG_PROGRESS, Progress
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.agent import RagsExpert
 from rags_expert.rag.final import error_class

@@ -8,7 +8,7 @@
   graph without a checkpointer never starts (``AttributeError: ... '_put_checkpoint_fut'``; measured with
   fred-runtime 4.5.5). LangGraph warns that durability has no effect without a checkpointer: that warning
   is silenced, since having no effect is the point;
-* every node start, and every node end with news, becomes a Fred status event (:mod:`rags_expert.progress`);
+* every node start, and every node end with news, becomes a Fred status event (:mod:`rags_expert.hosts.progress`);
 * the final message's text is sent as the assistant delta once the graph has produced it, so a draft the
   checks rejected never reaches the user;
 * a fault the graph did not turn into an honest answer is caught here and answered honestly too: a Fred node
@@ -25,8 +25,8 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
-from rags_expert.progress import Progress
-from rags_expert.redaction import redact
+from rags_expert.hosts.progress import Progress
+from rags_expert.secrets import redact
 
 log = logging.getLogger(__name__)
 # the one warning durability="exit" causes (see the module docstring); nothing else is filtered

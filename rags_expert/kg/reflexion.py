@@ -21,7 +21,7 @@ reflection), ``execute_tool`` adds the tool message with the outcome.
 A subclass supplies the responders, the tool, the exit rule, step logging, the
 final result and its message; this class owns the graph, the step count, the
 step limit and failure handling: a model fault that survives its retries
-(:class:`~rags_expert.llm.LLMCallError`) ends the loop with ``error`` set instead
+(:class:`~rags_expert.llm.chat.LLMCallError`) ends the loop with ``error`` set instead
 of raising out of :meth:`ReflexionAgent.execute`.
 
 The hooks, each also reachable under the name BioChatter's ``ReflexionAgent`` gives
@@ -59,7 +59,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.conversation import open_question
 from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
-from rags_expert.llm import LLMCallError
+from rags_expert.llm.chat import LLMCallError
 from rags_expert.prompts import PromptError
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     async def standalone_question(self, question: str, history: list[AnyMessage], config: RunnableConfig) -> str:
         """``question`` made standalone from the earlier conversation ``history`` (default: unchanged).
 
-        May raise :class:`~rags_expert.llm.LLMCallError`; the run then ends with ``llm_error``.
+        May raise :class:`~rags_expert.llm.chat.LLMCallError`; the run then ends with ``llm_error``.
         """
         return question
 

@@ -1,6 +1,6 @@
 """Reading the model's replies: the reply schemas and tolerant extraction of a Cypher query.
 
-A structured reply (:func:`rags_expert.grading.structured_call`) that parses gives the
+A structured reply (:func:`rags_expert.llm.grading.structured_call`) that parses gives the
 query and critique directly; one that does not is searched for a fenced Cypher block
 or for the text from the first ``MATCH``/``CALL``/``WITH``/``UNWIND``. When no query can
 be found the critique says so, and the next tool message tells the model (a reflection,
@@ -13,9 +13,9 @@ import re
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from rags_expert.grading import StructuredReply
 from rags_expert.kg.schema import KGSchema
-from rags_expert.parsing import extract_code_block
+from rags_expert.llm.grading import StructuredReply
+from rags_expert.llm.parsing import extract_code_block
 
 
 class DraftQuery(BaseModel):

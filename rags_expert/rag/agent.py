@@ -1,4 +1,4 @@
-"""The corrective-RAG agent (:class:`RagsExpert`), an :class:`~rags_expert.host.AgentFlow`.
+"""The corrective-RAG agent (:class:`RagsExpert`), an :class:`~rags_expert.agentflow.AgentFlow`.
 
 A host does::
 
@@ -28,11 +28,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import StateGraph
 
+from rags_expert.agentflow import AgentFlow
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.grading import GradingContext
-from rags_expert.host import AgentFlow
 from rags_expert.lessons import LessonMemory
-from rags_expert.llm import bind_output_cap, build_chat_model
+from rags_expert.llm.chat import bind_output_cap, build_chat_model
+from rags_expert.llm.grading import GradingContext
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.answering import answer_prefix
 from rags_expert.rag.fallback import build_fallback_retriever

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, get_args, get_type_hints
 
+from rags_expert.llm.usage import total_tokens
 from rags_expert.rag.state import RagState, value
-from rags_expert.usage import total_tokens
 
 BUDGET_NODE = "budget_exceeded"
 """The node a budgeted router sends a run to once a budget is used up."""

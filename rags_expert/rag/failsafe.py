@@ -6,7 +6,7 @@ kinds it catches ends the node with ``error`` (``ErrorClass: message``, redacted
 ``failure_reason``, and the routers send the run to ``finalize_failure``. What an attempt costs whether it
 succeeds or not (the LLM call, the loop counter) is the decorator's ``charge``, so a failed call is still
 counted. A node whose fault is a value rather than an exception (a grader's verdicts) builds the same update
-with :func:`failure`. The graph's other wrapper, :func:`~rags_expert.usage.metered`, sits outside this one.
+with :func:`failure`. The graph's other wrapper, :func:`~rags_expert.llm.usage.metered`, sits outside this one.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from rags_expert.llm import LLMCallError
-from rags_expert.redaction import redact
+from rags_expert.llm.chat import LLMCallError
+from rags_expert.secrets import redact
 
 log = logging.getLogger(__name__)
 

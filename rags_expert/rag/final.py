@@ -2,12 +2,12 @@
 
 Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
-``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.usage.summary`); on
+``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
 after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
 
-:func:`~rags_expert.redaction.redact_message` is what leaves the graph: the message with every configured
+:func:`~rags_expert.secrets.redact_message` is what leaves the graph: the message with every configured
 secret and credential-shaped token masked in its text and in every string of its metadata (the chunks' text
 included), as the MCP server masks its results, so ``ainvoke``, the CLI (text and ``--json``), Fred and
 LangGraph Server all show the same.
@@ -20,11 +20,11 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
+from rags_expert.llm.usage import summary
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.state import RagState, value
-from rags_expert.usage import summary
 
 FAULTY = {"prompt_error": "the prompt templates", FAULT_REASON: COMPONENT}
 """What failed, by failure reason, when it is not the language model."""

@@ -37,13 +37,13 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from rags_expert.llm.usage import metered
 from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
 from rags_expert.rag.state import InputState, OutputState, RagState, value
-from rags_expert.usage import metered
 
 
 def _generations_left(state: RagState) -> bool:
@@ -157,7 +157,7 @@ def max_node_steps(max_rephrases: int, max_generations: int) -> int:
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
     """Wire the nodes and routers into an (uncompiled) StateGraph.
 
-    Every node is :func:`~rags_expert.usage.metered` (the calls and tokens of those that call the model go to
+    Every node is :func:`~rags_expert.llm.usage.metered` (the calls and tokens of those that call the model go to
     the state's ``usage``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
 
     Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options

@@ -22,7 +22,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from rags_expert import grading
 from rags_expert.conversation import followup_transcript, open_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
@@ -32,7 +31,8 @@ from rags_expert.lessons import (
     recall_lessons,
     scope_key,
 )
-from rags_expert.llm import LLMCallError, call_model, message_text
+from rags_expert.llm import grading
+from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
@@ -50,8 +50,8 @@ from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
-from rags_expert.redaction import redact_message
 from rags_expert.retrieval.options import SearchOptions
+from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
 
 

@@ -29,9 +29,9 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from rags_expert import grading
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, split_sentences
+from rags_expert.llm import grading
 from rags_expert.prompts import neutralise
 from rags_expert.rag.citations import chunk_id
 from rags_expert.rag.profiles import RefinePlan

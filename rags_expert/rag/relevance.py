@@ -9,15 +9,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from rags_expert import grading
 from rags_expert.evidence import EvidenceScorer
+from rags_expert.llm import grading
 from rags_expert.rag.citations import format_context
 from rags_expert.settings import EvidenceSettings
 
@@ -66,18 +65,11 @@ class RelevanceJudge:
 
     async def per_chunk(self, question: str, docs: list[Document], config: RunnableConfig) -> list[bool]:
         """One grading call per chunk, at most ``grading.concurrency`` at once; raises the first failure."""
-        limit = asyncio.Semaphore(self.grading.settings.concurrency)
-
-        async def grade(doc: Document) -> grading.Verdict:
-            async with limit:
-                return await grading.grade_relevance(
-                    self.model, question, doc.page_content, self.grading, config=config
-                )
-
-        results = await asyncio.gather(*(grade(d) for d in docs), return_exceptions=True)
-        if failed := next((r for r in results if isinstance(r, BaseException)), None):
-            raise failed
-        return [bool(r) for r in results]
+        texts = [d.page_content for d in docs]
+        return [
+            bool(v)
+            for v in await grading.grade_relevance_each(self.model, question, texts, self.grading, config=config)
+        ]
 
 
 def keep_context(previous: list[Document], new: list[Document], cap: int) -> list[Document]:

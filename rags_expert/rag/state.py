@@ -8,7 +8,7 @@ and cleared by the finalize nodes, so a thread is always ready for its next
 question. The retry caps are copied from settings into the state, so routing is a
 pure function of the state. ``llm_calls`` has a reducer: each node returns the
 calls it made, and ``prepare`` starts a new count with :func:`new_count` (an ``Overwrite``); ``usage``
-(tokens per node, :mod:`rags_expert.usage`) is added up and restarted with it. Every key's default is
+(tokens per node, :mod:`rags_expert.llm.usage`) is added up and restarted with it. Every key's default is
 in the one table :data:`DEFAULTS`, read through :func:`value`.
 """
 
@@ -25,9 +25,9 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 
+from rags_expert.llm.usage import add_usage
 from rags_expert.rag.profiles import RefinePlan, profile_for
 from rags_expert.settings import RagsExpertSettings
-from rags_expert.usage import add_usage
 
 
 def new_count(calls: int = 0) -> Overwrite:
@@ -105,7 +105,7 @@ class RagState(InputState, total=False):
     """``ErrorClass: message`` (redacted) when a model or retriever failed for good."""
     failure_reason: str
     usage: Annotated[dict[str, dict[str, Any]], add_usage]
-    """Calls and tokens per node for this question (see :mod:`rags_expert.usage`); restarted with ``llm_calls``."""
+    """Calls and tokens per node for this question (see :mod:`rags_expert.llm.usage`); restarted with ``llm_calls``."""
     max_calls: int | None
     """The question's LLM-call budget (``budget.max_calls``; None: none)."""
     max_tokens: int | None

@@ -85,7 +85,7 @@ class IngestReport:
 
 
 class IngestProgress(Protocol):
-    """Where an ingestion reports how far it is (:mod:`rags_expert.progress` shows it to a user)."""
+    """Where an ingestion reports how far it is (:mod:`rags_expert.hosts.progress` shows it to a user)."""
 
     def start(self, files: int) -> None:
         """The files to ingest are listed: ``files`` of them."""

@@ -27,8 +27,8 @@ import requests
 from langchain_core.documents import Document
 from tenacity import RetryCallState, Retrying, stop_after_attempt
 
-from rags_expert.backoff import last_failure, wait_backoff
-from rags_expert.llm import redact
+from rags_expert.llm.backoff import last_failure, wait_backoff
+from rags_expert.llm.chat import redact
 from rags_expert.retrieval.base import ScopedRetriever
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import KnowledgeBaseSettings, KnowledgeFlowSettings

@@ -13,7 +13,7 @@ object or a plain dict), then environment variables prefixed ``RAGS_EXPERT_`` (n
 ``__``, e.g. ``RAGS_EXPERT_LLM__MODEL``), then the documented defaults. Secrets are ``SecretStr`` so
 they never print in reprs, logs or errors. Every section is a :class:`SettingsSection`: an unknown key
 (a misspelt name) fails validation instead of being ignored; so does an unknown top-level key, except the
-other agent's sections. Old flat ``retrieval.*`` names are still read (:mod:`~rags_expert.settings.legacy`).
+other agent's sections.
 """
 
 from rags_expert.settings.agents import (
@@ -40,7 +40,6 @@ from rags_expert.settings.knowledge import (
     StoreSettings,
     default_data_dir,
 )
-from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
 from rags_expert.settings.mcp import McpSettings, McpTransport
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
@@ -58,7 +57,6 @@ from rags_expert.settings.sections import (
 )
 
 __all__ = [
-    "LEGACY_RETRIEVAL_KEYS",
     "AgentSettings",
     "BudgetSettings",
     "FallbackSettings",

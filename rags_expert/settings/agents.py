@@ -11,8 +11,7 @@ Both read ``RAGS_EXPERT_*`` environment variables (nested sections use ``__``). 
 environment may serve both agents: each ignores the other agent's sections (``kg`` for the RAG agent;
 ``retrieval``, ``ingestion``, ``knowledge_flow`` and the RAG loop bounds for the KG agent). Any other
 unknown key fails validation: in a section (``llm.modle``), at the top level, or as the section of a
-``RAGS_EXPERT_<SECTION>__<KEY>`` variable (:func:`env_sections`). Old flat ``retrieval.*`` names are
-still read (:mod:`rags_expert.settings.legacy`).
+``RAGS_EXPERT_<SECTION>__<KEY>`` variable (:func:`env_sections`).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from typing import Any, ClassVar, Self, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rags_expert.redaction import url_secrets
+from rags_expert.secrets import url_secrets
 from rags_expert.settings.evidence import EvidenceSettings, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
@@ -35,7 +34,6 @@ from rags_expert.settings.knowledge import (
     RetrievalSettings,
     StoreSettings,
 )
-from rags_expert.settings.legacy import legacy_env_retrieval, move_focus_sentences, move_legacy_keys
 from rags_expert.settings.mcp import McpSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
@@ -116,19 +114,13 @@ class AgentSettings(BaseSettings, VectorStoreSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_old_names(cls, data: Any) -> Any:
-        """Move old ``retrieval.*`` keys to their sections; drop the other agent's keys; keep an unknown
-        section of the environment (``RAGS_EXPERT_LMM__MODEL``) so that it fails as an unknown key."""
+    def _own_sections(cls, data: Any) -> Any:
+        """Drop the other agent's keys; keep an unknown section of the environment (``RAGS_EXPERT_LMM__MODEL``)
+        so that it fails as an unknown key."""
         if not isinstance(data, dict):
             return data
-        if "retrieval" not in cls.model_fields and "retrieval" not in data:
-            env = legacy_env_retrieval()
-            if env:
-                data = {**data, "retrieval": env}
         unknown = env_sections() - set(cls.model_fields) - cls.FOREIGN_KEYS
-        data = {**{section: {} for section in unknown}, **move_legacy_keys(data, set(cls.model_fields))}
-        if "refinement" in cls.model_fields:
-            data = move_focus_sentences(data)
+        data = {**{section: {} for section in unknown}, **data}
         return {k: v for k, v in data.items() if k not in cls.FOREIGN_KEYS}
 
     def updated(self, values: Mapping[str, Any]) -> Self:

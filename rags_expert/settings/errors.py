@@ -1,7 +1,7 @@
 """One wording for an invalid setting, wherever a user meets it: ``top_k=-3 is invalid: must be ≥ 1 (retrieval.top_k)``.
 
 Every surface that validates settings a user gave reads pydantic's ``ValidationError`` through here: the CLI
-(environment variables and flags, :mod:`rags_expert.cli_support`), Fred tuning values
+(environment variables and flags, :mod:`rags_expert.cli.support`), Fred tuning values
 (:mod:`rags_expert.fred.tuning`) and per-request options (:mod:`rags_expert.rag.options`). Each names the value
 by what the user typed (an environment variable, a flag, a Fred field), shows the value (never a secret's, and
 cut when long) and says the bound it broke, with the setting's path.
@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from rags_expert.redaction import MASK, redact
+from rags_expert.secrets import MASK, redact
 
 VALUE_CHARS = 60
 """The most characters of an invalid value an error line shows."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import KeywordRetriever, make_docs
+from helpers.documents import KeywordRetriever, make_docs
+from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
-from scripts import Script
 
 from rags_expert import RagsExpert
 from rags_expert.testing import ScriptedChatModel

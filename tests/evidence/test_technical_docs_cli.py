@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import cli_env, run_cli
-from openai_server import OpenAIServer
+from helpers.cli_run import cli_env, run_cli
+from helpers.openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ would use them:
 * the chat model is Fred's: a models-catalog profile (provider ``openai``) whose ``base_url`` is our scripted
   OpenAI-compatible server on 127.0.0.1, so every model call is LangChain's real ``ChatOpenAI`` over HTTP;
 * retrieval is Fred's document-search port, which calls ``{knowledge_flow_url}/vector/search`` with the user's
-  token: that URL is our knowledge-flow service double (tests/retrieval/kf_service.py, the v2 request and hit
+  token: that URL is our knowledge-flow service double (tests/helpers/kf_service.py, the v2 request and hit
   shapes of the real service);
 * the KG agent queries a real FalkorDB (embedded, the ``kg`` extra) holding BioChatter's sample graph.
 
@@ -30,10 +30,10 @@ fred_runtime = pytest.importorskip(
 from fastapi.testclient import TestClient  # noqa: E402
 from fred_runtime.app import AgentPodConfig, create_agent_app  # noqa: E402
 from fred_runtime.migrations import upgrade_sqlite_database  # noqa: E402
-from kg.conftest import _falkordb_missing  # noqa: E402
-from openai_server import OpenAIServer, error, prompt_text, request_kind, requested_tool, tag_content  # noqa: E402
-from retrieval.kf_service import KnowledgeFlowService  # noqa: E402
-from shared_data import SCHEMA_FILE, skip_unless  # noqa: E402
+from helpers.kf_service import KnowledgeFlowService  # noqa: E402
+from helpers.kg import falkordb_missing  # noqa: E402
+from helpers.openai_server import OpenAIServer, error, prompt_text, request_kind, requested_tool, tag_content  # noqa: E402
+from helpers.shared_data import SCHEMA_FILE, skip_unless  # noqa: E402
 
 from rags_expert.fred import registry  # noqa: E402
 from rags_expert.prompts import PromptStore  # noqa: E402
@@ -169,7 +169,7 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         )
         config.set_models_catalog_path(str(catalog))
         kg = None
-        if SCHEMA_FILE.is_file() and _falkordb_missing() is None:
+        if SCHEMA_FILE.is_file() and falkordb_missing() is None:
             kg = {
                 "lessons": {"enabled": False},
                 "kg": {"schema_file": str(SCHEMA_FILE), "schema_name": "gene_kg", "load_sample": True},
@@ -339,7 +339,7 @@ def test_the_sessions_libraries_scope_the_search(pod):
 @pytest.mark.slow  # starts an embedded FalkorDB for the KG agent
 def test_the_kg_agent_answers_with_rows_in_fred(pod):
     skip_unless(SCHEMA_FILE, "the BioChatter KG schema")
-    if reason := _falkordb_missing():
+    if reason := falkordb_missing():
         pytest.skip(reason)
     body = {"agent_id": "kg-query-expert", "input": "Which genes are expressed in fibroblasts?", "session_id": "kg"}
     events = []

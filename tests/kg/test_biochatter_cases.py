@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from shared_data import needs
+from helpers.kg import CASES_FILE, SCHEMA_FILE, needs_shared, scripted, session_loop
+from helpers.shared_data import needs
 
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.kg.benchmark import load_query_cases, regex_matches, regex_score
 from rags_expert.settings import KGExpertSettings
-
-from .conftest import CASES_FILE, SCHEMA_FILE, needs_shared, scripted, session_loop
 
 pytestmark = [needs_shared, needs(CASES_FILE, "the BioChatter query cases")]
 

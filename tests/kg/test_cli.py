@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared, scripted
 
 from rags_expert.cli import build_parser
-from rags_expert.kg.cli import run
+from rags_expert.cli.kg import run
 from rags_expert.settings import KGExpertSettings
-
-from .conftest import SCHEMA_FILE, needs_shared, scripted
 
 pytestmark = [needs_shared, pytest.mark.slow]  # each test starts an embedded FalkorDB process
 QUERY = "MATCH (m:ModelSystem)-[:ModelSystemRelevantToOrgan]->(o:Organ) WHERE o.name = 'brain' RETURN m.name"

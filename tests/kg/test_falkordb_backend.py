@@ -6,10 +6,9 @@ import os
 import socket
 
 import pytest
+from helpers.kg import session_loop
 
 from rags_expert.kg import FalkorDBBackend, GraphQueryError
-
-from .conftest import session_loop
 
 pytestmark = session_loop
 

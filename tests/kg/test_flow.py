@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared
 
-from rags_expert.hosts import discover_agent_classes, load_agents
+from rags_expert.hosts.loading import discover_agent_classes, load_agents
 from rags_expert.kg import KGQueryExpert
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared
 
 pytestmark = [needs_shared]
 
@@ -36,7 +35,7 @@ async def test_hosts_load_the_kg_agent_from_yaml_and_run_its_graph(falkordb_reas
     yaml_text = f"""
 agents:
   - name: gene-kg
-    class_path: rags_expert.kg.flow:KGQueryExpert
+    class_path: rags_expert.kg.agent:KGQueryExpert
     settings:
       kg: {{schema_file: "{SCHEMA_FILE}", schema_name: gene_kg, load_sample: true}}
 """

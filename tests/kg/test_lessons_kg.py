@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
+from helpers.kg import SCHEMA_FILE, needs_shared, session_loop
+
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.lessons import LessonMemory
 from rags_expert.retrieval.qdrant import close_client
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared, session_loop
 
 pytestmark = [needs_shared, session_loop]
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared, scripted, session_loop
 from langchain_core.messages import AIMessage, ToolMessage
 
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
 
 pytestmark = [needs_shared, session_loop]
 

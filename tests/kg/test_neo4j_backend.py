@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("neo4j", reason="the neo4j driver is not installed (kg extra)")
 
+from helpers.kg import SCHEMA_FILE, needs_shared, scripted  # noqa: E402
+
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, Neo4jBackend  # noqa: E402
 from rags_expert.settings import KGExpertSettings  # noqa: E402
-
-from .conftest import SCHEMA_FILE, needs_shared, scripted  # noqa: E402
 
 PASSWORD = "s3cret-pw-42"
 

@@ -1,13 +1,13 @@
 """The KG agent's threads in PostgreSQL (checkpointer.url): a follow-up asked of another agent instance (another
-replica's) is condensed from the shared history. Real FalkorDB, real PostgreSQL (tests/pg_server.py)."""
+replica's) is condensed from the shared history. Real FalkorDB, real PostgreSQL (tests/helpers/pg_server.py)."""
 
 from __future__ import annotations
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared, session_loop
 
 from rags_expert.kg import KGQueryExpert
 
-from .conftest import SCHEMA_FILE, needs_shared, session_loop
 from .test_thread import COUNT, GENES, Q1, Q2, Q2_STANDALONE, Script, ask
 
 pytestmark = [needs_shared, session_loop]

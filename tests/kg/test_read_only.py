@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from helpers.kg import SCHEMA_FILE, needs_shared, scripted, session_loop
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, write_clause_reason
 from rags_expert.kg import execution as execution_module
 from rags_expert.settings import KGExpertSettings
-
-from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
 
 WRITES = [
     "CREATE (:Gene {name: 'EVIL'})",

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from shared_data import SCHEMA_INFO_FILE, needs
+from helpers.kg import SCHEMA_FILE, needs_shared
+from helpers.shared_data import SCHEMA_INFO_FILE, needs
 
 from rags_expert.kg import KGQueryReflexionAgent, SchemaError, load_schema
 from rags_expert.kg.loader import plan_sample
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared
 
 pytestmark = needs_shared
 

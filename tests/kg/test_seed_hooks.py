@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import pytest
+from helpers.kg import needs_shared, session_loop
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -25,8 +26,6 @@ from langgraph.graph import END
 
 from rags_expert.kg.reflexion import ReflexionAgent
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import needs_shared, session_loop
 
 EXECUTE_TOOL_NODE = "execute_tool"
 OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
@@ -172,10 +171,10 @@ def test_a_subclass_missing_a_required_hook_under_both_names_is_refused():
 @needs_shared
 @session_loop
 async def test_kg_agent_execute_takes_the_seeds_prompt_as_its_schema_text():
+    from helpers.kg import SCHEMA_FILE, scripted
+
     from rags_expert.kg import KGQueryReflexionAgent, QueryResult
     from rags_expert.settings import KGExpertSettings
-
-    from .conftest import SCHEMA_FILE, scripted
 
     class OneRowDB:
         """Returns one gene for any query and records what it ran."""

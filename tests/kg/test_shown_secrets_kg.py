@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from helpers.kg import SCHEMA_FILE, needs_shared, scripted, session_loop
+
 from rags_expert.kg import KGQueryReflexionAgent
 from rags_expert.settings import KGExpertSettings
-
-from .conftest import SCHEMA_FILE, needs_shared, scripted, session_loop
 
 pytestmark = [needs_shared, session_loop]
 

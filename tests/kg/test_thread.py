@@ -11,12 +11,11 @@ import json
 import re
 from typing import Any
 
+from helpers.kg import SCHEMA_FILE, needs_shared, session_loop
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rags_expert.kg import KGQueryExpert
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import SCHEMA_FILE, needs_shared, session_loop
 
 pytestmark = [needs_shared, session_loop]
 

@@ -9,33 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.knowledge_base import ENGINES, make_settings
 
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-from rags_expert.settings import LEGACY_RETRIEVAL_KEYS, KnowledgeBaseSettings
-
-
-def make_settings(data_dir: Path, **kw) -> KnowledgeBaseSettings:
-    """Knowledge-base settings on a local-mode data directory; wordllama keeps the tests fast.
-
-    Keyword arguments use the flat names (``engine``, ``embedding_provider``, ``chunk_size``, ``fusion`` ...),
-    each put in its section (``store``, ``embeddings``, ``ingestion``; the rest in ``retrieval``)."""
-    base = {
-        "data_dir": data_dir,
-        "embedding_provider": "wordllama",
-        "collection": "test",
-        "chunk_size": 300,
-        "chunk_overlap": 60,
-        "upsert_batch_size": 8,
-    }
-    base.update(kw)
-    sections: dict[str, dict] = {}
-    for key, value in base.items():
-        section, name = LEGACY_RETRIEVAL_KEYS.get(key, ("retrieval", key))
-        sections.setdefault(section, {})[name] = value
-    return KnowledgeBaseSettings(**sections)
-
-
-ENGINES = ["edge", "local"]
+from rags_expert.settings import KnowledgeBaseSettings
 
 
 @pytest.fixture(params=ENGINES)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers.knowledge_base import make_settings
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -17,8 +18,6 @@ from rags_expert.retrieval.chunking import CHUNKER_VERSION, chunk_text, chunking
 from rags_expert.retrieval.ingest import ChunkRecord, Ingestor, chunk_id, file_records
 from rags_expert.retrieval.loaders import iter_files
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-
-from .conftest import make_settings
 
 FENCED = """# Setup
 

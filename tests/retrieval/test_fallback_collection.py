@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.knowledge_base import ENGINES, make_settings
+from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
-from scripts import Script
 
 from rags_expert import RagsExpert
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .conftest import ENGINES, make_settings
 
 
 def _folder(root: Path, name: str, text: str) -> Path:

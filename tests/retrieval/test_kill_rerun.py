@@ -8,12 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from helpers.knowledge_base import make_settings
 
 from rags_expert.retrieval.ingest import file_records
 from rags_expert.retrieval.loaders import iter_files
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
-
-from .conftest import make_settings
 
 # The killed run reports its progress (chunks stored) on stdout, one line per batch, so the test can kill it
 # mid-way whatever the engine's on-disk format.

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from openai_server import OpenAIServer, request_kind, tag_content
-
-from .kf_service import KnowledgeFlowService
+from helpers.kf_service import KnowledgeFlowService
+from helpers.openai_server import OpenAIServer, request_kind, tag_content
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,13 +24,12 @@ def service():
 
 def rags_expert(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a fresh process configured for the knowledge-flow service at ``url``."""
-    # the old names RAGS_EXPERT_RETRIEVAL__KF_* on purpose: the CLI still reads them (knowledge_flow.*)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "RAGS_EXPERT_RETRIEVAL__BACKEND": "knowledge_flow",
-        "RAGS_EXPERT_RETRIEVAL__KF_BASE_URL": url,
-        "RAGS_EXPERT_RETRIEVAL__KF_RETRY_BASE_DELAY": "0.05",
+        "RAGS_EXPERT_KNOWLEDGE_FLOW__BASE_URL": url,
+        "RAGS_EXPERT_KNOWLEDGE_FLOW__RETRY_BASE_DELAY": "0.05",
     }
     return subprocess.run(
         [sys.executable, "-m", "rags_expert.cli", *args],

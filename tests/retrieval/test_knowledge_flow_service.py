@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from helpers.kf_service import INTERNAL_ERROR, KnowledgeFlowService
+from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
-from scripts import Script
 
 from rags_expert import RagsExpert
 from rags_expert.retrieval.knowledge_flow import KnowledgeFlowError, KnowledgeFlowRetriever
 from rags_expert.settings import KnowledgeBaseSettings
 from rags_expert.testing import ScriptedChatModel
-
-from .kf_service import INTERNAL_ERROR, KnowledgeFlowService
 
 pytestmark = pytest.mark.integration
 META_FIELDS = (

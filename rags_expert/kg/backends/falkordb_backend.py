@@ -25,7 +25,7 @@ from rags_expert.kg.backends.base import (
     secret_value,
 )
 from rags_expert.kg.backends.falkordb_server import EmbeddedFalkorDB
-from rags_expert.llm import redact
+from rags_expert.llm.chat import redact
 from rags_expert.settings import KGSettings
 
 

@@ -22,7 +22,7 @@ from rags_expert.kg.backends.base import (
     plain_value,
     secret_value,
 )
-from rags_expert.llm import redact
+from rags_expert.llm.chat import redact
 from rags_expert.settings import KGSettings
 
 

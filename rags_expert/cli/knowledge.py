@@ -1,0 +1,156 @@
+"""The ``ingest`` and ``search`` subcommands of ``rags-expert``.
+
+Exit codes: 0 done; 1 ``ingest`` found nothing to ingest (every file skipped, or none
+supported); 2 an error (missing path, invalid settings or flags, knowledge-base fault).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from rags_expert.cli.support import args_settings, setting_type, text_arg
+from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
+from rags_expert.secrets import redact
+from rags_expert.settings import KnowledgeBaseSettings
+
+if TYPE_CHECKING:
+    from rags_expert.retrieval.ingest import IngestReport
+
+FLAGS = {"collection": "store.collection", "data_dir": "store.data_dir", "mode": "retrieval.mode"}
+"""Flags of ingest and search that override settings (argparse dest -> settings path)."""
+
+
+def _settings(args: argparse.Namespace) -> KnowledgeBaseSettings:
+    """Knowledge-base settings from the environment, with command-line overrides (validated once, in ``main``)."""
+    return cast(KnowledgeBaseSettings, args_settings(args))  # ingest/search build RagsExpertSettings
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Ingest files and folders into the knowledge base."""
+    from rags_expert.hosts.progress import ingest_progress
+    from rags_expert.retrieval.ingest import Ingestor
+    from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
+
+    settings = _settings(args)
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
+    progress = ingest_progress(args.quiet, sys.stderr)  # a bar on a terminal, else a line per 10 % of the files
+    try:
+        kb = KnowledgeBase(settings)
+        report = Ingestor(kb, tags, progress=progress).run([Path(p) for p in args.paths], prune=args.prune)
+    except (FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
+        progress.close()
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
+        return 2
+    progress.close()
+    if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
+        print(f"nothing was ingested from {', '.join(args.paths)}: {_nothing_reason(report)}", file=sys.stderr)
+        return 1
+    print(
+        f"{report.files} files, {report.chunks_total} chunks ({report.chunks_embedded} new, "
+        f"{report.chunks_deleted} removed, {report.unchanged} files unchanged, {report.files_pruned} pruned, "
+        f"{len(report.skipped)} skipped{_ignored_note(report)}) into {settings.store.collection!r} in {report.seconds:.1f}s"
+    )
+    return 0
+
+
+def _nothing_reason(report: IngestReport) -> str:
+    """Why an ingestion stored nothing: the skipped files, the unsupported ones, or no files at all."""
+    parts = []
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} file(s) skipped (reasons above)")
+    if report.ignored:
+        parts.append(
+            f"{len(report.ignored)} file(s) of unsupported types (supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})"
+        )
+    return "; ".join(parts) or "no files found"
+
+
+def _ignored_note(report: IngestReport) -> str:
+    """``, N unsupported ignored`` when files of unsupported types were passed over."""
+    return f", {len(report.ignored)} unsupported ignored" if report.ignored else ""
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Search the configured retriever (``retrieval.backend``, as ``ask`` does) and print the hits."""
+    from rags_expert.retrieval.factory import retriever_from_settings
+    from rags_expert.retrieval.knowledge_flow import KnowledgeFlowError
+    from rags_expert.retrieval.qdrant import KnowledgeBaseError
+
+    settings = _settings(args)
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()] or None
+    try:
+        docs = retriever_from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
+    except (KnowledgeBaseError, KnowledgeFlowError) as exc:
+        print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
+        return 2
+    if args.json:
+        out = [
+            {
+                "content": d.page_content,
+                "title": d.metadata.get("title"),
+                "source": d.metadata.get("source"),
+                "page": d.metadata.get("page"),
+                "score": d.metadata.get("score"),
+            }
+            for d in docs
+        ]
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    if not docs:
+        print("no hits")
+    for rank, d in enumerate(docs, start=1):
+        m = d.metadata
+        page = f" p.{m['page']}" if m.get("page") is not None else ""
+        print(f"{rank}. [{m['score']:.4f}] {m.get('title')} — {m.get('source')}{page}")
+        snippet = " ".join(d.page_content.split())
+        print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    """Options shared by ingest and search."""
+    p.add_argument(
+        "--collection",
+        type=setting_type("store.collection"),
+        help="Qdrant collection (default: store.collection setting)",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=setting_type("store.data_dir"),
+        help="embedded Qdrant data directory (default: RAGS_EXPERT_DATA_DIR or per-user)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``ingest`` and ``search`` subcommands to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "ingest", help="ingest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base"
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    _common(p)
+    p.add_argument("--tags", default="", help="comma-separated tags stored with every chunk (for filtering)")
+    p.add_argument("--prune", action="store_true", help="remove files that no longer exist under the given folders")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line per 10%% of the files)",
+    )
+    p.set_defaults(func=cmd_ingest, settings_flags=FLAGS)
+
+    s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
+    s.add_argument("query", type=text_arg)
+    s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
+    _common(s)
+    s.add_argument(
+        "--tags",
+        default="",
+        help="only chunks with any of these comma-separated tags (knowledge-flow: tag ids, not names)",
+    )
+    s.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="override retrieval.mode")
+    s.add_argument("--json", action="store_true", help="print a JSON list of {content, title, source, page, score}")
+    s.set_defaults(func=cmd_search, settings_flags=FLAGS)

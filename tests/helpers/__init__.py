@@ -1,0 +1,1 @@
+"""What the tests share: scripted servers, CLI runners, shared-data locators, documents, the slow-test guard."""
