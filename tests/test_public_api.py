@@ -77,6 +77,7 @@ SETTINGS_MODELS = [
     "EmbeddingSettings",
     "IngestionSettings",
     "KnowledgeFlowSettings",
+    "RerankSettings",
     "KGSettings",
     "McpSettings",
     "SettingsSection",

@@ -43,6 +43,7 @@ from rags_expert.settings.knowledge import (
 from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
 from rags_expert.settings.mcp import McpSettings, McpTransport
 from rags_expert.settings.reference import settings_reference
+from rags_expert.settings.rerank import RerankApi, RerankKind, RerankSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
@@ -86,6 +87,9 @@ __all__ = [
     "ModelProfileName",
     "OmpWaitPolicy",
     "RagsExpertSettings",
+    "RerankApi",
+    "RerankKind",
+    "RerankSettings",
     "RetrievalMode",
     "RetrievalSettings",
     "SearchPolicy",

@@ -37,6 +37,7 @@ from rags_expert.settings.knowledge import (
 )
 from rags_expert.settings.legacy import legacy_env_retrieval, move_focus_sentences, move_legacy_keys
 from rags_expert.settings.mcp import McpSettings
+from rags_expert.settings.rerank import RerankSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
@@ -233,6 +234,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     refinement: RefinementSettings = Field(default_factory=RefinementSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
