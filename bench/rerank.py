@@ -56,7 +56,8 @@ def row(split: str, label: str, ranked: list[list[str]], questions: list[dict], 
     out = {"split": split, "ranking": label, "R@5": recall(ranked, questions, K)[0]}
     for kind in ("bridge", "comparison"):
         value, n = recall(ranked, questions, K, kind)
-        out[f"R@5 {kind} (n={n})"] = value
+        out[f"R@5 {kind}"] = value
+        out[f"n {kind}"] = n
     out["R@10"] = recall(ranked, questions, 10)[0]
     out["rerank ms/question (median)"] = seconds * 1000
     return out

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from cli_run import cli_env, run_cli
 from conftest import make_docs
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -211,3 +212,21 @@ def test_fusion_keeps_retrieval_rank_for_chunks_the_evidence_cannot_tell_apart()
     assert fuse([0.0, 0.0, 0.9, 0.0], weight=2.0, k=5) == [2, 0, 1, 3]
     assert fuse([0.5, 0.5, 0.5], weight=2.0, k=5) == [0, 1, 2]
     assert fuse([0.1, 0.9], weight=0.0, k=5) == [0, 1]  # weight 0: the retrieval order
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        ({"RAGS_EXPERT_RERANK__KIND": "http"}, "error: RerankError: rerank.kind=http needs rerank.url"),
+        (
+            {"RAGS_EXPERT_RERANK__KIND": "compressor", "RAGS_EXPERT_RERANK__COMPRESSOR": "nosuch:thing"},
+            "error: RerankError: rerank.compressor='nosuch:thing' cannot be loaded: ModuleNotFoundError: "
+            "No module named 'nosuch'",
+        ),
+    ],
+)
+def test_a_reranker_setting_that_cannot_work_is_one_line_and_exit_2(tmp_path, env, line):
+    model = {"RAGS_EXPERT_LLM__BASE_URL": "http://127.0.0.1:9/v1", "RAGS_EXPERT_LLM__MODEL": "m"}
+    done = run_cli(["ask", "When was the castle built?"], cli_env(tmp_path, **model, **env))
+    assert (done.returncode, done.stderr.strip()) == (2, line)
