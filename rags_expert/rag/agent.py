@@ -125,7 +125,7 @@ class RagsExpert(AgentFlow):
             lessons=self.lesson_memory if settings.lessons.enabled else None,
             fallback_retriever=self.fallback_retriever,
             evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
-            rerank=self.rerank or RerankStage(),
+            rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
         )
         return build_graph(deps)
 
