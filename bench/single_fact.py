@@ -49,11 +49,13 @@ VARIANTS: dict[str, dict[str, str]] = {
         ),
     },
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
+    "small-norerank": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_RERANK__KIND": "none"},
 }
 """before: the standard profile without attribution (what --local did before); attribution: + citations added
 from the evidence; evidence: the small profile (evidence grading, focused short prompt) without the
 extractive fallback; fewshot: the small profile with its former answer prompt (a few-shot example, three focus
-sentences per chunk); small: the default of --local (with the fallback; one focus sentence, a short prompt)."""
+sentences per chunk); small: the default of --local (with the fallback; one focus sentence, a short prompt);
+small-norerank: the same without the evidence reranker the small profile turns on (issue 25)."""
 
 
 def normalise(text: str) -> str:

@@ -72,6 +72,7 @@ SETTINGS_MODELS = [
     "EmbeddingSettings",
     "IngestionSettings",
     "KnowledgeFlowSettings",
+    "RerankSettings",
     "KGSettings",
     "McpSettings",
     "SettingsSection",

@@ -39,6 +39,7 @@ from rags_expert.rag.fallback import build_fallback_retriever
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.rag.profiles import profile_for
+from rags_expert.rag.reranking import HostReranker, RerankStage
 from rags_expert.settings import RagsExpertSettings, coerce_settings
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,12 @@ class RagsExpert(AgentFlow):
         lesson_memory: LessonMemory | None = None,
         embeddings: Embeddings | None = None,
         fallback_retriever: BaseRetriever | None = None,
+        reranker: HostReranker | None = None,
     ) -> None:
         """``fallback_retriever``: a second source searched once when nothing relevant is found
-        (:mod:`rags_expert.rag.fallback`); without it, ``fallback.collection`` names one, else there is none."""
+        (:mod:`rags_expert.rag.fallback`); without it, ``fallback.collection`` names one, else there is none.
+        ``reranker``: a LangChain ``BaseDocumentCompressor`` (or a :class:`~rags_expert.retrieval.rerank.base.Reranker`)
+        reordering the retrieved chunks before grading (:mod:`rags_expert.rag.reranking`)."""
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model
@@ -81,6 +85,8 @@ class RagsExpert(AgentFlow):
         self.lesson_memory = lesson_memory
         self.embeddings = embeddings
         self.fallback_retriever = fallback_retriever
+        self.reranker = reranker
+        self.rerank: RerankStage | None = None
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
@@ -102,6 +108,7 @@ class RagsExpert(AgentFlow):
             self.retriever = _default_retriever(settings)
         if self.fallback_retriever is None:
             self.fallback_retriever = build_fallback_retriever(settings)
+        self.rerank = RerankStage.from_settings(settings, self.reranker)
         if settings.lessons.enabled and self.lesson_memory is None:
             self.lesson_memory = LessonMemory.from_settings(settings)
         self._graph = self.build_graph()
@@ -118,6 +125,7 @@ class RagsExpert(AgentFlow):
             lessons=self.lesson_memory if settings.lessons.enabled else None,
             fallback_retriever=self.fallback_retriever,
             evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
+            rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
         )
         return build_graph(deps)
 

@@ -48,6 +48,7 @@ from rags_expert.rag.options import (
 from rags_expert.rag.profiles import ModelProfile, profile_for
 from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
+from rags_expert.rag.reranking import RerankStage
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.retrieval.options import SearchOptions
@@ -71,6 +72,8 @@ class RagDeps:
     """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
+    rerank: RerankStage = field(default_factory=RerankStage)
+    """The reranking stage between retrieval and grading (:mod:`rags_expert.rag.reranking`; default: none)."""
 
     def __post_init__(self) -> None:
         if self.evidence is None:
@@ -153,15 +156,15 @@ class RagNodes:
 
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Fetch chunks for the current query with the request's options (validated by ``prepare``); a
-        retriever fault ends the run honestly."""
+        """Fetch chunks for the current query with the request's options (validated by ``prepare``), reranked
+        (:mod:`~rags_expert.rag.reranking`); a retriever fault ends the run honestly."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
         queries = [*value(state, "queries"), query]
         if options.scopes_nothing:  # nothing in scope: no search, and no rephrasing can find more
             return {"documents": [], "queries": queries, "max_rephrases": value(state, "rephrases")}
-        docs = await ainvoke_retriever(self.deps.retriever, query, config, options)
-        return {"documents": list(docs)[: options.limit], "queries": queries}
+        docs = await ainvoke_retriever(self.deps.retriever, query, config, self.deps.rerank.fetch(options))
+        return {"documents": await self.deps.rerank.apply(query, docs, options.limit), "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a

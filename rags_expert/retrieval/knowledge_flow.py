@@ -178,8 +178,9 @@ class KnowledgeFlowClient:
         """The endpoint for messages, with any URL credentials redacted."""
         return redact(self.url, self._secrets())
 
-    def _post(self, body: dict[str, Any]) -> tuple[requests.Response, int]:
-        """POST with retries on connection errors, timeouts, 429 and 5xx (the shared backoff).
+    def _post(self, body: dict[str, Any], path: str = "/vector/search") -> tuple[requests.Response, int]:
+        """POST to ``path`` (the reranker's: ``/vector/rerank``) with retries on connection errors, timeouts, 429
+        and 5xx (the shared backoff).
 
         Returns the last response and the number of attempts. A 500 whose body repeats the previous
         attempt's is deterministic (a bad tag id, say) and is not retried again. The waits double
@@ -194,7 +195,8 @@ class KnowledgeFlowClient:
             retry_error_callback=self._gave_up,
             sleep=time.sleep,
         )
-        resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.timeout)
+        url = self.url.removesuffix("/vector/search") + path
+        resp = retrying(requests.post, url, json=body, headers=self._headers(), timeout=s.timeout)
         return resp, retrying.statistics.get("attempt_number", 1)
 
     def _gave_up(self, state: RetryCallState) -> requests.Response | None:

@@ -42,6 +42,7 @@ from rags_expert.settings.knowledge import (
 )
 from rags_expert.settings.mcp import McpSettings, McpTransport
 from rags_expert.settings.reference import settings_reference
+from rags_expert.settings.rerank import RerankApi, RerankKind, RerankSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
@@ -84,6 +85,9 @@ __all__ = [
     "ModelProfileName",
     "OmpWaitPolicy",
     "RagsExpertSettings",
+    "RerankApi",
+    "RerankKind",
+    "RerankSettings",
     "RetrievalMode",
     "RetrievalSettings",
     "SearchPolicy",

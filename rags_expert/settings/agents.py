@@ -35,6 +35,7 @@ from rags_expert.settings.knowledge import (
     StoreSettings,
 )
 from rags_expert.settings.mcp import McpSettings
+from rags_expert.settings.rerank import RerankSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
     CheckpointerSettings,
@@ -225,6 +226,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     refinement: RefinementSettings = Field(default_factory=RefinementSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:

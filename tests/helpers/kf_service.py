@@ -12,7 +12,8 @@ by URL) and serves ``POST {base}/vector/search``:
   by document server-side; unknown tag ids are intersected away (no hits).
 
 A missing request field gets FastAPI's 422. Hits are ranked by word overlap with the question; an empty
-tag list means no filter, as in the real service.
+tag list means no filter, as in the real service. ``POST {base}/vector/rerank`` (``{"question", "documents": [hit],
+"top_r"}``) answers the hits it was sent, best first by the same overlap, ``top_r`` of them.
 """
 
 from __future__ import annotations
@@ -170,6 +171,13 @@ class KnowledgeFlowService:
         make = v1_hit if self.generation == "v1" else v2_hit
         return 200, [make(c, s, n) for n, (c, s) in enumerate(rank(body[need], pool)[:top_k], start=1)]
 
+    def rerank_answer(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """``POST /vector/rerank {"question", "documents": [hit], "top_r"}``: the hits by word overlap, best first."""
+        if not isinstance(body.get("question"), str) or not isinstance(body.get("documents"), list):
+            return 422, {"detail": [{"type": "missing", "loc": ["body", "documents"], "msg": "Field required"}]}
+        top_r = body.get("top_r", 6)
+        return 200, [hit | {"score": s} for hit, s in rank(body["question"], body["documents"])[:top_r]]
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
@@ -182,6 +190,8 @@ class KnowledgeFlowService:
                 with owner._lock:
                     owner.requests.append((self.path, body, dict(self.headers)))
                     fault = owner.faults.pop(0) if owner.faults else None
+                if self.path.endswith("/knowledge-flow/v1/vector/rerank"):
+                    return self._send(*(fault or owner.rerank_answer(body)))
                 if not self.path.endswith("/knowledge-flow/v1/vector/search"):
                     return self._send(404, {"detail": "Not Found"})
                 self._send(*(fault or owner.answer(body)))
