@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -116,6 +117,7 @@ class LessonMemory:
         self.clock = clock
         self._model_name = model_name
         self._ready = False
+        self._empty_until: dict[str, float] = {}  # scope -> monotonic time until which it is taken as empty
 
     @property
     def embeddings(self) -> Embeddings:
@@ -171,13 +173,26 @@ class LessonMemory:
 
     # --- the two operations ------------------------------------------------------------------
 
+    def known_empty(self, scope: str) -> bool:
+        """Whether ``scope`` was found empty within the last ``lessons.recheck_empty_s`` (no store access)."""
+        return self._empty_until.get(scope, 0.0) > time.monotonic()
+
     def has_lessons(self, scope: str) -> bool:
-        """Whether ``scope`` holds a lesson young enough to recall: one count, no embedding."""
+        """Whether ``scope`` holds a lesson young enough to recall: one count, no embedding (none while
+        :meth:`known_empty`)."""
+        if self.known_empty(scope):
+            return False
         with self.lock:
             name = self.settings.collection
-            if not self.client.collection_exists(name):
-                return False
-            return self.client.count(name, count_filter=self._recall_filter(scope), exact=True).count > 0
+            found = self.client.collection_exists(name) and (
+                self.client.count(name, count_filter=self._recall_filter(scope), exact=True).count > 0
+            )
+        if not found and self.settings.recheck_empty_s:
+            now = time.monotonic()
+            if len(self._empty_until) > 4096:  # many scopes (users): forget the expired ones
+                self._empty_until = {k: t for k, t in self._empty_until.items() if t > now}
+            self._empty_until[scope] = now + self.settings.recheck_empty_s
+        return found
 
     def recall_sync(self, question: str, scope: str) -> list[Lesson]:
         """The top-k lessons whose failing question is similar to ``question`` (above the floor); [] at once,
@@ -244,6 +259,7 @@ class LessonMemory:
                 ],
             )
             self._evict(scope)
+        self._empty_until.pop(scope, None)
         return point_id, False
 
     # --- caps -------------------------------------------------------------------------------

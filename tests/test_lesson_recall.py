@@ -165,3 +165,21 @@ async def test_a_failed_question_reports_its_timings_too(castle_docs):
         meta["timings"]["by_node"]["retrieve"]["runs"] == 2
         and meta["timings"]["by_node"]["rephrase_query"]["runs"] == 1
     )
+
+
+async def test_a_scope_found_empty_sees_a_lesson_this_process_stores_at_once(settings):
+    memory = _memory(settings, DeterministicFakeEmbedding(size=32))
+    assert not memory.has_lessons("rag") and memory.known_empty("rag")
+    await memory.store(LESSON, QUESTION, 0.0, "rag")
+    assert [lesson.text for lesson in await memory.recall(QUESTION, "rag")] == [LESSON]
+
+
+@pytest.mark.parametrize("recheck", [30.0, 0.0])
+async def test_a_lesson_another_memory_stores_is_seen_after_recheck_empty_s(settings, recheck):
+    fake = DeterministicFakeEmbedding(size=32)
+    lessons = settings.lessons.model_copy(update={"recheck_empty_s": recheck})
+    reader = _memory(settings.model_copy(update={"lessons": lessons}), fake)
+    assert await reader.recall(QUESTION, "rag") == []
+    await _memory(settings, fake).store(LESSON, QUESTION, 0.0, "rag")  # another process, as far as reader knows
+    recalled = [lesson.text for lesson in await reader.recall(QUESTION, "rag")]
+    assert recalled == ([] if recheck else [LESSON])

@@ -6,7 +6,8 @@ and returns at once; retrieval and the relevance grades go on meanwhile, and the
 answer takes the lessons (:meth:`LessonRecalls.take`: by then the recall is usually done). The recall itself:
 
 * skips at once when the scope holds no lesson (:meth:`~rags_expert.lessons.LessonMemory.has_lessons`, one
-  count: the question is not embedded and the embedding model is not even loaded);
+  count: the question is not embedded and the embedding model is not even loaded), and runs nothing at all
+  while the scope is known to be empty (``lessons.recheck_empty_s``);
 * otherwise embeds the question through :func:`~rags_expert.retrieval.embeddings.query_vector`, which the
   knowledge base's search uses too: the vector is computed once for both, even at the same moment.
 
@@ -67,7 +68,7 @@ class LessonRecalls:
 
     def __init__(self, memory: LessonMemory | None) -> None:
         self.memory = memory
-        self._pending: dict[str, tuple[asyncio.Task[Recalled], float]] = {}
+        self._pending: dict[str, tuple[asyncio.Task[Recalled] | None, float]] = {}
         self._lock = threading.Lock()  # one agent may serve runs on several event loops (threads)
 
     def start(self, question: str, scope: str) -> str:
@@ -76,7 +77,9 @@ class LessonRecalls:
         if self.memory is None or not scope:
             return ""
         key = uuid.uuid4().hex
-        task = asyncio.get_running_loop().create_task(_recall(self.memory, question, scope))
+        task = None  # known to be empty: nothing to run
+        if not self.memory.known_empty(scope):
+            task = asyncio.get_running_loop().create_task(_recall(self.memory, question, scope))
         now = time.monotonic()
         with self._lock:
             for old in [k for k, (_, at) in self._pending.items() if now - at > MAX_PENDING_S]:
@@ -84,12 +87,11 @@ class LessonRecalls:
             self._pending[key] = (task, now)
         return key
 
-    def _drop(self, key: str) -> asyncio.Task[Recalled] | None:
+    def _drop(self, key: str) -> None:
         """Forget a recall (under the lock); cancel it when it is not done (on its own loop)."""
         task, _ = self._pending.pop(key, (None, 0.0))
         if task is not None and not task.done():
             task.get_loop().call_soon_threadsafe(task.cancel)
-        return task
 
     def discard(self, state: RagState) -> None:
         """Drop the question's recall if no answer took it (the finalize nodes)."""
@@ -105,8 +107,10 @@ class LessonRecalls:
             return {}
         waiting = time.perf_counter()
         with self._lock:
-            task, _ = self._pending.pop(key, (None, 0.0))
-        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            task, _ = self._pending.pop(key, (False, 0.0))
+        if task is None:  # the scope was known to be empty
+            recalled = Recalled([], 0.0, True, started=waiting, done=waiting)
+        elif isinstance(task, asyncio.Task) and task.get_loop() is asyncio.get_running_loop():
             recalled = await task
         else:  # started elsewhere (another loop or process), or dropped: recall here
             recalled = await _recall(self.memory, state["question"], state["lesson_scope"])
