@@ -4,6 +4,7 @@ embedding anything, and its cost is in ``response_metadata["timings"]`` with eve
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -183,3 +184,32 @@ async def test_a_lesson_another_memory_stores_is_seen_after_recheck_empty_s(sett
     await _memory(settings, fake).store(LESSON, QUESTION, 0.0, "rag")  # another process, as far as reader knows
     recalled = [lesson.text for lesson in await reader.recall(QUESTION, "rag")]
     assert recalled == ([] if recheck else [LESSON])
+
+
+async def test_the_search_and_the_recall_embed_the_question_once(tmp_path, monkeypatch):
+    from rags_expert.retrieval.embeddings import WordLlamaEmbeddings
+    from rags_expert.retrieval.ingest import Ingestor
+    from rags_expert.retrieval.qdrant import KnowledgeBase
+
+    settings = RagsExpertSettings(
+        store={"data_dir": str(tmp_path / "data")}, embeddings={"provider": "wordllama"}, lessons={"enabled": True}
+    )
+    try:
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "varen.md").write_text("# Varen\nCastle Varen was built in 1412 by Duke Albrecht on the river Mura.")
+        Ingestor(KnowledgeBase(settings)).run([docs])
+        await LessonMemory.from_settings(settings).store(LESSON, QUESTION, 0.0, scope_key("rag", settings.lessons))
+        embedded: list[str] = []
+        embed = WordLlamaEmbeddings.embed_query
+        monkeypatch.setattr(WordLlamaEmbeddings, "embed_query", lambda self, t: embedded.append(t) or embed(self, t))
+        question = f"When was Castle Varen built? (asked in {uuid.uuid4().hex})"  # never embedded before
+        agent = await RagsExpert(settings, chat_model=_script([])).async_init()  # the knowledge base's retriever
+
+        final, _ = await _ask(agent.get_compiled_graph(), question, "t")
+
+        assert final.response_metadata["outcome"] == "success"
+        assert final.response_metadata["timings"]["lesson_recall"]["skipped"] is False  # it did search the lessons
+        assert embedded.count(question) == 1
+    finally:
+        close_client(settings.store)
