@@ -1,23 +1,24 @@
-"""Speed and cost of one question: round trips (in units of the model's latency L), requests, tokens, client CPU.
+"""Speed and cost of a question with the default settings, against a hand-written minimal pipeline (issue 27).
 
 A local OpenAI-compatible server (tests/helpers/openai_server.py, in a child process so its CPU is not the client's)
 answers every request after L seconds, saying yes to every grade and citing chunk [1] in every answer: the
-happy path. The agent runs with LangChain's real ChatOpenAI over HTTP, an in-memory retriever of k chunks.
+happy path. The agent runs with LangChain's real ChatOpenAI over HTTP and an in-memory list retriever of k
+chunks, with the **default settings** (only the endpoint, ``retrieval.top_k`` = k and a fresh temporary
+``store.data_dir`` differ: ``--show-settings`` prints every setting that differs from the defaults).
 
-Variants, interleaved in one run:
+Three pipelines, measured side by side in one run (interleaved, the order rotated):
 
-* ``before``: the path before issue 13 (grading.concurrency 8, no speculative draft, one call per chunk);
-* ``one wave``: every chunk graded at once, no draft;
-* ``speculative``: the default (one wave + the speculative draft);
-* ``batch``: the default with ``grading.batch`` (one grading call for all chunks);
+* ``default``: ``RagsExpert`` with the default settings (lesson memory on; its store is empty);
+* ``lessons off``: the same with ``lessons.enabled`` false;
 * ``minimal``: a hand-written LangGraph pipeline (retrieve → k grades at once → answer → two checks at once)
-  on the same ChatOpenAI, making the same calls as ``one wave``: the floor of what the framework costs.
+  on ChatOpenAI, with the same kind of requests and no corrective logic.
 
-Part 1 prints wall time per question / L, requests and tokens (the server's usage: ~4 characters a token) for
-k = 4, 8, 16. Part 2 runs questions back to back against a server with no delay and prints the client's CPU
-time per question (``time.process_time``) for each variant and its ratio to ``minimal``.
+Rows: the happy path's wall time per question in units of L at each k (median of ``--repeats``); the client's
+CPU per question (``time.process_time``, every thread of this process) against a server with no delay, as a
+ratio to ``minimal``; ``--concurrent`` questions at once (L as above), wall time as a ratio to ``minimal``'s.
 
-    python bench/speed_cost.py --latency 0.3 --ks 4 8 16 --repeats 3 --cpu-questions 40
+    python bench/speed_cost.py                      # L = 0.3 s, k = 4 8 16, 3 repeats, 40 CPU questions, 100 at once
+    python bench/speed_cost.py --show-settings      # and the settings that differ from the defaults
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TypedDict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-os.environ.setdefault("RAGS_EXPERT_LESSONS__ENABLED", "false")
 
 from helpers.openai_server import OpenAIServer, request_kind  # noqa: E402
 from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
@@ -45,16 +46,13 @@ from langchain_core.messages import HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
+from pydantic import SecretStr  # noqa: E402
 
-from rags_expert import RagsExpert  # noqa: E402
+from rags_expert import RagsExpert, RagsExpertSettings  # noqa: E402
 
 QUESTION = "When was Castle Varen built?"
-VARIANTS = {
-    "before": {"speculative_draft": False, "grading": {"concurrency": 8}},
-    "one wave": {"speculative_draft": False},
-    "speculative": {},
-    "batch": {"grading": {"batch": True}},
-}
+PIPELINES = {"default": {}, "lessons off": {"lessons": {"enabled": False}}}
+"""Our agent's settings besides the endpoint, k and the data folder (``default``: none)."""
 
 
 # --- the server, in a child process ---------------------------------------------------------------
@@ -139,20 +137,30 @@ def make_docs(k: int) -> list[Document]:
     ]
 
 
-async def our_graph(base_url: str, k: int, variant: dict[str, Any]):
+def bench_settings(base_url: str, k: int, variant: dict[str, Any], data_dir: str) -> RagsExpertSettings:
+    """The agent's settings: the defaults but for the endpoint, ``retrieval.top_k`` = k, a fresh data folder
+    (so the lesson store starts empty and the user's is left alone) and ``variant``."""
     settings = {
-        "llm": {"base_url": base_url, "api_key": "sk-bench-000000", "max_retries": 2},
+        "llm": {"base_url": base_url, "api_key": "sk-bench-000000"},
         "retrieval": {"top_k": k},
+        "store": {"data_dir": data_dir},
         **variant,
     }
+    return RagsExpertSettings(**settings)
+
+
+async def our_graph(base_url: str, k: int, variant: dict[str, Any], data_dir: str | None = None):
+    """Our agent on ``ListRetriever``; the returned ``ask()`` checks the answer passed and returns its metadata."""
+    data_dir = data_dir or tempfile.mkdtemp(prefix="rx-speed-")
+    settings = bench_settings(base_url, k, variant, data_dir)
     agent = await RagsExpert(settings, retriever=ListRetriever(docs=make_docs(k))).async_init()
     graph = agent.get_compiled_graph(checkpointer=False)
 
-    async def ask() -> str:
+    async def ask() -> dict[str, Any]:
         out = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]})
         final = out["messages"][-1]
         assert final.response_metadata["outcome"] == "success", final.content
-        return final.response_metadata.get("answer_kind", "")
+        return final.response_metadata
 
     return ask
 
@@ -212,84 +220,169 @@ def minimal_pipeline(base_url: str, k: int):
     builder.add_edge("check", END)
     graph = builder.compile()
 
-    async def ask() -> str:
+    async def ask() -> dict[str, Any]:
         out = await graph.ainvoke({"question": QUESTION})
         assert out["ok"]
-        return "minimal"
+        return {}
 
     return ask
 
 
-# --- the two parts --------------------------------------------------------------------------------
+# --- the three measures ---------------------------------------------------------------------------
 
 
-async def latency_table(latency: float, ks: list[int], repeats: int) -> list[str]:
+async def askers(base_url: str, k: int, data_dir: str) -> dict[str, Any]:
+    """The three pipelines at k, warmed up (HTTP pools open, caches filled)."""
+    out = {name: await our_graph(base_url, k, v, data_dir) for name, v in PIPELINES.items()}
+    out["minimal"] = minimal_pipeline(base_url, k)
+    for ask in out.values():
+        await ask()
+    return out
+
+
+def rotations(names: list[str], repeats: int):
+    """``names`` in a rotated order per repeat, so no pipeline always runs first."""
+    for r in range(repeats):
+        yield names[r % len(names) :] + names[: r % len(names)]
+
+
+async def happy_path(latency: float, ks: list[int], repeats: int, data_dir: str, recalls: list[dict]) -> dict:
+    """Median wall time per question / L, and requests per question, per pipeline and k."""
     server = Server(latency)
-    rows = [
-        "| k | variant | time / L (median) | requests | prompt tokens | completion tokens |",
-        "|---|---|---|---|---|---|",
-    ]
+    result: dict[str, dict[int, tuple[float, int]]] = {}
     try:
         for k in ks:
-            askers = {name: await our_graph(server.base_url, k, v) for name, v in VARIANTS.items()}
-            askers["minimal"] = minimal_pipeline(server.base_url, k)
-            for ask in askers.values():  # warm the HTTP pools
-                await ask()
-            times: dict[str, list[float]] = {n: [] for n in askers}
-            counts: dict[str, list[tuple[int, int, int]]] = {n: [] for n in askers}
-            names = list(askers)
-            for r in range(repeats):
-                for name in names[r % len(names) :] + names[: r % len(names)]:  # rotate the order
-                    before = server.stats()
+            ask = await askers(server.base_url, k, data_dir)
+            times: dict[str, list[float]] = {n: [] for n in ask}
+            requests: dict[str, int] = {}
+            for order in rotations(list(ask), repeats):
+                for name in order:
+                    before = server.stats()[0]
                     start = time.perf_counter()
-                    await askers[name]()
+                    meta = await ask[name]()
                     times[name].append(time.perf_counter() - start)
-                    after = server.stats()
-                    counts[name].append(tuple(a - b for a, b in zip(after, before)))  # type: ignore[arg-type]
-            for name in names:
-                n, p, c = counts[name][-1]
-                rows.append(f"| {k} | {name} | {statistics.median(times[name]) / latency:.2f} | {n} | {p} | {c} |")
+                    requests[name] = server.stats()[0] - before
+                    if "lesson_recall" in meta.get("timings", {}):
+                        recalls.append(meta["timings"]["lesson_recall"])
+            for name in ask:
+                result.setdefault(name, {})[k] = (statistics.median(times[name]) / latency, requests[name])
     finally:
         server.close()
-    return rows
+    return result
 
 
-async def cpu_table(questions: int, k: int) -> list[str]:
+async def client_cpu(questions: int, k: int, data_dir: str) -> dict[str, float]:
+    """Median client CPU seconds per question (no server delay), per pipeline."""
     server = Server(0.0)
     try:
-        askers = {name: await our_graph(server.base_url, k, v) for name, v in VARIANTS.items()}
-        askers["minimal"] = minimal_pipeline(server.base_url, k)
-        for ask in askers.values():
-            await ask()
-        cpu: dict[str, list[float]] = {n: [] for n in askers}
-        for _ in range(questions):
-            for name, ask in askers.items():
+        ask = await askers(server.base_url, k, data_dir)
+        cpu: dict[str, list[float]] = {n: [] for n in ask}
+        for order in rotations(list(ask), questions):
+            for name in order:
                 start = time.process_time()
-                await ask()
+                await ask[name]()
                 cpu[name].append(time.process_time() - start)
     finally:
         server.close()
-    floor = statistics.median(cpu["minimal"])
-    rows = [f"| variant (k = {k}) | client CPU ms / question (median) | / minimal |", "|---|---|---|"]
-    for name, values in cpu.items():
-        rows.append(f"| {name} | {1000 * statistics.median(values):.1f} | {statistics.median(values) / floor:.2f} |")
+    return {name: statistics.median(values) for name, values in cpu.items()}
+
+
+async def concurrent(latency: float, n: int, k: int, repeats: int, data_dir: str) -> dict[str, float]:
+    """Median wall seconds of ``n`` questions asked at once, per pipeline."""
+    server = Server(latency)
+    try:
+        ask = await askers(server.base_url, k, data_dir)
+        walls: dict[str, list[float]] = {name: [] for name in ask}
+        for order in rotations(list(ask), repeats):
+            for name in order:
+                start = time.perf_counter()
+                await asyncio.gather(*(ask[name]() for _ in range(n)))
+                walls[name].append(time.perf_counter() - start)
+    finally:
+        server.close()
+    return {name: statistics.median(values) for name, values in walls.items()}
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def settings_diff(settings: RagsExpertSettings) -> list[str]:
+    """``path = value`` for every setting that differs from the defaults (secrets masked)."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("RAGS_EXPERT_")}
+    try:
+        defaults = RagsExpertSettings().model_dump()
+    finally:
+        os.environ.update(saved)
+    lines: list[str] = []
+
+    def walk(ours: Any, theirs: Any, path: str) -> None:
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            for key in sorted(set(ours) | set(theirs)):
+                walk(ours.get(key), theirs.get(key), f"{path}.{key}" if path else key)
+        elif ours != theirs:
+            shown = "***" if isinstance(ours, SecretStr) else repr(ours)
+            lines.append(f"{path} = {shown} (default {theirs!r})")
+
+    walk(settings.model_dump(), defaults, "")
+    return lines
+
+
+def report(args: argparse.Namespace, latency: dict, cpu: dict[str, float], wall: dict[str, float]) -> list[str]:
+    """The issue's table: one column per pipeline, the goal last."""
+    ks = args.ks
+    rows = [
+        "| | default settings | lessons off | minimal pipeline | goal |",
+        "|---|---|---|---|---|",
+        f"| happy path k = {' / '.join(map(str, ks))} (× L) | "
+        + " | ".join(" / ".join(f"{latency[n][k][0]:.2f}" for k in ks) for n in ("default", "lessons off", "minimal"))
+        + " | ≤ 2.0 L |",
+        f"| requests per question, k = {' / '.join(map(str, ks))} | "
+        + " | ".join(" / ".join(str(latency[n][k][1]) for k in ks) for n in ("default", "lessons off", "minimal"))
+        + " | |",
+        f"| client CPU per question, k = {args.cpu_k} | "
+        + " | ".join(
+            f"{1000 * cpu[n]:.1f} ms = {cpu[n] / cpu['minimal']:.2f}×" for n in ("default", "lessons off", "minimal")
+        )
+        + " | ≤ 1.1× |",
+        f"| {args.concurrent} concurrent questions, k = {args.cpu_k}, wall | "
+        + " | ".join(
+            f"{wall[n]:.2f} s = {wall[n] / wall['minimal']:.2f}×" for n in ("default", "lessons off", "minimal")
+        )
+        + " | ≤ 1.1× |",
+    ]
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=0.3, help="seconds the server waits per request (L)")
-    ap.add_argument("--ks", type=int, nargs="+", default=[4, 8, 16])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--cpu-questions", type=int, default=40)
-    ap.add_argument("--cpu-k", type=int, default=4)
+    ap.add_argument("--ks", type=int, nargs="+", default=[4, 8, 16], help="chunks retrieved (happy-path rows)")
+    ap.add_argument("--repeats", type=int, default=3, help="questions per pipeline and k (the median is shown)")
+    ap.add_argument("--cpu-questions", type=int, default=40, help="questions per pipeline for the CPU row")
+    ap.add_argument("--cpu-k", type=int, default=4, help="k of the CPU and concurrency rows")
+    ap.add_argument("--concurrent", type=int, default=100, help="questions asked at once (0: skip the row)")
+    ap.add_argument("--concurrent-repeats", type=int, default=3)
+    ap.add_argument("--show-settings", action="store_true", help="print the settings that differ from the defaults")
     args = ap.parse_args()
+    data_dir = tempfile.mkdtemp(prefix="rx-speed-")
     print(f"# {platform.node()} {platform.python_version()}, {os.cpu_count()} cores, L = {args.latency}s")
-    for line in asyncio.run(latency_table(args.latency, args.ks, args.repeats)):
+    if args.show_settings:
+        print("# settings that differ from the defaults (pipeline 'default'; 'lessons off' adds lessons.enabled):")
+        for line in settings_diff(bench_settings("http://127.0.0.1:PORT/v1", args.cpu_k, {}, data_dir)):
+            print(f"#   {line}")
+    recalls: list[dict] = []
+    latency = asyncio.run(happy_path(args.latency, args.ks, args.repeats, data_dir, recalls))
+    cpu = asyncio.run(client_cpu(args.cpu_questions, args.cpu_k, data_dir))
+    wall = asyncio.run(concurrent(args.latency, args.concurrent, args.cpu_k, args.concurrent_repeats, data_dir))
+    for line in report(args, latency, cpu, wall):
         print(line)
-    print()
-    for line in asyncio.run(cpu_table(args.cpu_questions, args.cpu_k)):
-        print(line)
+    if recalls:
+        skipped = sum(bool(r.get("skipped")) for r in recalls)
+        print(
+            f"\nlesson recall (default, happy path): skipped (empty store) in {skipped}/{len(recalls)} questions; "
+            f"waited for at most {max(r['waited_s'] for r in recalls) * 1000:.2f} ms, "
+            f"recall wall at most {max(r['wall_s'] for r in recalls) * 1000:.2f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -98,30 +99,51 @@ class LessonMemory:
     def __init__(
         self,
         client: QdrantClient,
-        embeddings: Embeddings,
+        embeddings: Embeddings | Callable[[], Embeddings],
         settings: LessonSettings,
         *,
         lock: AbstractContextManager[Any] | None = None,
         model_name: str = "",
         clock: Clock = _utcnow,
     ) -> None:
+        """``embeddings``: the model, or a function that loads it (called on the first recall or store that
+        needs a vector, so an empty store never loads it)."""
         self.client = client
-        self.embeddings = embeddings
+        self._embeddings = embeddings if isinstance(embeddings, Embeddings) else None
+        self._load = embeddings if not isinstance(embeddings, Embeddings) else None
+        self._load_lock = threading.Lock()
         self.settings = settings
         self.lock = lock or threading.RLock()
         self.clock = clock
-        self.model_name = model_name or getattr(embeddings, "model_name", type(embeddings).__name__)
+        self._model_name = model_name
         self._ready = False
+        self._empty_until: dict[str, float] = {}  # scope -> monotonic time until which it is taken as empty
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model (loaded on first use)."""
+        if self._embeddings is None:
+            with self._load_lock:
+                if self._embeddings is None:
+                    assert self._load is not None
+                    self._embeddings = self._load()
+        return self._embeddings
+
+    @property
+    def model_name(self) -> str:
+        """The embedding model's name, recorded in the collection's metadata."""
+        emb = self.embeddings
+        return self._model_name or getattr(emb, "model_name", type(emb).__name__)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> LessonMemory:
-        """The lesson memory on the knowledge base's Qdrant (shared client) and embedding model."""
+        """The lesson memory on the knowledge base's Qdrant (shared client) and embedding model (loaded when
+        first needed: never while the store holds no lesson for the question's scope)."""
         from rags_expert.retrieval.embeddings import build_embeddings
         from rags_expert.retrieval.qdrant import get_client
 
         client, lock = get_client(settings.store)
-        embeddings = build_embeddings(settings.embeddings)
-        return cls(client, embeddings, settings.lessons, lock=lock)
+        return cls(client, lambda: build_embeddings(settings.embeddings), settings.lessons, lock=lock)
 
     # --- collection --------------------------------------------------------------------------
 
@@ -151,8 +173,34 @@ class LessonMemory:
 
     # --- the two operations ------------------------------------------------------------------
 
+    def known_empty(self, scope: str) -> bool:
+        """Whether ``scope`` was found empty within the last ``lessons.recheck_empty_s`` (no store access)."""
+        return self._empty_until.get(scope, 0.0) > time.monotonic()
+
+    def has_lessons(self, scope: str) -> bool:
+        """Whether ``scope`` holds a lesson young enough to recall: one count, no embedding (none while
+        :meth:`known_empty`)."""
+        if self.known_empty(scope):
+            return False
+        with self.lock:
+            name = self.settings.collection
+            found = self.client.collection_exists(name) and (
+                self.client.count(name, count_filter=self._recall_filter(scope), exact=True).count > 0
+            )
+        if not found and self.settings.recheck_empty_s:
+            now = time.monotonic()
+            if len(self._empty_until) > 4096:  # many scopes (users): forget the expired ones
+                self._empty_until = {k: t for k, t in self._empty_until.items() if t > now}
+            self._empty_until[scope] = now + self.settings.recheck_empty_s
+        return found
+
     def recall_sync(self, question: str, scope: str) -> list[Lesson]:
-        """The top-k lessons whose failing question is similar to ``question`` (above the floor)."""
+        """The top-k lessons whose failing question is similar to ``question`` (above the floor); [] at once,
+        without embedding the question, when the scope holds none (:meth:`has_lessons`)."""
+        return self.search_sync(question, scope) if self.has_lessons(scope) else []
+
+    def search_sync(self, question: str, scope: str) -> list[Lesson]:
+        """:meth:`recall_sync` without the emptiness check: embeds the question and searches."""
         vector = query_vector(self.embeddings, question)
         self._ensure_collection(len(vector))
         with self.lock:
@@ -211,6 +259,7 @@ class LessonMemory:
                 ],
             )
             self._evict(scope)
+        self._empty_until.pop(scope, None)
         return point_id, False
 
     # --- caps -------------------------------------------------------------------------------
@@ -315,9 +364,17 @@ async def recall_lessons(memory: LessonMemory | None, question: str, scope: str)
     if memory is None:
         return []
     try:
-        lessons = await memory.recall(question, scope)
+        lessons: list[Lesson] | BaseException = await memory.recall(question, scope)
     except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the attempt
-        log.warning("lesson recall failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
+        lessons = exc
+    return recalled_texts(lessons, question, scope)
+
+
+def recalled_texts(lessons: list[Lesson] | BaseException, question: str, scope: str) -> list[str]:
+    """The neutralised texts of recalled lessons (emits ``lesson_recalled``); [] after a failed recall
+    (logged, redacted)."""
+    if isinstance(lessons, BaseException):
+        log.warning("lesson recall failed: %s: %s", type(lessons).__name__, redact(str(lessons))[:300])
         return []
     texts = [neutralise(lesson.text) for lesson in lessons]
     emit(

@@ -2,7 +2,8 @@
 
 Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
-``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`); on
+``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`),
+``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag.timings.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
 after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
@@ -22,6 +23,7 @@ from langchain_core.messages import AIMessage
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.llm.usage import summary
 from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag import timings
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.state import RagState, value
@@ -47,6 +49,7 @@ def success_message(state: RagState) -> AIMessage:
             "question": state["question"],
             "llm_calls": value(state, "llm_calls"),
             "usage": summary(value(state, "usage"), value(state, "llm_calls")),
+            "timings": timings.summary(value(state, "timings")),
         },
     )
 
@@ -77,6 +80,7 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
         "question": question,
         "llm_calls": value(state, "llm_calls"),
         "usage": summary(value(state, "usage"), value(state, "llm_calls")),
+        "timings": timings.summary(value(state, "timings")),
     }
     if error:
         metadata["error"] = error

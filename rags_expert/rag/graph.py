@@ -33,7 +33,8 @@ chunks not yet refined to their relevant strips on the way to ``generate``.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 from langgraph.graph import END, START, StateGraph
 
@@ -44,6 +45,15 @@ from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
 from rags_expert.rag.state import InputState, OutputState, RagState, value
+from rags_expert.rag.timings import timed
+
+N = TypeVar("N", bound=Callable[..., Awaitable[Any]])
+
+
+def _node(name: str, fn: N) -> N:
+    """A node as the graph runs it: its calls and tokens metered (``usage``), its wall and CPU seconds timed
+    (``timings``)."""
+    return metered(name, timed(name, fn))
 
 
 def _generations_left(state: RagState) -> bool:
@@ -158,7 +168,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     """Wire the nodes and routers into an (uncompiled) StateGraph.
 
     Every node is :func:`~rags_expert.llm.usage.metered` (the calls and tokens of those that call the model go to
-    the state's ``usage``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
+    the state's ``usage``) and :func:`~rags_expert.rag.timings.timed` (its wall and CPU seconds go to ``timings``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
 
     Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
     come as the run's context (``RequestContext``) or in ``configurable``.
@@ -167,21 +177,21 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
-    builder.add_node("prepare", metered("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    builder.add_node("retrieve", metered("retrieve", nodes.retrieve))
-    builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
-    builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
+    builder.add_node("prepare", _node("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
+    builder.add_node("retrieve", _node("retrieve", nodes.retrieve))
+    builder.add_node("grade_documents", _node("grade_documents", nodes.grade_documents))
+    builder.add_node("rephrase_query", _node("rephrase_query", nodes.rephrase_query))
     fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
-    builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
+    builder.add_node(FALLBACK_NODE, _node(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
-    builder.add_node(REFINE_NODE, metered(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
-    builder.add_node("generate", metered("generate", nodes.generate))
-    builder.add_node("grade_generation", metered("grade_generation", nodes.grade_generation))
-    builder.add_node("reflect", metered("reflect", nodes.reflect))
-    builder.add_node("extract_answer", metered("extract_answer", nodes.extract_answer))
-    builder.add_node(BUDGET_NODE, budget_exceeded)
-    builder.add_node("finalize_success", metered("finalize_success", nodes.finalize_success))
-    builder.add_node("finalize_failure", metered("finalize_failure", nodes.finalize_failure))
+    builder.add_node(REFINE_NODE, _node(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
+    builder.add_node("generate", _node("generate", nodes.generate))
+    builder.add_node("grade_generation", _node("grade_generation", nodes.grade_generation))
+    builder.add_node("reflect", _node("reflect", nodes.reflect))
+    builder.add_node("extract_answer", _node("extract_answer", nodes.extract_answer))
+    builder.add_node(BUDGET_NODE, timed(BUDGET_NODE, budget_exceeded))
+    builder.add_node("finalize_success", _node("finalize_success", nodes.finalize_success))
+    builder.add_node("finalize_failure", _node("finalize_failure", nodes.finalize_failure))
 
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", *budgeted(route_after_prepare))

@@ -25,12 +25,7 @@ from langgraph.runtime import Runtime
 from rags_expert.conversation import followup_transcript, open_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.lessons import (
-    LessonMemory,
-    learn_from_failure,
-    recall_lessons,
-    scope_key,
-)
+from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
@@ -46,6 +41,7 @@ from rags_expert.rag.options import (
     read_request,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
+from rags_expert.rag.recall import LessonRecalls, with_lessons
 from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.reranking import RerankStage
@@ -106,6 +102,7 @@ class RagNodes:
         self.judge = RelevanceJudge(
             deps.model, deps.grading, deps.evidence, deps.settings.evidence, by_llm=deps.profile.relevance == "llm"
         )
+        self.recalls = LessonRecalls(deps.lessons)  # started by prepare, taken by the first answer call
 
     def _lesson_scope(self, request: RequestOptions) -> str:
         """The lesson scope of this request ("" when the lesson memory is off)."""
@@ -123,7 +120,8 @@ class RagNodes:
         self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
     ) -> dict[str, Any]:
         """Start a question: reset the working state and the call count, validate the request's options
-        once, take the last user message, make a follow-up standalone, recall lessons."""
+        once, take the last user message, make a follow-up standalone, start recalling lessons (beside the
+        retrieval: :mod:`rags_expert.rag.recall`)."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
         start = open_question(value(state, "messages"), config, self.deps.settings.max_question_chars)
         question = start.question
@@ -150,9 +148,8 @@ class RagNodes:
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
-        scope = update["lesson_scope"]
-        lessons = await recall_lessons(self.deps.lessons, question, scope) if scope else []
-        return update | {"question": question, "query": question, "lessons": lessons}
+        recall = self.recalls.start(question, update["lesson_scope"])
+        return update | {"question": question, "query": question, "lesson_recall": recall}
 
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
@@ -178,11 +175,12 @@ class RagNodes:
         docs = list(fresh.values())
         drafting = self._speculates(state, docs)
         judging = self.judge.judge(state["question"], docs, config)
+        recalled: dict[str, Any] = {}
         if drafting:
-            judged, draft = await asyncio.gather(judging, self._draft(state, docs, config))
+            judged, (recalled, draft) = await asyncio.gather(judging, self._draft(state, docs, config))
         else:
             judged, draft = await judging, ""
-        update: dict[str, Any] = {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
+        update: dict[str, Any] = recalled | {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
             return update | failure(self.redacted_error(judged.error), "llm_error")
         new = []
@@ -206,16 +204,18 @@ class RagNodes:
             and len(value(state, "queries")) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet
         )
 
-    async def _draft(self, state: RagState, docs: list[Document], config: RunnableConfig) -> str | BaseException:
-        """The speculative draft over the retrieved chunks (tagged, so a host can tell it from an answer), or
-        the failure of its call (a failed draft is only discarded)."""
+    async def _draft(
+        self, state: RagState, docs: list[Document], config: RunnableConfig
+    ) -> tuple[dict[str, Any], str | BaseException]:
+        """The recalled lessons' update and the speculative draft over the retrieved chunks (tagged, so a host
+        can tell it from an answer), or the failure of its call (a failed draft is only discarded)."""
+        recalled = await self.recalls.take(state)  # the relevance grades are not kept waiting for it
         tags = [*(config or {}).get("tags", []), DRAFT_TAG]
         try:
-            return await self._write_answer(
-                state, docs[: self.deps.settings.max_context_chunks], {**config, "tags": tags}
-            )
+            chunks = docs[: self.deps.settings.max_context_chunks]
+            return recalled, await self._write_answer(with_lessons(state, recalled), chunks, {**config, "tags": tags})
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-            return exc
+            return recalled, exc
 
     @fails_as("llm_error", charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1})
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
@@ -244,8 +244,9 @@ class RagNodes:
         A failed answer call ends the run (``llm_error``, the call counted); a prompt that cannot be rendered
         ends it as ``prompt_error`` (no call made, none counted).
         """
-        answer = await self._write_answer(state, refined_context(state["relevant"], value(state, "strips")), config)
-        return {"answer": answer}
+        recalled = await self.recalls.take(state)  # lessons not taken by a draft yet
+        context = refined_context(state["relevant"], value(state, "strips"))
+        return recalled | {"answer": await self._write_answer(with_lessons(state, recalled), context, config)}
 
     async def _write_answer(self, state: RagState, chunks: list[Document], config: RunnableConfig) -> str:
         """One answer call over ``chunks`` (numbered from 1) with the profile's prompt; raises LLMCallError."""
@@ -378,11 +379,13 @@ class RagNodes:
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""
+        self.recalls.discard(state)
         return fresh_question(self.deps.settings) | {
             "messages": [redact_message(success_message(state), self._secrets)]
         }
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
         """Say honestly that no grounded answer was found (offering a grounded partial answer), never raise."""
+        self.recalls.discard(state)
         message = failure_message(self.deps.prompts, state, self.redacted_error)
         return fresh_question(self.deps.settings) | {"messages": [redact_message(message, self._secrets)]}

@@ -27,6 +27,7 @@ from langgraph.types import Overwrite
 
 from rags_expert.llm.usage import add_usage
 from rags_expert.rag.profiles import RefinePlan, profile_for
+from rags_expert.rag.timings import add_timings
 from rags_expert.settings import RagsExpertSettings
 
 
@@ -98,7 +99,10 @@ class RagState(InputState, total=False):
     lesson_scope: str
     """The lesson-memory scope of this request ("" when the lesson memory is off)."""
     lessons: list[str]
-    """Lessons recalled for this question (advice from earlier failures), shown to ``generate``."""
+    """Lessons recalled for this question (advice from earlier failures), shown to the answer prompt."""
+    lesson_recall: str
+    """The key of this question's lesson recall while it runs beside the graph (:mod:`rags_expert.rag.recall`);
+    "" once ``lessons`` holds its result, or with no recall."""
     llm_calls: Annotated[int, operator.add]
     """LLM requests made for this question (transport retries not counted)."""
     error: str
@@ -106,6 +110,9 @@ class RagState(InputState, total=False):
     failure_reason: str
     usage: Annotated[dict[str, dict[str, Any]], add_usage]
     """Calls and tokens per node for this question (see :mod:`rags_expert.llm.usage`); restarted with ``llm_calls``."""
+    timings: Annotated[dict[str, dict[str, Any]], add_timings]
+    """Wall and CPU seconds per node for this question (see :mod:`rags_expert.rag.timings`); restarted with
+    ``llm_calls``."""
     max_calls: int | None
     """The question's LLM-call budget (``budget.max_calls``; None: none)."""
     max_tokens: int | None
@@ -146,14 +153,16 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "search": {},
         "lesson_scope": "",
         "lessons": [],
+        "lesson_recall": "",
         "llm_calls": 0,
         "usage": {},
+        "timings": {},
     }
 )
 """The one table of working-state defaults: the value of every :class:`RagState` key a state lacks (read
 with :func:`value`) and, but for the settings' loop caps, budget and refinement, a fresh question's state."""
 
-PER_RUN = ("messages", "llm_calls", "usage")
+PER_RUN = ("messages", "llm_calls", "usage", "timings")
 """Keys :func:`fresh_question` leaves alone: the conversation, and the counts ``prepare`` restarts."""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -139,29 +140,48 @@ class ProbedEmbeddings(NamedEmbeddings):
 QUERY_CACHE_SIZE = 32
 _QUERIES: weakref.WeakKeyDictionary[Any, OrderedDict[str, list[float]]] = weakref.WeakKeyDictionary()
 _QUERIES_LOCK = threading.Lock()
+_PENDING: dict[tuple[int, str], Future[list[float]]] = {}
+"""Queries being embedded now, by model and text: a second caller waits for the first one's vector."""
 
 
 def query_vector(embeddings: Embeddings, text: str) -> list[float]:
     """``embeddings.embed_query(text)``, remembered for the model's last few queries.
 
-    One question is embedded for the lesson recall, the search and the evidence: with this, once; only its first
+    One question is embedded for the lesson recall, the search and the evidence: with this, once (also when the
+    recall and the search ask at the same time: the second waits for the first's vector); only its first
     ``max_input_chars`` characters (:func:`embedding_input`), so a long question costs no more than the model reads. A model
     that cannot be weakly referenced is simply asked every time.
     """
     with _QUERIES_LOCK:
+        cache: OrderedDict[str, list[float]] | None
         try:
             cache = _QUERIES.setdefault(embeddings, OrderedDict())
         except TypeError:
             cache = None
-        if cache is not None and text in cache:
-            cache.move_to_end(text)
-            return cache[text]
-    vector = embeddings.embed_query(embedding_input(embeddings, text))
-    if cache is not None:
+        if cache is not None:
+            if text in cache:
+                cache.move_to_end(text)
+                return cache[text]
+            key = (id(embeddings), text)
+            waiting = key in _PENDING
+            future: Future[list[float]] = _PENDING.setdefault(key, Future())
+    if cache is None:
+        return embeddings.embed_query(embedding_input(embeddings, text))
+    if waiting:  # another thread embeds the same question right now (the search and the lesson recall)
+        return future.result()
+    try:
+        vector = embeddings.embed_query(embedding_input(embeddings, text))
+    except BaseException as exc:
+        future.set_exception(exc)
+        raise
+    finally:
         with _QUERIES_LOCK:
-            cache[text] = vector
-            while len(cache) > QUERY_CACHE_SIZE:
-                cache.popitem(last=False)
+            _PENDING.pop(key, None)
+    with _QUERIES_LOCK:
+        cache[text] = vector
+        while len(cache) > QUERY_CACHE_SIZE:
+            cache.popitem(last=False)
+    future.set_result(vector)
     return vector
 
 

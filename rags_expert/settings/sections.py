@@ -258,6 +258,14 @@ class LessonSettings(SettingsSection):
         le=36_500,
         description="Lessons not updated for this many days are neither recalled nor kept (0 = no age limit).",
     )
+    recheck_empty_s: float = Field(
+        30.0,
+        ge=0.0,
+        le=86_400,
+        description="A scope found to hold no lesson is not looked up again for this many seconds, so a question "
+        "of an empty scope costs no store access (a lesson this process stores is seen at once; one stored by "
+        "another process within this delay). 0 = look up every question.",
+    )
 
 
 class BudgetSettings(SettingsSection):
