@@ -376,7 +376,9 @@ class RagNodes:
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""
         return fresh_question(self.deps.settings) | {
-            "messages": [redact_message(success_message(state), self._secrets)]
+            "messages": [
+                redact_message(success_message(state, self.deps.settings.evidence.span_min_support), self._secrets)
+            ]
         }
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:
