@@ -28,6 +28,7 @@ from rags_expert.retrieval.verify import chunk_sha256
 
 # a segment ends at a line break, or at . ! ? (and closing quotes/brackets) followed by space
 _BREAK = re.compile(r"\n|(?<=[.!?])[\"'”’)\]]*[ \t]+(?=[\"'“‘(\[`*]?[A-Z0-9`])")
+_ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "no", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr"})
 _MARKUP = re.compile(r"^(?:\s*(?:#{1,6}|[-*+]|\d{1,3}[.)]|>|\|)\s+)+")
 
 
@@ -37,6 +38,9 @@ def segments(text: str) -> list[tuple[int, int]]:
     out, start = [], 0
     for match in [*_BREAK.finditer(text), None]:
         end = match.start() if match else len(text)
+        before = text[start:end].rsplit(None, 1)[-1].rstrip(".").lower() if text[start:end].strip() else ""
+        if match and match.group() != "\n" and (before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha())):
+            continue  # "vs. Jimmy", "J. Smith": no sentence end
         piece = text[start:end]
         lead = len(piece) - len(piece.lstrip())
         lead += m.end() if (m := _MARKUP.match(piece[lead:])) else 0

@@ -129,6 +129,14 @@ def test_segments_are_lines_and_sentences_without_markup():
     ]
 
 
+def test_an_abbreviation_or_an_initial_ends_no_segment():
+    text = "Muhammad Ali vs. Jimmy Ellis was refereed by J. Smith. It went twelve rounds."
+    assert [text[s:e] for s, e in segments(text)] == [
+        "Muhammad Ali vs. Jimmy Ellis was refereed by J. Smith.",
+        "It went twelve rounds.",
+    ]
+
+
 def test_a_cited_sentence_is_spanned_in_the_chunk_it_cites_only():
     sources = [_source("Castle Varen was built in 1412.", 1), _source("Mura cheese is aged nine months.", 2)]
     (cheese,) = span_citations("Mura cheese is aged nine months [1].", sources, 0.5)
