@@ -80,6 +80,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         for check in checks:
             print(describe(check))
+        if not checks:
+            print("nothing to verify: the answer cites nothing")
     return 0 if all_good(checks) else 1
 
 

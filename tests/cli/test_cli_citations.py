@@ -117,3 +117,26 @@ def test_stale_lists_the_answer_and_reasks_it(saved):
     assert lines[1] == "1 stale answer(s); 1 file(s) not saved answers"
     assert "  old: Castle Varen was built in 1412 [1]." in lines
     assert "  new: Castle Varen was built in 1413 [1]." in lines
+
+
+def test_stale_checks_the_answers_kept_in_a_checkpointer(saved, postgres_url, postgres_server):
+    docs, env, _ = saved
+    env = {**env, "RAGS_EXPERT_CHECKPOINTER__URL": postgres_url}
+    for thread in ("castle", "other"):
+        done = run_cli(["ask", QUESTION, "--thread", thread, "-q"], env)
+        assert done.returncode == 0, done.stderr
+    done = run_cli(["stale"], env)
+    assert (done.returncode, done.stdout) == (0, "0 stale answer(s)\n"), done.stderr
+    _edit(docs, env, "built in 1412", "built in 1413")
+    done = run_cli(["stale", "--reask"], env)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:3] == ["thread:castle#0: 1 changed", "thread:other#0: 1 changed", "2 stale answer(s)"]
+    assert lines.count("  new: Castle Varen was built in 1413 [1].") == 2
+    assert postgres_server.password not in done.stdout + done.stderr
+
+
+def test_stale_without_a_folder_or_a_checkpointer_is_one_line_and_exit_2(tmp_path: Path):
+    done = run_cli(["stale"], cli_env(tmp_path / "data"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: give a FOLDER of saved answers, --checkpointer-url, or both"]

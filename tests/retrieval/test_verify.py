@@ -96,7 +96,8 @@ async def test_unsupported_sentences_are_not_checked_and_a_file_without_citation
     answer["citations"].append({"sentence": "It glows green.", "span": None, "unsupported": True})
     assert _statuses(answer, kb) == ["ok", "ok", "unsupported"]
     with pytest.raises(AnswerFormatError, match="no 'citations' list"):
-        verify_citations({"answer": "x"}, kb)
+        verify_citations({"answer": "x", "outcome": "success"}, kb)
+    assert verify_citations({"answer": "I could not find it.", "outcome": "failure", "sources": []}, kb) == []
     broken = {"citations": [{"sentence": "x", "span": {"uid": "u"}}]}
     with pytest.raises(AnswerFormatError, match="without a span"):
         verify_citations(broken, kb)
