@@ -37,8 +37,9 @@ def error_class(error: str) -> str:
     return error.split(" ", 1)[0].rstrip(":")
 
 
-def success_message(state: RagState, span_min_support: float = 0.5) -> AIMessage:
-    """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence."""
+def success_message(state: RagState, span_min_support: float) -> AIMessage:
+    """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
+    (``evidence.span_min_support``: :func:`rags_expert.rag.spans.span_citations`)."""
     content, sources = cited_sources(state["answer"], state["relevant"])
     return AIMessage(
         content=content,

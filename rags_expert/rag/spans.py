@@ -52,9 +52,10 @@ def segments(text: str) -> list[tuple[int, int]]:
 
 
 def _header(source: dict[str, Any]) -> set[str]:
-    """Terms of the chunk's title (and of its first line, the heading path ingestion puts there)."""
-    content = str(source.get("content") or "")
-    return terms(f"{source.get('title') or ''} {content.split(chr(10), 1)[0] if chr(10) in content else ''}")
+    """Terms of the chunk's title and of the first line of a chunk of several (the heading path ingestion puts
+    there)."""
+    first, newline, _ = str(source.get("content") or "").partition("\n")
+    return terms(f"{source.get('title') or ''} {first if newline else ''}")
 
 
 def best_span(claim: set[str], source: dict[str, Any]) -> tuple[float, int, int]:
