@@ -28,6 +28,7 @@ from rags_expert.retrieval.verify import chunk_sha256
 
 # a segment ends at a line break, or at . ! ? (and closing quotes/brackets) followed by space
 _BREAK = re.compile(r"\n|(?<=[.!?])[\"'”’)\]]*[ \t]+(?=[\"'“‘(\[`*]?[A-Z0-9`])")
+_LEADING_CITATIONS = re.compile(r"^((?:\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]\s*)+)")
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "no", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr"})
 _MARKUP = re.compile(r"^(?:\s*(?:#{1,6}|[-*+]|\d{1,3}[.)]|>|\|)\s+)+")
 
@@ -48,6 +49,20 @@ def segments(text: str) -> list[tuple[int, int]]:
         if e > s:
             out.append((s, e))
         start = match.end() if match else len(text)
+    return out
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The sentences of an answer (:func:`~rags_expert.evidence.split_sentences`), each with the citations written
+    after its full stop ("… in 1874. [1]", "“…1874.” [1]") moved back onto it from the start of the next."""
+    out: list[str] = []
+    for sentence in split_sentences(answer):
+        lead = _LEADING_CITATIONS.match(sentence)
+        if lead and out:
+            out[-1] += " " + lead.group(1).strip()
+            sentence = sentence[lead.end() :].strip()
+        if sentence:
+            out.append(sentence)
     return out
 
 
@@ -80,7 +95,7 @@ def span_citations(answer: str, sources: Sequence[dict[str, Any]], min_support: 
     """One entry per sentence of ``answer`` (citations numbered as ``sources``, each a
     :func:`~rags_expert.rag.citations.source_dict`), see the module docstring."""
     out = []
-    for sentence in split_sentences(answer):
+    for sentence in answer_sentences(answer):
         claim = terms(strip_citations(sentence))
         entry: dict[str, Any] = {"sentence": strip_citations(sentence), "span": None, "support": 0.0}
         if not claim:

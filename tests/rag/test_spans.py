@@ -46,7 +46,7 @@ async def _ask(
         embeddings=base.embeddings,
         llm={"max_retries": 0},
         max_rephrases=0,
-        evidence={"profile": profile, "extractive_fallback": False},
+        evidence={"profile": profile, "extractive_fallback": profile == "small"},
     )
     script = Script(relevance=lambda q, c: "yes" if "lighthouse" in c.lower() else "no", generate=lambda t: answer)
     agent = await RagsExpert(settings, chat_model=ScriptedChatModel(responder=script)).async_init()
@@ -114,6 +114,20 @@ async def test_the_small_profile_spans_a_model_worded_answer_that_cites_nothing(
         close_client(kb.settings.store)
 
 
+async def test_an_extractive_answer_is_spanned_at_the_sentence_it_quotes(tmp_path: Path):
+    # the model's draft is unsupported; the small profile's fallback quotes the matching sentence
+    try:
+        question = "When was the Oskar lighthouse first lit?"
+        meta, kb = await _ask(tmp_path, "local", "It glows purple at night.", profile="small", question=question)
+        assert (meta["outcome"], meta["answer_kind"]) == ("success", "extractive"), meta
+        (c,) = meta["citations"]
+        span = c["span"]
+        assert span["quote"] == "The Oskar lighthouse was first lit in 1874."
+        assert _stored_text(kb, span["uid"])[span["start"] : span["end"]] == span["quote"]
+    finally:
+        close_client(kb.settings.store)
+
+
 def _source(content: str, n: int = 1, title: str = "") -> dict[str, Any]:
     return {"n": n, "uid": f"u{n}", "content": content, "title": title, "source": f"/docs/{n}.md"}
 
@@ -134,6 +148,15 @@ def test_an_abbreviation_or_an_initial_ends_no_segment():
     assert [text[s:e] for s, e in segments(text)] == [
         "Muhammad Ali vs. Jimmy Ellis was refereed by J. Smith.",
         "It went twelve rounds.",
+    ]
+
+
+def test_a_citation_after_the_full_stop_belongs_to_its_sentence():
+    sources = [_source("Castle Varen was built in 1412.", 1), _source("Mura cheese is aged nine months.", 2)]
+    citations = span_citations("Castle Varen was built in 1412. [1] Mura cheese is aged nine months. [2]", sources, 0.5)
+    assert [(c["sentence"], c["span"]["n"]) for c in citations] == [
+        ("Castle Varen was built in 1412.", 1),
+        ("Mura cheese is aged nine months.", 2),
     ]
 
 
