@@ -6,7 +6,8 @@ Two sets: the answerable questions of ``bench/single_fact`` (40, six documents) 
 Each set is ingested into a private embedded knowledge base (wordllama embeddings) and every question is asked
 through ``ainvoke`` of the standard profile with a scripted reader model (in-process, no network): it grades every
 chunk relevant and answers with the context sentence that holds the gold answer (else the first chunk's first
-fact: a sentence, item or row, no heading), alternately quoted as is and worded ("In short, ..."), citing its chunk; every fourth answer adds a
+fact: a sentence, item or row, no heading), alternately quoted as is and worded ("In short, ..."), citing its chunk (before the full stop, or after it every
+third answer); every fourth answer adds a
 sentence no chunk says (a planted unsupported claim). Reported:
 
 * **spans exact**: spans whose ``quote`` is the stored chunk's text at ``start:end`` and whose ``sha256`` is
@@ -111,7 +112,8 @@ class Reader:
         body = sentence.rstrip(".")
         worded = f"In short, {body[:1].lower()}{body[1:]}" if self.asked % 2 else body
         planted = f" {PLANTED}" if self.asked % 4 == 0 else ""
-        return f"{worded} [{n}].{planted}"
+        cited = f"{worded}. [{n}]" if self.asked % 3 == 0 else f"{worded} [{n}]."  # both ways models cite
+        return cited + planted
 
 
 def kb_settings(data: Path, collection: str) -> KnowledgeBaseSettings:
