@@ -69,6 +69,22 @@ def test_ask_quotes_prints_the_supporting_quote_under_its_source(saved):
     assert citation["span"]["uid"] == saved_answer["sources"][0]["uid"]
 
 
+def test_ask_quotes_names_a_sentence_no_source_supports(saved):
+    _, env, _ = saved
+
+    def haunted(body: dict[str, Any]) -> Any:
+        reply = reading_script(body)
+        return reply + " It is haunted by a blue ghost." if request_kind(body) == "answer" else reply
+
+    with OpenAIServer(haunted) as server:
+        done = run_cli(["ask", QUESTION, "--quotes", "-q"], {**env, "RAGS_EXPERT_LLM__BASE_URL": server.base_url})
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout.splitlines()[-1]
+        == 'unsupported: "It is haunted by a blue ghost." (no span of the sources supports it)'
+    )
+
+
 def test_verify_is_ok_then_flags_the_edited_cited_sentence(saved):
     docs, env, answers = saved
     done = run_cli(["verify", str(answers / "castle.json")], env)
