@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.ask import ASK_FLAGS, THREAD_FLAGS
+from rags_expert.cli.ask import THREAD_FLAGS
+from rags_expert.cli.knowledge import FLAGS as KB_FLAGS
+from rags_expert.cli.knowledge import store_options
 from rags_expert.cli.support import args_settings, setting_type
 from rags_expert.cli.verify import AnswerFileError, load_answer, open_kb
 from rags_expert.secrets import redact
@@ -145,7 +147,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "folder", metavar="FOLDER", nargs="?", help="a folder of answers saved with 'rags-expert ask --json'"
     )
-    p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
+    store_options(p)
     p.add_argument(
         "--checkpointer-url",
         type=setting_type("checkpointer.url"),
@@ -153,4 +155,4 @@ def register(subparsers: Any) -> None:
         "(RAGS_EXPERT_CHECKPOINTER__URL, preferred for a password)",
     )
     p.add_argument("--reask", action="store_true", help="ask each stale answer's question again: old → new")
-    p.set_defaults(func=cmd_stale, settings_flags={"collection": ASK_FLAGS["collection"], **THREAD_FLAGS})
+    p.set_defaults(func=cmd_stale, settings_flags={**KB_FLAGS, **THREAD_FLAGS})

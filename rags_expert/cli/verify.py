@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.knowledge import FLAGS as KB_FLAGS
-from rags_expert.cli.knowledge import _common as kb_flags
+from rags_expert.cli.knowledge import store_options
 from rags_expert.cli.support import args_settings
 from rags_expert.secrets import redact
 
@@ -91,6 +91,6 @@ def register(subparsers: Any) -> None:
         "verify", help="re-check a saved answer's span citations (ask --json) against the knowledge base"
     )
     p.add_argument("answer", metavar="ANSWER.json", help="an answer saved with 'rags-expert ask --json'")
-    kb_flags(p)
+    store_options(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of {sentence, status, uid, where}")
     p.set_defaults(func=cmd_verify, settings_flags=KB_FLAGS)
