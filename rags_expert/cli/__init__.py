@@ -1,5 +1,5 @@
 """The ``rags-expert`` command line: one module per subcommand in this package (``ask``, ``evaluate``,
-``knowledge`` for ingest and search, ``kg``, ``mcp``), what they share in :mod:`rags_expert.cli.support`.
+``knowledge`` for ingest and search, ``kg``, ``mcp``, ``verify``, ``stale``), what they share in :mod:`rags_expert.cli.support`.
 
 A thin dispatcher: every subcommand module adds itself through its ``register(subparsers)`` (listed in
 :data:`COMMANDS`); this module parses, validates the settings once, runs the handler and turns any error into one
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rags_expert.cli import ask, evaluate, kg, knowledge, mcp
+from rags_expert.cli import ask, evaluate, kg, knowledge, mcp, stale, verify
 from rags_expert.cli.support import (
     SETTINGS_ERRORS,
     OneLineParser,
@@ -52,6 +52,8 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     knowledge.register,  # ingest, search
     kg.register,  # kg
     mcp.register,  # mcp
+    verify.register,  # verify
+    stale.register,  # stale
 )
 """The subcommand registrations, in the order ``--help`` lists them."""
 

@@ -117,7 +117,20 @@ async def _answer(args: argparse.Namespace, agent: RagsExpert, local: LocalRun[R
             page = f", p. {src['page']}" if src.get("page") is not None else ""
             fallback = ", fallback source" if src.get("origin") == "fallback" else ""
             print(f"[{src['n']}] {src.get('title') or where}{page} ({where}{fallback})")
+            if args.quotes:
+                print_quotes(meta.get("citations") or [], src["n"])
+        if args.quotes:
+            for c in meta.get("citations") or []:
+                if c.get("unsupported"):
+                    print(f'unsupported: "{c["sentence"]}" (no span of the sources supports it)')
     return exit_code(meta)
+
+
+def print_quotes(citations: list[dict[str, Any]], n: int) -> None:
+    """Under source ``n``: each distinct quote that supports a sentence of the answer (``--quotes``)."""
+    quotes = [c["span"]["quote"] for c in citations if c.get("span") and c["span"].get("n") == n]
+    for quote in dict.fromkeys(quotes):
+        print(f'    "{" ".join(quote.split())}"')
 
 
 def register(subparsers: Any) -> None:
@@ -138,6 +151,11 @@ def register(subparsers: Any) -> None:
         "is visible to other users; needs the 'postgres' extra). Default: this process's memory",
     )
     p.add_argument("--json", action="store_true", help="print the final message and metadata as JSON")
+    p.add_argument(
+        "--quotes",
+        action="store_true",
+        help="print under each source the quote that supports the answer (the span citations; --json has them)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument(
         "--local",

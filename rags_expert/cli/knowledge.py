@@ -111,8 +111,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    """Options shared by ingest and search."""
+def store_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ingest, search and verify / stale: which knowledge base."""
     p.add_argument(
         "--collection",
         type=setting_type("store.collection"),
@@ -131,7 +131,7 @@ def register(subparsers: Any) -> None:
         "ingest", help="ingest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base"
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    _common(p)
+    store_options(p)
     p.add_argument("--tags", default="", help="comma-separated tags stored with every chunk (for filtering)")
     p.add_argument("--prune", action="store_true", help="remove files that no longer exist under the given folders")
     p.add_argument(
@@ -145,7 +145,7 @@ def register(subparsers: Any) -> None:
     s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
     s.add_argument("query", type=text_arg)
     s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
-    _common(s)
+    store_options(s)
     s.add_argument(
         "--tags",
         default="",

@@ -4,8 +4,9 @@ Both finalize nodes build their ``AIMessage`` here. The message's ``response_met
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
 ``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`),
 ``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag.timings.summary`); on
-success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
-after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
+success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence) and ``citations`` (each answer
+sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag.spans`); on
+failure ``reason`` and, after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
 
 :func:`~rags_expert.secrets.redact_message` is what leaves the graph: the message with every configured
@@ -26,6 +27,7 @@ from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag import timings
 from rags_expert.rag.budget import budget_text, spent_budget
 from rags_expert.rag.citations import cited_sources
+from rags_expert.rag.spans import span_citations
 from rags_expert.rag.state import RagState, value
 
 FAULTY = {"prompt_error": "the prompt templates", FAULT_REASON: COMPONENT}
@@ -37,8 +39,9 @@ def error_class(error: str) -> str:
     return error.split(" ", 1)[0].rstrip(":")
 
 
-def success_message(state: RagState) -> AIMessage:
-    """The graded answer with exactly the chunks it cites as sources."""
+def success_message(state: RagState, span_min_support: float) -> AIMessage:
+    """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
+    (``evidence.span_min_support``: :func:`rags_expert.rag.spans.span_citations`)."""
     content, sources = cited_sources(state["answer"], state["relevant"])
     return AIMessage(
         content=content,
@@ -46,6 +49,7 @@ def success_message(state: RagState) -> AIMessage:
             "outcome": "success",
             "answer_kind": value(state, "answer_kind") or "generated",
             "sources": sources,
+            "citations": span_citations(content, sources, span_min_support),
             "question": state["question"],
             "llm_calls": value(state, "llm_calls"),
             "usage": summary(value(state, "usage"), value(state, "llm_calls")),

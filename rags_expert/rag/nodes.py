@@ -381,7 +381,9 @@ class RagNodes:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""
         self.recalls.discard(state)
         return fresh_question(self.deps.settings) | {
-            "messages": [redact_message(success_message(state), self._secrets)]
+            "messages": [
+                redact_message(success_message(state, self.deps.settings.evidence.span_min_support), self._secrets)
+            ]
         }
 
     async def finalize_failure(self, state: RagState) -> dict[str, Any]:

@@ -88,6 +88,14 @@ class EvidenceSettings(SettingsSection):
         description="Share of an answer sentence's terms one chunk sentence (or two neighbouring ones, with the "
         "chunk's title) must hold to support it; 1.0: a weak model's answer may add no word of its own.",
     )
+    span_min_support: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of an answer sentence's terms the span it cites (a segment of the cited chunk, or two "
+        "neighbouring ones, with the chunk's title) must hold for response_metadata['citations'] to give the "
+        "sentence that span; below it the sentence is reported unsupported (docs/citations.md).",
+    )
     measure_bonus: float = Field(
         0.1,
         ge=0.0,

@@ -28,8 +28,8 @@ def _subcommands() -> list[str]:
 
 
 def test_every_subcommand_is_registered_once_in_help_order():
-    assert _subcommands() == ["ask", "eval", "settings", "ingest", "search", "kg", "mcp"]
-    assert len(COMMANDS) == 6
+    assert _subcommands() == ["ask", "eval", "settings", "ingest", "search", "kg", "mcp", "verify", "stale"]
+    assert len(COMMANDS) == 8
 
 
 @pytest.mark.slow

@@ -116,6 +116,9 @@ def check_scenario(out: dict[str, Any], llm: OpenAIServer, stderr: str) -> None:
     (source,) = ask.structured_content["sources"]
     assert source["n"] == 1 and source["source"].endswith("castle.md") and "1412" in source["content"]
     assert text_of(ask).startswith("Castle Varen was built in 1412 [1].") and "[1] Castle Varen" in text_of(ask)
+    (citation,) = ask.structured_content["citations"]
+    assert citation["span"]["quote"] == "Castle Varen was built in 1412 by Duke Albrecht."
+    assert citation["span"]["uid"] == source["uid"] and not citation["unsupported"]
 
     follow = out["follow_up"]
     assert not follow.is_error and follow.structured_content["thread_id"] == ask.structured_content["thread_id"]

@@ -51,6 +51,26 @@ class Source(BaseModel):
     uid: str | None = Field(None, description="The chunk's id, stable across runs.")
 
 
+class Span(BaseModel):
+    """The text of a cited chunk that supports one answer sentence (docs/citations.md)."""
+
+    uid: str = Field(description="The chunk's id in the knowledge base (as in sources).")
+    n: int = Field(description="The chunk's citation number in the answer.")
+    start: int = Field(description="Where the quote starts in the chunk's text as stored.")
+    end: int = Field(description="Where it ends: quote == chunk_text[start:end].")
+    sha256: str = Field(description="SHA-256 of the chunk's text as stored.")
+    quote: str
+    source: str | None = None
+
+
+class SentenceCitation(BaseModel):
+    """One answer sentence and its span, or unsupported (no span of the sources supports it)."""
+
+    sentence: str
+    span: Span | None = None
+    unsupported: bool = False
+
+
 class AskResult(BaseModel):
     """What ``ask`` returns (also on a tool error, with ``outcome`` = failure)."""
 
@@ -59,6 +79,9 @@ class AskResult(BaseModel):
     reason: str | None = Field(None, description="Why the run failed (e.g. no_relevant_documents, not_grounded).")
     thread_id: str = Field(description="Pass it back to ask a follow-up in the same conversation.")
     sources: list[Source] = Field(default_factory=list)
+    citations: list[SentenceCitation] = Field(
+        default_factory=list, description="Per answer sentence, the span that supports it ('rags-expert verify')."
+    )
 
 
 class Hit(BaseModel):
@@ -179,6 +202,7 @@ class Agents:
             reason=meta.get("reason"),
             thread_id=thread,
             sources=[Source(**{k: s.get(k) for k in Source.model_fields if k in s}) for s in meta.get("sources", [])],
+            citations=[SentenceCitation.model_validate(c) for c in meta.get("citations", [])],
         )
         return self._result(result, _answer_text(result), error=result.outcome != "success")
 

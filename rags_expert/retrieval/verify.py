@@ -1,0 +1,158 @@
+"""Re-check an answer's span citations against the knowledge base as it is now, offline.
+
+An answer's ``response_metadata["citations"]`` (:mod:`rags_expert.rag.spans`) gives each answer sentence the
+span of the chunk that supports it: ``{uid, n, start, end, sha256, quote}``. :func:`verify_citations` looks each
+one up in the knowledge base (no model, no embedding call) and says what became of it:
+
+* ``ok``: the chunk ``uid`` is still stored, its text hashes to ``sha256`` and ``quote`` is still at
+  ``start:end``;
+* ``moved``: the quote is still stored word for word, elsewhere in the chunk or in another chunk of the same
+  document (a re-ingest after an edit elsewhere in the file re-chunks it); ``where`` gives the new span;
+* ``changed``: the document is still stored but no chunk of it holds the quote any more;
+* ``gone``: neither the chunk nor its document is stored.
+
+A sentence no span supported (``"span": null``) has nothing to re-check: it is reported as ``unsupported``,
+which counts neither for nor against the answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from qdrant_client import models
+
+from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
+
+Status = Literal["ok", "moved", "changed", "gone", "unsupported"]
+GOOD: frozenset[str] = frozenset({"ok", "moved", "unsupported"})
+"""Statuses that leave an answer standing (``verify`` exits 0 when every citation has one)."""
+
+
+class AnswerFormatError(ValueError):
+    """The answer is not a saved answer with span citations (``rags-expert ask --json``)."""
+
+
+def chunk_sha256(text: str) -> str:
+    """The hex SHA-256 of a chunk's text as stored (UTF-8): what a span citation's ``sha256`` holds."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """What became of one answer sentence's span."""
+
+    sentence: str
+    status: Status
+    uid: str | None = None
+    where: dict[str, Any] = field(default_factory=dict)
+    """For ``moved``: the quote's new ``uid``, ``start`` and ``end``."""
+
+    @property
+    def good(self) -> bool:
+        """Whether the citation still stands (``ok``, ``moved``, or nothing to check)."""
+        return self.status in GOOD
+
+    def as_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready data."""
+        out: dict[str, Any] = {"sentence": self.sentence, "status": self.status, "uid": self.uid}
+        if self.where:
+            out["where"] = self.where
+        return out
+
+
+def answer_citations(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``citations`` of a saved answer (the ``--json`` output, or its ``response_metadata``), checked for shape."""
+    citations = answer.get("citations") if isinstance(answer, Mapping) else None
+    if citations is None and isinstance(answer, Mapping) and answer.get("outcome") == "failure":
+        return []  # an honest failure states nothing to re-check
+    if not isinstance(citations, list):
+        raise AnswerFormatError("no 'citations' list: not an answer saved with 'rags-expert ask --json'")
+    for entry in citations:
+        span = entry.get("span") if isinstance(entry, Mapping) else {}
+        if span is not None and not (
+            isinstance(span, Mapping)
+            and isinstance(span.get("uid"), str)
+            and isinstance(span.get("start"), int)
+            and isinstance(span.get("end"), int)
+            and isinstance(span.get("quote"), str)
+            and isinstance(span.get("sha256"), str)
+        ):
+            raise AnswerFormatError("a citation without a span {uid, start, end, sha256, quote}")
+    return citations
+
+
+def _source_of(answer: Mapping[str, Any], span: Mapping[str, Any]) -> str | None:
+    """The cited chunk's document: ``span["source"]``, else that of source ``n`` of the answer."""
+    if span.get("source"):
+        return str(span["source"])
+    for src in answer.get("sources") or []:
+        if isinstance(src, Mapping) and src.get("n") == span.get("n") and src.get("source"):
+            return str(src["source"])
+    return None
+
+
+def _stored(kb: KnowledgeBase, uid: str) -> dict[str, Any] | None:
+    """The payload of point ``uid`` (None when absent; a uid that is no point id cannot be stored)."""
+    try:
+        uuid.UUID(uid)
+    except ValueError:
+        return None
+    found = kb.retrieve_payloads([uid], ["content", "source"])
+    return found[0][1] if found else None
+
+
+def _document_chunks(kb: KnowledgeBase, source: str) -> list[tuple[str, str]]:
+    """``(uid, text)`` of every stored chunk of ``source``."""
+    flt = models.Filter(must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))])
+    return [(pid, str(p.get("content") or "")) for pid, p in kb.scroll_payloads(["content"], flt)]
+
+
+def _find(quote: str, chunks: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The first chunk that holds ``quote`` word for word, as ``{uid, start, end}`` ({} when none does)."""
+    for uid, text in chunks:
+        if quote and (at := text.find(quote)) >= 0:
+            return {"uid": uid, "start": at, "end": at + len(quote)}
+    return {}
+
+
+def check_span(kb: KnowledgeBase, sentence: str, span: Mapping[str, Any], source: str | None) -> CitationCheck:
+    """Re-check one span (see the module docstring for the statuses)."""
+    uid, quote = str(span["uid"]), str(span["quote"])
+    stored = _stored(kb, uid)
+    text = str(stored.get("content") or "") if stored is not None else None
+    if text is not None:
+        if chunk_sha256(text) == span["sha256"] and text[span["start"] : span["end"]] == quote:
+            return CitationCheck(sentence, "ok", uid)
+        source = source or str(stored.get("source") or "") or None if stored is not None else source
+    if text is not None and (where := _find(quote, [(uid, text)])):
+        return CitationCheck(sentence, "moved", uid, where)
+    chunks = _document_chunks(kb, source) if source else []
+    if where := _find(quote, chunks):
+        return CitationCheck(sentence, "moved", uid, where)
+    return CitationCheck(sentence, "changed" if chunks or text is not None else "gone", uid)
+
+
+def verify_citations(answer: Mapping[str, Any], kb: KnowledgeBase) -> list[CitationCheck]:
+    """Every citation of a saved answer, re-checked against ``kb`` (raises :class:`AnswerFormatError` on a file
+    that is no saved answer, ``KnowledgeBaseError`` when the knowledge base cannot be read)."""
+    citations = answer_citations(answer)
+    if not kb.exists():
+        raise KnowledgeBaseError(f"collection {kb.collection!r} does not exist: nothing to verify against")
+    checks = []
+    for entry in citations:
+        span = entry.get("span")
+        sentence = str(entry.get("sentence") or "")
+        if span is None:
+            checks.append(CitationCheck(sentence, "unsupported"))
+        else:
+            checks.append(check_span(kb, sentence, span, _source_of(answer, span)))
+    return checks
+
+
+def all_good(checks: Sequence[CitationCheck]) -> bool:
+    """Whether the answer still stands: every citation ``ok`` or ``moved`` (or unsupported from the start)."""
+    return all(c.good for c in checks)
