@@ -5,7 +5,8 @@ read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited ch
 ``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.usage.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence); on failure ``reason`` and,
 after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
-``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
+``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used); ``hops``, the
+follow-up searches of a multi-hop question (each source's ``hop`` says which search found it).
 
 :func:`~rags_expert.redaction.redact_message` is what leaves the graph: the message with every configured
 secret and credential-shaped token masked in its text and in every string of its metadata (the chunks' text
@@ -35,6 +36,11 @@ def error_class(error: str) -> str:
     return error.split(" ", 1)[0].rstrip(":")
 
 
+def hop_list(state: RagState) -> list[dict[str, Any]]:
+    """The follow-up searches of a multi-hop question (:mod:`rags_expert.rag.hops`): ``hop``, ``query``, ``bridge``."""
+    return [{"hop": h["hop"], "query": h["query"], "bridge": h["bridge"]} for h in value(state, "hops")]
+
+
 def success_message(state: RagState) -> AIMessage:
     """The graded answer with exactly the chunks it cites as sources."""
     content, sources = cited_sources(state["answer"], state["relevant"])
@@ -47,6 +53,7 @@ def success_message(state: RagState) -> AIMessage:
             "question": state["question"],
             "llm_calls": value(state, "llm_calls"),
             "usage": summary(value(state, "usage"), value(state, "llm_calls")),
+            "hops": hop_list(state),
         },
     )
 
@@ -78,6 +85,8 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
         "llm_calls": value(state, "llm_calls"),
         "usage": summary(value(state, "usage"), value(state, "llm_calls")),
     }
+    if value(state, "hops"):
+        metadata["hops"] = hop_list(state)
     if error:
         metadata["error"] = error
         metadata["error_class"] = error_class(error)

@@ -42,6 +42,7 @@ from rags_expert.settings.knowledge import (
 )
 from rags_expert.settings.legacy import LEGACY_RETRIEVAL_KEYS
 from rags_expert.settings.mcp import McpSettings, McpTransport
+from rags_expert.settings.multihop import MultihopSettings
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.sections import (
     BudgetSettings,
@@ -78,6 +79,7 @@ __all__ = [
     "KnowledgeFlowApi",
     "KnowledgeFlowSettings",
     "LLMSettings",
+    "MultihopSettings",
     "LessonSettings",
     "LocalModelSettings",
     "LocalRunner",
