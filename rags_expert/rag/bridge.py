@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from rags_expert.evidence import EvidenceScorer, Match, holds_answer, terms
+from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
 from rags_expert.evidence.code import new_code
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
@@ -40,7 +40,7 @@ _NOT_A_NAME = re.compile(r"(?:[A-Z][a-z]+(?:ish|ese|ian|ean|an|ch|i)|\d.*|[A-Z][
 initial."""
 _CAPITAL = r"[A-Z0-9][\w'’.\-]*"
 _NAME = re.compile(rf"(?<![\w'’]){_CAPITAL}(?:\s+(?:{_CONNECTOR}\s+)*{_CAPITAL})*")
-_QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
+_QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”]{1,79})[\"”]")
 MAX_SENTENCES = 3
 """Best matching sentences of the relevant chunks searched for a bridge, best first."""
 MAX_NAMES = 3
@@ -100,16 +100,27 @@ async def plan_bridge(question: str, docs: Sequence[Document], evidence: Evidenc
     return None
 
 
-async def hop_quote(question: str, bridge: str, docs: Sequence[Document], evidence: EvidenceScorer) -> Match | None:
+async def hop_quote(
+    question: str, bridge: str, docs: Sequence[Document], evidence: EvidenceScorer, said: str = ""
+) -> Match | None:
     """The best sentence of the hop's chunks ``docs`` that is about a bridge name (its terms in the sentence or its
-    chunk's title) and holds an answer of the question's type besides the names, or None. ``bridge``: the names, joined."""
-    names = bridge.split(SEPARATOR)
+    chunk's title), says something of the question that the bridge sentence ``said`` does not, and holds an answer
+    of the question's type besides the names, or None. ``bridge``: the names, joined."""
+    names = split_bridge(bridge)
     wanted = [terms(name) for name in names]
+    rest = question_terms(question) - terms(said)
     for m in await evidence.matches(f"{question} {bridge}", docs):
         about = terms(m.sentence) | terms(str(docs[m.doc].metadata.get("title") or ""))
+        if rest and not rest & terms(m.sentence):
+            continue  # says nothing the bridge sentence left open
         if any(name <= about for name in wanted) and holds_answer(_without(m.sentence, names), question):
             return m
     return None
+
+
+def split_bridge(bridge: str) -> list[str]:
+    """The names of a bridge query (:attr:`Bridge.query`)."""
+    return bridge.split(SEPARATOR)
 
 
 def _without(sentence: str, names: Sequence[str]) -> str:

@@ -4,9 +4,10 @@
 START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
                  └→ retrieve → grade_documents ─┬─ new relevant ─→ [refine_knowledge →] generate → grade_generation
                                                 ├─ speculative draft kept ──────→ grade_generation
-                                                ├─ a hop planned ───────────────→ hop_retrieve → grade_documents
-                                                ├─ after a hop (small profile) → answer_hop ─┬─ quote → finalize_success
-                                                │                                             └─ none → [refine →] generate
+                                                ├─ a hop planned ───────────────→ hop_retrieve ─┬─ (model's) → grade_documents
+                                                │   ┌──────────────────────────────────────────────┘
+                                                │   └─ (evidence's) → answer_hop ─┬─ quote → finalize_success
+                                                │                                  └─ none → [refine →] generate
                       ↑                         ├─ none, R left ─→ rephrase_query ─┐
                       └─────────────────────────┼──────────────────────────────────┘
                                                 ├─ none, no R, fallback source not yet consulted
@@ -108,8 +109,7 @@ def route_after_grading(
     if value(state, "hop_plan"):
         return "hop_retrieve"
     if after_hop(state) and value(state, "relevant") and _generations_left(state):
-        bridge = value(state, "hops")[-1].get("bridge")
-        return "answer_hop" if bridge and value(state, "new_relevant") > 0 else _to_generate(state)
+        return _to_generate(state)  # the hop found nothing new: answer from what was found
     if value(state, "new_relevant") > 0 and _generations_left(state):
         return _to_generate(state)
     if _rephrases_left(state) and _generations_left(state):
@@ -119,9 +119,11 @@ def route_after_grading(
     return _give_up(state)
 
 
-def route_after_hop(state: RagState) -> Literal["grade_documents", "finalize_failure"]:
-    """Grade the hop's chunks, unless the search failed."""
-    return "finalize_failure" if value(state, "error") else "grade_documents"
+def route_after_hop(state: RagState) -> Literal["grade_documents", "answer_hop", "finalize_failure"]:
+    """Grade the hop's chunks (an evidence hop graded them itself: quote its answer), unless the search failed."""
+    if value(state, "error"):
+        return "finalize_failure"
+    return "answer_hop" if value(state, "hops")[-1].get("bridge") else "grade_documents"
 
 
 def route_after_hop_answer(

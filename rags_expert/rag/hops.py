@@ -9,8 +9,9 @@ the run goes to ``hop_retrieve``, which plans a follow-up query from the questio
   the question lacks (:mod:`rags_expert.rag.bridge`), and the query is those names.
 
 With a query, the node searches (``multihop.top_k`` chunks, the request's filters) and tags the chunks with their
-hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` grades them against the bridge names,
-or the question and the model's query (:func:`grading_question`). In the ``small`` profile, ``answer_hop`` then quotes the hop's
+hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` grades them against the question and
+the model's query (:func:`grading_question`), or, after an evidence hop, ``hop_retrieve`` keeps those about a
+bridge name. In the ``small`` profile, ``answer_hop`` then quotes the hop's
 sentence about the bridge with the bridge sentence, citing both chunks; without one, or in the ``standard`` profile,
 the answer is written from the relevant chunks of every hop. A hop that finds nothing new leaves the answer to the
 chunks already found. Every hop is planned at most once (``hops_planned`` < ``max_hops - 1``), costs at most one
@@ -32,13 +33,14 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from rags_expert.events import emit
-from rags_expert.evidence import EvidenceScorer
+from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.parsing import parse_free_text_field
-from rags_expert.rag.bridge import hop_quote, plan_bridge
+from rags_expert.rag.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag.citations import chunk_id, format_context
 from rags_expert.rag.failsafe import failure
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile
+from rags_expert.rag.relevance import keep_context
 from rags_expert.rag.state import RagState, value
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
@@ -76,14 +78,12 @@ def after_hop(state: RagState) -> bool:
 
 
 def grading_question(state: RagState) -> str:
-    """What the latest search's chunks are graded against: the question; after a hop, the bridge names (the
-    evidence's hop: a chunk is relevant when it is about one of them, as the hop's chunks need not repeat the
-    question's words) or the question with the model's follow-up query."""
+    """What the latest search's chunks are graded against: the question, and after a model's hop its follow-up
+    query too (an evidence hop's chunks are graded by ``hop_retrieve`` itself)."""
     question = state["question"]
     if not after_hop(state):
         return question
-    hop = value(state, "hops")[-1]
-    return hop["bridge"] or f"{question}\nFollow-up search: {hop['query']}"
+    return f"{question}\nFollow-up search: {value(state, 'hops')[-1]['query']}"
 
 
 def hop_of(doc: Document) -> int:
@@ -143,8 +143,10 @@ class Hops:
         return (None if plan is None or plan.query in value(state, "queries") else plan), calls
 
     async def hop_retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Search with the planned hop's query (the request's filters) for ``multihop.top_k`` chunks not graded yet,
-        tagged with their hop; a retriever fault ends the run honestly, like ``retrieve``'s."""
+        """Search with the planned hop's query (the request's filters) for ``multihop.top_k`` chunks not relevant
+        yet, tagged with their hop; those an earlier search found irrelevant to the question are graded again (a
+        chunk about the bridge rarely names the question's words). A retriever fault ends the run honestly, like
+        ``retrieve``'s."""
         plan = value(state, "hop_plan")
         hop = value(state, "hops_planned") + 1
         queries = [*value(state, "queries"), plan["query"]]
@@ -152,7 +154,7 @@ class Hops:
         options = SearchOptions.of(state["search"])
         limit = self.settings.multihop.top_k or options.limit
         graded = value(state, "graded")
-        try:  # twice the chunks, so that those the question's searches found already leave room for new ones
+        try:  # twice the chunks, so that the relevant ones found already leave room for new ones
             docs = await ainvoke_retriever(
                 self.retriever, plan["query"], config, options.model_copy(update={"top_k": 2 * limit})
             )
@@ -163,10 +165,32 @@ class Hops:
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, HOP_KEY: hop}, id=d.id)
             for d in docs
-            if chunk_id(d) not in graded
+            if not graded.get(chunk_id(d))
         ][:limit]
+        again = {chunk_id(d) for d in tagged}  # judged irrelevant to the question: graded again, for the bridge
         emit("hop_searched", hop=hop, query=plan["query"], bridge=plan["bridge"], chunks=len(tagged))
-        return update | {"documents": tagged, "hops": [*value(state, "hops"), {"hop": hop, **plan}]}
+        update |= {
+            "documents": tagged,
+            "graded": {cid: verdict for cid, verdict in graded.items() if cid not in again},
+            "hops": [*value(state, "hops"), {"hop": hop, **plan}],
+        }
+        return update | (self._about_bridge(state, plan["bridge"], tagged, update["graded"]) if plan["bridge"] else {})
+
+    def _about_bridge(
+        self, state: RagState, bridge: str, docs: list[Document], graded: dict[str, bool]
+    ) -> dict[str, Any]:
+        """The evidence's grading of an evidence hop's chunks: relevant when about a bridge name (all its terms in
+        the chunk or its title): what the search was for, and a sentence about the bridge rarely repeats the
+        question's words."""
+        names = [terms(name) for name in split_bridge(bridge)]
+        new = []
+        for doc in docs:
+            held = terms(f"{doc.metadata.get('title') or ''} {doc.page_content}")
+            graded[chunk_id(doc)] = verdict = any(name <= held for name in names)
+            if verdict:
+                new.append(doc)
+        relevant = keep_context(value(state, "relevant"), new, self.settings.max_context_chunks)
+        return {"graded": graded, "relevant": relevant, "new_relevant": len(new)}
 
     async def _plan_by_llm(self, state: RagState, config: RunnableConfig) -> tuple[Plan | None, int]:
         """The model's follow-up query (prompt ``hop_query``) and the calls made: none when a sentence of the
@@ -205,7 +229,7 @@ class Hops:
         found = [d for d in relevant if hop_of(d) == hop["hop"]]
         if not hop.get("bridge") or hop.get("chunk") not in numbers or not found:
             return {}
-        match = await hop_quote(state["question"], hop["bridge"], found, self.evidence)
+        match = await hop_quote(state["question"], hop["bridge"], found, self.evidence, hop["sentence"])
         if match is None:
             return {}
         n = numbers[chunk_id(found[match.doc])]
