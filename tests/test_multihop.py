@@ -195,3 +195,17 @@ async def test_small_profile_without_the_bridge_fact_declines() -> None:
         script, retriever=retriever, evidence={"profile": "small", "use_embeddings": False}
     )
     assert msg.response_metadata["outcome"] == "failure" and "hop_retrieve" in nodes
+
+
+async def test_a_chunk_irrelevant_to_the_question_is_judged_again_for_the_hop() -> None:
+    """The first search already brought the bridge's chunk, judged irrelevant to the question alone: the hop finds it
+    again and grades it against the follow-up, so it can be cited."""
+    script = standard_script()
+    _, msg, nodes, _, _, _ = await ask(script, retrieval={"top_k": 2})
+    meta = msg.response_metadata
+    assert meta["outcome"] == "success" and [(s["title"], s["hop"]) for s in meta["sources"]] == [
+        ("zorvan", 1),
+        ("quill", 2),
+    ]
+    # zorvan and quill for the question; quill again and mill for the follow-up (zorvan, relevant, is not searched for)
+    assert script.count("relevance") == 4
