@@ -50,6 +50,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     },
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
     "small-norerank": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_RERANK__KIND": "none"},
+    "small-one-search": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_MULTIHOP__MAX_HOPS": "1"},
 }
 """before: the standard profile without attribution (what --local did before); attribution: + citations added
 from the evidence; evidence: the small profile (evidence grading, focused short prompt) without the

@@ -84,9 +84,16 @@ def test_settings_from_dict_env_and_secret_hiding(monkeypatch):
 
 
 def test_llm_call_bound_formula():
-    s = RagsExpertSettings(retrieval={"top_k": 5}, max_rephrases=2, max_generations=3)
+    s = RagsExpertSettings(retrieval={"top_k": 5}, max_rephrases=2, max_generations=3, multihop={"max_hops": 1})
     assert s.llm_call_bound(with_history=True) == 1 + 5 * 3 + 2 + 3 * 3
     assert s.llm_call_bound(with_history=False) == 5 * 3 + 2 + 3 * 3
+
+
+def test_llm_call_bound_counts_each_hop_query_and_its_graded_chunks():
+    one = RagsExpertSettings(retrieval={"top_k": 5}, multihop={"max_hops": 1})
+    for hops, hop_k in ((2, None), (3, None), (2, 2)):
+        s = one.model_copy(update={"multihop": one.multihop.model_validate({"max_hops": hops, "top_k": hop_k})})
+        assert s.llm_call_bound() == one.llm_call_bound() + (hops - 1) * (1 + (hop_k or 5))
 
 
 def test_settings_reference_page_is_current():

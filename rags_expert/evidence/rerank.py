@@ -63,12 +63,18 @@ def linked(docs: Sequence[Document], best: int) -> list[bool]:
 def rerank_order(
     docs: Sequence[Document], scores: Sequence[float], weight: float, k: int, link_bonus: float
 ) -> list[int]:
-    """Candidate indices, best first: :func:`fused_scores`, plus ``link_bonus`` for the chunks the best one links to."""
+    """Candidate indices, best first: :func:`fused_scores`, plus ``link_bonus`` for the chunks the best one links to.
+
+    The best chunk itself stays first: a bridge document is lifted towards the chunk that names it, never above it
+    (with a small ``top_k``, the linking chunk would otherwise make way for the one it links to and the question
+    would lose its first hop)."""
     fused = fused_scores(scores, weight, k)
-    if link_bonus and docs:
-        links = linked(docs, best_first(fused)[0])
-        fused = [f + (link_bonus if link else 0.0) for f, link in zip(fused, links, strict=True)]
-    return best_first(fused)
+    if not (link_bonus and docs):
+        return best_first(fused)
+    best = best_first(fused)[0]
+    links = linked(docs, best)
+    lifted = [f + (link_bonus if link else 0.0) for f, link in zip(fused, links, strict=True)]
+    return [best, *(i for i in best_first(lifted) if i != best)]
 
 
 class EvidenceReranker:

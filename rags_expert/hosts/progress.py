@@ -37,6 +37,8 @@ RAG_STARTS = {
     "generate": "writing a draft",
     "grade_generation": "checking the draft",
     "extract_answer": "quoting the best matching sentence of the sources",
+    "hop_retrieve": "looking for what the question needs next (multi-hop)",
+    "answer_hop": "quoting the follow-up search's answer",
     "budget_exceeded": "the question's budget is used up",
 }
 """The RAG graph's line when a node starts."""
@@ -52,9 +54,14 @@ KG_STARTS = {
 def rag_end_line(node: str, update: Mapping[str, Any]) -> str | None:
     """What to tell the user when a RAG node has ended with ``update`` (None: nothing worth a line)."""
     if node == "grade_documents" and "graded" in update:
-        return f"{update.get('new_relevant', 0)} new relevant chunk(s)"
+        planned = "; a follow-up search is needed" if update.get("hop_plan") else ""
+        return f"{update.get('new_relevant', 0)} new relevant chunk(s){planned}"
     if node == "refine_knowledge" and "strips" in update:
         return f"{len(update['strips'])} chunk(s) cut to their relevant parts"
+    if node == "hop_retrieve" and update.get("hops"):
+        hop = update["hops"][-1]
+        bridge = f" (bridge: {display_text(hop['bridge'])})" if hop.get("bridge") else ""
+        return f"hop {hop['hop']}{bridge}: {len(update.get('documents', []))} chunk(s) for {display_text(hop['query'])}"
     if node == "rephrase_query" and update.get("query"):
         return f"new search: {display_text(update['query'])}"
     if node == "grade_generation" and "grounded" in update:

@@ -145,7 +145,8 @@ class RagsExpert(AgentFlow):
             log.info("warm-up call failed (%s); the answer call starts cold", type(exc).__name__)
 
     def recursion_limit(self) -> int:
-        return max_node_steps(self.settings.max_rephrases, self.settings.max_generations) + 5
+        settings = self.settings
+        return max_node_steps(settings.max_rephrases, settings.max_generations, settings.multihop.max_hops) + 5
 
     def llm_call_bound(self, with_history: bool = True) -> int:
         """Maximum LLM requests for one question; see :meth:`RagsExpertSettings.llm_call_bound`."""

@@ -20,7 +20,7 @@ from rags_expert.rag.state import RagState, value
 BUDGET_NODE = "budget_exceeded"
 """The node a budgeted router sends a run to once a budget is used up."""
 
-NO_MODEL_CALL = frozenset({"extract_answer", "finalize_success", "finalize_failure", BUDGET_NODE})
+NO_MODEL_CALL = frozenset({"extract_answer", "answer_hop", "finalize_success", "finalize_failure", BUDGET_NODE})
 """Destinations that never call the model: a budget never diverts a route to them."""
 
 

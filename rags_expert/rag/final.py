@@ -7,7 +7,8 @@ read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited ch
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence) and ``citations`` (each answer
 sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag.spans`); on
 failure ``reason`` and, after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
-``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used).
+``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used); ``hops``, the
+follow-up searches of a multi-hop question (each source's ``hop`` says which search found it).
 
 :func:`~rags_expert.secrets.redact_message` is what leaves the graph: the message with every configured
 secret and credential-shaped token masked in its text and in every string of its metadata (the chunks' text
@@ -39,6 +40,11 @@ def error_class(error: str) -> str:
     return error.split(" ", 1)[0].rstrip(":")
 
 
+def hop_list(state: RagState) -> list[dict[str, Any]]:
+    """The follow-up searches of a multi-hop question (:mod:`rags_expert.rag.hops`): ``hop``, ``query``, ``bridge``."""
+    return [{"hop": h["hop"], "query": h["query"], "bridge": h["bridge"]} for h in value(state, "hops")]
+
+
 def success_message(state: RagState, span_min_support: float) -> AIMessage:
     """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
     (``evidence.span_min_support``: :func:`rags_expert.rag.spans.span_citations`)."""
@@ -54,6 +60,7 @@ def success_message(state: RagState, span_min_support: float) -> AIMessage:
             "llm_calls": value(state, "llm_calls"),
             "usage": summary(value(state, "usage"), value(state, "llm_calls")),
             "timings": timings.summary(value(state, "timings")),
+            "hops": hop_list(state),
         },
     )
 
@@ -86,6 +93,8 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
         "usage": summary(value(state, "usage"), value(state, "llm_calls")),
         "timings": timings.summary(value(state, "timings")),
     }
+    if value(state, "hops"):
+        metadata["hops"] = hop_list(state)
     if error:
         metadata["error"] = error
         metadata["error_class"] = error_class(error)

@@ -4,6 +4,10 @@
 START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
                  └→ retrieve → grade_documents ─┬─ new relevant ─→ [refine_knowledge →] generate → grade_generation
                                                 ├─ speculative draft kept ──────→ grade_generation
+                                                ├─ a hop planned ───────────────→ hop_retrieve ─┬─ (model's) → grade_documents
+                                                │   ┌──────────────────────────────────────────────┘
+                                                │   └─ (evidence's) → answer_hop ─┬─ quote → finalize_success
+                                                │                                  └─ none → [refine →] generate
                       ↑                         ├─ none, R left ─→ rephrase_query ─┐
                       └─────────────────────────┼──────────────────────────────────┘
                                                 ├─ none, no R, fallback source not yet consulted
@@ -28,7 +32,9 @@ sentence of the relevant chunks where the run would otherwise give up. An option
 fallback source (:mod:`rags_expert.rag.fallback`, CRAG's "incorrect" action) is
 searched once when nothing relevant was found, before giving up. With knowledge refinement on
 (:mod:`rags_expert.rag.refinement`, CRAG's decompose-recompose), ``[refine_knowledge →]`` cuts the relevant
-chunks not yet refined to their relevant strips on the way to ``generate``.
+chunks not yet refined to their relevant strips on the way to ``generate``. Multi-hop (:mod:`rags_expert.rag.hops`):
+while hops are left, grading new relevant chunks plans a follow-up search for the bridge entity, at most
+``max_hops - 1`` times a question; a planned one is ``hop_retrieve``; after it, the answer reads the chunks of every hop.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from langgraph.graph import END, START, StateGraph
 from rags_expert.llm.usage import metered
 from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
+from rags_expert.rag.hops import HOP_ANSWER_NODE, HOP_NODE, Hops, after_hop
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
@@ -93,6 +100,8 @@ def route_after_grading(
     state: RagState,
 ) -> Literal[
     "grade_generation",
+    "hop_retrieve",
+    "answer_hop",
     "refine_knowledge",
     "generate",
     "rephrase_query",
@@ -100,12 +109,17 @@ def route_after_grading(
     "extract_answer",
     "finalize_failure",
 ]:
-    """Check a kept speculative draft; else generate from new relevant chunks; with none, rephrase while
-    rephrases remain, then search the fallback source once (when there is one) before giving up."""
+    """Check a kept speculative draft; plan a hop while hops are left; after one, quote its answer (small
+    profile) or answer from the chunks of every hop; else generate from new relevant chunks; with none,
+    rephrase while rephrases remain, then search the fallback source once (when there is one) before giving up."""
     if value(state, "error"):
         return "finalize_failure"
     if value(state, "speculative") == "kept":
         return "grade_generation"
+    if value(state, "hop_plan"):
+        return "hop_retrieve"
+    if after_hop(state) and value(state, "relevant") and _generations_left(state):
+        return _to_generate(state)  # the hop found nothing new: answer from what was found
     if value(state, "new_relevant") > 0 and _generations_left(state):
         return _to_generate(state)
     if _rephrases_left(state) and _generations_left(state):
@@ -113,6 +127,22 @@ def route_after_grading(
     if wants_fallback(state):
         return "fallback_retrieve"
     return _give_up(state)
+
+
+def route_after_hop(state: RagState) -> Literal["grade_documents", "answer_hop", "finalize_failure"]:
+    """Grade the hop's chunks (an evidence hop graded them itself: quote its answer), unless the search failed."""
+    if value(state, "error"):
+        return "finalize_failure"
+    return "answer_hop" if value(state, "hops")[-1].get("bridge") else "grade_documents"
+
+
+def route_after_hop_answer(
+    state: RagState,
+) -> Literal["finalize_success", "refine_knowledge", "generate", "extract_answer", "finalize_failure"]:
+    """A quoted hop answer ends the run; without one, write an answer from the chunks of every hop."""
+    if value(state, "answer_kind") == "extractive" and not value(state, "error"):
+        return "finalize_success"
+    return _to_generate(state) if _generations_left(state) else _give_up(state)
 
 
 def route_after_rephrase(state: RagState) -> Literal["retrieve", "finalize_failure"]:
@@ -157,11 +187,12 @@ def route_after_extract(state: RagState) -> Literal["finalize_success", "finaliz
     return "finalize_failure"
 
 
-def max_node_steps(max_rephrases: int, max_generations: int) -> int:
+def max_node_steps(max_rephrases: int, max_generations: int, max_hops: int = 1) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases, the
     fallback source's retrieve/grade round, G refine/generate/grade/reflect rounds (knowledge refinement
-    only ever leads to a generation), the budget stop, the extractive fallback, one finalize."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 4 * max_generations + 1 + 1 + 1
+    only ever leads to a generation), the budget stop, the extractive fallback, one finalize; and per hop
+    after the first its hop_retrieve, grade_documents and answer_hop."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 4 * max_generations + 1 + 1 + 1 + 3 * (max_hops - 1)
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
@@ -179,12 +210,18 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
     builder.add_node("prepare", _node("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
     builder.add_node("retrieve", _node("retrieve", nodes.retrieve))
-    builder.add_node("grade_documents", _node("grade_documents", nodes.grade_documents))
+    hops = Hops(
+        deps.model, deps.retriever, deps.grading, deps.evidence, deps.settings, deps.profile, nodes.redacted_error
+    )
+    grade_documents = hops.planning(nodes.grade_documents)  # plans the next hop while one is wanted
+    builder.add_node("grade_documents", _node("grade_documents", grade_documents))
     builder.add_node("rephrase_query", _node("rephrase_query", nodes.rephrase_query))
     fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
     builder.add_node(FALLBACK_NODE, _node(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
     builder.add_node(REFINE_NODE, _node(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
+    builder.add_node(HOP_NODE, _node(HOP_NODE, hops.hop_retrieve))  # routed to only with multihop.max_hops > 1
+    builder.add_node(HOP_ANSWER_NODE, _node(HOP_ANSWER_NODE, hops.answer_hop))  # after an evidence hop
     builder.add_node("generate", _node("generate", nodes.generate))
     builder.add_node("grade_generation", _node("grade_generation", nodes.grade_generation))
     builder.add_node("reflect", _node("reflect", nodes.reflect))
@@ -200,6 +237,8 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_conditional_edges("rephrase_query", *budgeted(route_after_rephrase))
     builder.add_conditional_edges(FALLBACK_NODE, *budgeted(route_after_retrieve))
     builder.add_conditional_edges(REFINE_NODE, *budgeted(route_after_refine))
+    builder.add_conditional_edges(HOP_NODE, *budgeted(route_after_hop))
+    builder.add_conditional_edges(HOP_ANSWER_NODE, *budgeted(route_after_hop_answer))
     builder.add_conditional_edges("generate", *budgeted(route_after_generate))
     builder.add_conditional_edges("grade_generation", *budgeted(route_after_generation_grading))
     builder.add_conditional_edges("reflect", *budgeted(route_after_reflect))

@@ -33,6 +33,7 @@ from rags_expert.rag.answering import answer_messages, attribute, evidence_verdi
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
+from rags_expert.rag.hops import grading_question
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
@@ -174,7 +175,7 @@ class RagNodes:
                 fresh[cid] = doc
         docs = list(fresh.values())
         drafting = self._speculates(state, docs)
-        judging = self.judge.judge(state["question"], docs, config)
+        judging = self.judge.judge(grading_question(state), docs, config)
         recalled: dict[str, Any] = {}
         if drafting:
             judged, (recalled, draft) = await asyncio.gather(judging, self._draft(state, docs, config))

@@ -13,6 +13,7 @@
 | another draft after a rejection | up to ``max_generations`` | none: one draft, then the extractive fallback |
 | lessons (reflect) | LLM writes one | none (a weak model's advice is noise) |
 | extractive fallback | off | on: the best matching sentence, quoted and cited |
+| follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
 
 The graders of a ~100M-parameter model approve ~75 % of anything (at chance), so for it the evidence
 decides; a capable model keeps its own judgement and the evidence only fills in missing citations.
@@ -54,6 +55,8 @@ class ModelProfile:
     """Write another draft after a rejected one (else ``max_generations`` is 1 for the question)."""
     write_lessons: bool
     extractive_fallback: bool
+    multihop: Judge = "llm"
+    """Who proposes a follow-up search (:mod:`rags_expert.rag.hops`): the model, or the evidence's bridge name."""
 
 
 PROFILES: dict[str, ModelProfile] = {
@@ -86,6 +89,7 @@ PROFILES: dict[str, ModelProfile] = {
         regenerate=False,
         write_lessons=False,
         extractive_fallback=True,
+        multihop="evidence",
     ),
 }
 

@@ -94,6 +94,16 @@ class RagState(InputState, total=False):
     """Whether a fallback source is configured (:mod:`rags_expert.rag.fallback`), set by ``prepare``."""
     fallback_consulted: bool
     """Whether this question searched the fallback source (at most once)."""
+    max_hops: int
+    """Searches the question may chain (``multihop.max_hops``; 1: no hop, :mod:`rags_expert.rag.hops`)."""
+    hops_planned: int
+    """Times a follow-up search was planned (at most ``max_hops - 1``)."""
+    hop_plan: dict[str, Any]
+    """The next hop's search, planned after grading (``query``, ``bridge``, ``sentence``, ``chunk``; empty: none)."""
+    hop_round: int
+    """The number of the latest hop's retrieval in ``queries`` (0: no hop yet)."""
+    hops: list[dict[str, Any]]
+    """The hops after the first: ``hop`` (2, 3, …), ``query``, ``bridge`` and the ``sentence`` and chunk it came from."""
     search: dict[str, Any]
     """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
     lesson_scope: str
@@ -150,6 +160,11 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "max_tokens": None,
         "error": "",
         "failure_reason": "",
+        "max_hops": 1,
+        "hops_planned": 0,
+        "hop_plan": {},
+        "hop_round": 0,
+        "hops": [],
         "search": {},
         "lesson_scope": "",
         "lessons": [],
@@ -186,4 +201,5 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "fallback": profile.extractive_fallback,
         "max_calls": settings.budget.max_calls,
         "max_tokens": settings.budget.max_tokens,
+        "max_hops": settings.multihop.max_hops,
     }

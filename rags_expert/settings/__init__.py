@@ -41,6 +41,7 @@ from rags_expert.settings.knowledge import (
     default_data_dir,
 )
 from rags_expert.settings.mcp import McpSettings, McpTransport
+from rags_expert.settings.multihop import MultihopSettings
 from rags_expert.settings.reference import settings_reference
 from rags_expert.settings.rerank import RerankApi, RerankKind, RerankSettings
 from rags_expert.settings.sections import (
@@ -77,6 +78,7 @@ __all__ = [
     "KnowledgeFlowApi",
     "KnowledgeFlowSettings",
     "LLMSettings",
+    "MultihopSettings",
     "LessonSettings",
     "LocalModelSettings",
     "LocalRunner",

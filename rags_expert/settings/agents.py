@@ -35,6 +35,7 @@ from rags_expert.settings.knowledge import (
     StoreSettings,
 )
 from rags_expert.settings.mcp import McpSettings
+from rags_expert.settings.multihop import MultihopSettings
 from rags_expert.settings.rerank import RerankSettings
 from rags_expert.settings.sections import (
     BudgetSettings,
@@ -227,12 +228,13 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    multihop: MultihopSettings = Field(default_factory=MultihopSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question (not counting transport retries).
 
-        ``C + (K+P)*(R+1+F) + R + (3+L)*G + S`` where F is 1 with a fallback source (``fallback``; None: whether
+        ``C + (K+P)*(R+1+F) + R + (3+L)*G + S + (H-1)*(1+K'+P')`` where F is 1 with a fallback source (``fallback``; None: whether
         ``fallback.collection`` is set), where C is 1 when a follow-up is condensed, K is
         ``retrieval.top_k`` (k; k+1 with ``grading.batch``), R ``max_rephrases``, G ``max_generations``,
         L is 1 when the lesson memory is on, S is 1 with ``speculative_draft`` and P is k with the
@@ -243,7 +245,8 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         speculative draft is the first generation, a discarded one one more call. The fallback source is
         searched at most once, and its chunks graded like the others (no speculative draft there). The
         ``llm`` refinement method refines each relevant chunk once, in one call, and every relevant chunk was
-        retrieved.
+        retrieved. Each of the ``H-1`` hops after the first (``multihop.max_hops``) costs one call for its
+        follow-up query and the grading (and ``llm`` refinement) of its ``K'`` chunks (``multihop.top_k``).
         """
         f = int(self.fallback.collection is not None if fallback is None else fallback)
         c = 1 if (with_history and self.condense_followups) else 0
@@ -252,20 +255,33 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
         grading = k + 1 if self.grading.batch else k  # a batch call whose reply cannot be read, then k calls
         draft = 1 if self.speculative_draft else 0  # a discarded speculative draft
         refine = k if self.refines_by_llm() else 0
-        return c + (grading + refine) * (r + 1 + f) + r + per_answer * g + draft
+        return c + (grading + refine) * (r + 1 + f) + r + per_answer * g + draft + self.hop_calls()
+
+    def hop_top_k(self) -> int:
+        """Chunks a follow-up search (a hop after the first) keeps at most."""
+        return self.multihop.top_k or self.retrieval.top_k
+
+    def hop_calls(self) -> int:
+        """The most LLM requests of the hops after the first: per hop, its follow-up query and the grading
+        (``K'``, plus an unreadable batch call) and ``llm`` refinement of its chunks."""
+        k = self.hop_top_k()
+        per_hop = 1 + k + (1 if self.grading.batch else 0) + (k if self.refines_by_llm() else 0)
+        return (self.multihop.max_hops - 1) * per_hop
 
     def refines_by_llm(self) -> bool:
         """Whether knowledge refinement asks the chat model (``refinement.method: llm``; no profile chooses it)."""
         return self.refinement.method == "llm"
 
     def max_node_calls(self) -> int:
-        """The most LLM requests one node makes: grade_documents' relevance grades (``retrieval.top_k``, plus
-        the batch call whose reply could not be read) and the speculative draft beside them, the two answer
+        """The most LLM requests one node makes: grade_documents' relevance grades (``retrieval.top_k``, or
+        ``multihop.top_k`` when larger, plus the batch call whose reply could not be read), the speculative draft
+        beside them and the next hop's query after them, the two answer
         checks, or the ``llm`` refinement of the relevant chunks not refined yet (at most two retrievals'
-        worth: a kept speculative draft skips refinement until its answer is rejected)."""
-        k = self.retrieval.top_k
-        grading = k + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
-        refine = min(self.max_context_chunks, 2 * k) if self.refines_by_llm() else 0
+        worth and the hops' chunks: a kept speculative draft skips refinement until its answer is rejected)."""
+        k, hops = self.retrieval.top_k, (self.multihop.max_hops - 1) * self.hop_top_k()
+        grading = max(k, self.hop_top_k()) + (1 if self.grading.batch else 0) + (1 if self.speculative_draft else 0)
+        grading += 1 if self.multihop.max_hops > 1 else 0  # the next hop's query, planned after the grades
+        refine = min(self.max_context_chunks, 2 * k + hops) if self.refines_by_llm() else 0
         return max(grading, 2, refine)
 
     def budgeted_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:

@@ -147,6 +147,7 @@ _KINDS = (
     ('{"question"', "condense"),
     ('{"score"', "score"),
     ('{"needed"', "refine"),
+    ('{"follow_up"', "hop"),
 )
 _TOOL_KINDS = {
     "RelevanceGrade": "relevance",
@@ -157,6 +158,7 @@ _TOOL_KINDS = {
     "StandaloneQuestion": "condense",
     "ScoreGrade": "score",
     "NeededStrips": "refine",
+    "FollowUpQuery": "hop",
 }
 
 

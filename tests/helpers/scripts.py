@@ -23,6 +23,7 @@ def kind_of(text: str) -> str:
         ('{"query":', "rephrase"),
         ('{"question":', "condense"),
         ('{"needed":', "refine"),
+        ('{"follow_up":', "hop"),
     ):
         if marker in text:
             return kind
@@ -40,6 +41,7 @@ class Script:
     rephrase: Callable[[str], Any] = lambda text: '{"query": "rephrased query"}'
     condense: Callable[[str], Any] = lambda text: '{"question": "standalone question"}'
     refine: Callable[[str], Any] = lambda text: '{"needed": [1]}'
+    hop: Callable[[str], Any] = lambda text: '{"follow_up": "none"}'
     generate: Callable[[str], Any] = lambda text: "The answer is in the first chunk [1]."
     seen: list[str] = field(default_factory=list)
 

@@ -1,6 +1,7 @@
 """Property: whatever the model replies (verdicts, garbage, malformed tool calls, errors), with or without the
-speculative draft, batch grading, knowledge refinement (by the evidence or by the model) and a fallback source (empty or not), and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
-when there is a call budget), and a budget stop names a budget the question has really used up."""
+speculative draft, batch grading, knowledge refinement (by the evidence or by the model), a fallback source (empty or not), and
+multi-hop (up to 3 searches, either profile), and whatever the question's budget, every run ends in a finalize node within the documented LLM-call bound (the budgeted one
+when there is a call budget) and node bound, never with more than ``max_hops - 1`` follow-up searches, and a budget stop names a budget the question has really used up."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rags_expert import RagsExpert
 from rags_expert.rag.citations import cited_numbers
+from rags_expert.rag.graph import max_node_steps
 from rags_expert.testing import ScriptedChatModel
 
 
@@ -44,6 +46,8 @@ REPLIES = st.one_of(
             "[7] [1, 99]",
             '{"needed": [2]}',
             "[]",
+            '{"follow_up": "castle builder"}',
+            '{"follow_up": "none"}',
         ]
     ),
     st.text(max_size=40),
@@ -79,6 +83,8 @@ REPLIES = st.one_of(
     batch=st.booleans(),
     fallback=st.sampled_from([None, "empty", "docs"]),
     refine=st.sampled_from(["off", "evidence", "llm"]),
+    max_hops=st.integers(1, 3),
+    small=st.booleans(),
 )
 def test_every_run_finalizes_within_the_llm_call_bound(
     replies,
@@ -94,6 +100,8 @@ def test_every_run_finalizes_within_the_llm_call_bound(
     batch,
     fallback,
     refine,
+    max_hops,
+    small,
 ):
     queue = list(replies)
 
@@ -101,7 +109,9 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         return queue.pop(0) if queue else "yes"
 
     model = ScriptedChatModel(responder=responder)
-    docs = make_docs({f"d{i}": f"The castle fact {i}. It was built then. Nothing else." for i in range(6)})
+    docs = make_docs(
+        {f"d{i}": f"The castle fact {i} comes from Mara Quill. It was built then. Nothing else." for i in range(6)}
+    )
     second = (
         None
         if fallback is None
@@ -116,6 +126,8 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         "speculative_draft": speculative,
         "budget": {"max_calls": max_calls, "max_tokens": max_tokens},
         "refinement": {"method": refine},
+        "multihop": {"max_hops": max_hops},
+        "evidence": {"profile": "small" if small else "standard", "use_embeddings": False},
     }
 
     async def go():
@@ -129,18 +141,22 @@ def test_every_run_finalizes_within_the_llm_call_bound(
         messages = [HumanMessage("When was the castle built?")]
         if with_history:
             messages = [HumanMessage("Tell me about the castle."), AIMessage("It is old [1]."), *messages]
-        last_node, n_relevant, consulted = None, 0, False
+        last_node, n_relevant, consulted, steps = None, 0, False, []
         async for update in graph.astream(
             {"messages": messages}, {"configurable": {"thread_id": "p"}}, stream_mode="updates"
         ):
             last_node = next(iter(update))
+            steps.append(last_node)
             consulted = consulted or last_node == "fallback_retrieve"
             if last_node == "grade_documents":  # the context the next answer is cited against
                 n_relevant = len(update[last_node].get("relevant", []))
         state = await graph.aget_state({"configurable": {"thread_id": "p"}})
-        return agent, last_node, state.values, n_relevant, consulted
+        return agent, last_node, state.values, n_relevant, consulted, steps
 
-    agent, last_node, values, n_relevant, consulted = asyncio.run(go())
+    agent, last_node, values, n_relevant, consulted, steps = asyncio.run(go())
+    assert steps.count("hop_retrieve") <= max_hops - 1  # the hop cap
+    event(f"hops: {steps.count('hop_retrieve')}")
+    assert len(steps) <= max_node_steps(max_rephrases, max_generations, max_hops)
     assert not consulted or fallback is not None  # off unless there is a fallback source
     event(f"fallback source consulted: {consulted}")
     assert last_node in {"finalize_success", "finalize_failure"}

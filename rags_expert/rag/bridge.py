@@ -1,0 +1,131 @@
+"""The bridge of a multi-hop question, found by the evidence (no model call): the ``small`` profile's hop.
+
+A bridge question ("Which county is the birthplace of the director of *Film X* in?") needs a fact about an entity
+it does not name: the first search finds the sentence that names it ("*Film X* was directed by *Jane Roe*"), the
+second searches for that entity. :func:`bridge_names` lists the names and code phrases a sentence holds that the
+question lacks; :func:`plan_bridge` picks the best matching sentence of the relevant chunks that holds one;
+:func:`hop_quote` finds the sentence of the hop's chunks that answers the question about the bridge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+
+from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
+from rags_expert.evidence.code import new_code
+
+_CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
+_MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
+_NOT_A_NAME = re.compile(r"(?:[A-Z][a-z]+(?:ish|ese|ian|ean|an|ch|i)|\d.*|[A-Z][a-z]?)")
+"""A single word that names nothing to search: a nationality adjective ("British", "Italian"), a number, an
+initial."""
+_CAPITAL = r"[A-Z0-9][\w'’.\-]*"
+_NAME = re.compile(rf"(?<![\w'’]){_CAPITAL}(?:\s+(?:{_CONNECTOR}\s+)*{_CAPITAL})*")
+_QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”]{1,79})[\"”]")
+MAX_SENTENCES = 3
+"""Best matching sentences of the relevant chunks searched for a bridge, best first."""
+MAX_NAMES = 3
+"""Names of the bridge sentence searched for together (the first is not always the one the question needs)."""
+SEPARATOR = "; "
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """The bridge names, the sentence that names them and the chunk that sentence is in (index into the chunks)."""
+
+    names: tuple[str, ...]
+    sentence: str
+    doc: int
+
+    @property
+    def query(self) -> str:
+        """The follow-up search: the names (measured on HotpotQA dev, the question's words added only pulled the
+        first search's chunks back)."""
+        return SEPARATOR.join(self.names)
+
+
+def bridge_names(sentence: str, question: str, subject: str = "") -> list[str]:
+    """Names (runs of capitalised words, quoted titles) and code phrases of ``sentence`` whose terms are not all
+    in ``question`` nor in ``subject`` (the chunk's title: what the sentence is about), in order."""
+    known = terms(question) | terms(subject)
+    out: list[str] = []
+    found = [m.group(1) for m in _QUOTED.finditer(sentence)]
+    found += [m.group(0).strip(" .'’-") for m in _NAME.finditer(sentence)]
+    found += sorted(new_code(sentence, question))
+    for name in found:
+        own = terms(name)
+        if not own or own <= known or name in out or _names_nothing(name):
+            continue
+        out.append(name)
+    return out
+
+
+def _names_nothing(name: str) -> bool:
+    """A date ("16 June 2014"), or a single word that names nothing to search (:data:`_NOT_A_NAME`)."""
+    words = name.split()
+    if any(w.lower().strip(",.") in _MONTHS for w in words):
+        return True
+    return len(words) == 1 and _NOT_A_NAME.fullmatch(name) is not None
+
+
+async def plan_bridge(question: str, docs: Sequence[Document], evidence: EvidenceScorer) -> Bridge | None:
+    """The first :data:`MAX_NAMES` bridge names of the best matching sentence of ``docs`` that holds one (None: the
+    chunks already answer the question, or name nothing it lacks)."""
+    if await evidence.best_answer(question, docs) is not None:
+        return None
+    for m in (await evidence.matches(question, docs))[:MAX_SENTENCES]:
+        title = str(docs[m.doc].metadata.get("title") or "")
+        names = bridge_names(m.sentence, question, title)
+        if names:
+            return Bridge(tuple(names[:MAX_NAMES]), m.sentence, m.doc)
+    return None
+
+
+async def hop_quote(
+    question: str, bridge: str, docs: Sequence[Document], evidence: EvidenceScorer, said: str = ""
+) -> Match | None:
+    """The best sentence of the hop's chunks ``docs`` that is about a bridge name (its terms in the sentence or its
+    chunk's title), says something of the question that the bridge sentence ``said`` does not, and holds an answer
+    of the question's type besides the names, or None. ``bridge``: the names, joined."""
+    names = split_bridge(bridge)
+    wanted = [terms(name) for name in names]
+    rest = question_terms(question) - terms(said)
+    for m in await evidence.matches(f"{question} {bridge}", docs):
+        about = terms(m.sentence) | terms(str(docs[m.doc].metadata.get("title") or ""))
+        if rest and not rest & terms(m.sentence):
+            continue  # says nothing the bridge sentence left open
+        if any(name <= about for name in wanted) and holds_answer(_without(m.sentence, names), question):
+            return m
+    return None
+
+
+def split_bridge(bridge: str) -> list[str]:
+    """The names of a bridge query (:attr:`Bridge.query`)."""
+    return bridge.split(SEPARATOR)
+
+
+def _without(sentence: str, names: Sequence[str]) -> str:
+    """``sentence`` without the bridge names: the bridge itself is not the answer ("Mara Quill wrote three
+    screenplays" does not say where she was born)."""
+    for name in names:
+        sentence = sentence.replace(name, " ")
+    return sentence
