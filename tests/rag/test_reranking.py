@@ -198,7 +198,8 @@ async def test_the_evidence_reranker_follows_the_best_chunks_link_to_the_bridge_
 async def test_the_bridge_document_is_lifted_but_never_above_the_chunk_that_names_it():
     """With ``top_k`` 1 the chunk naming the bridge is kept, not the bridge it links to (which a second hop finds)."""
     question = "Where was the director of the 1995 comedy film Mallrats born?"
-    reranker = EvidenceReranker(EvidenceSettings(), weight=2.0, rank_constant=5, link_bonus=5.0)  # a bonus that would win
+    big_bonus = 5.0  # more than the fused scores: it would put the bridge first
+    reranker = EvidenceReranker(EvidenceSettings(), weight=2.0, rank_constant=5, link_bonus=big_bonus)
     kept = await reranker.rerank(question, BRIDGE, 2)
     assert [d.metadata["title"] for d in kept] == ["Mallrats", "Kevin Smith"]
     assert [d.metadata["title"] for d in await reranker.rerank(question, BRIDGE, 1)] == ["Mallrats"]
