@@ -156,7 +156,10 @@ def _has_name(text: str, known: set[str]) -> bool:
     return False
 
 
-_CATEGORY_QUESTION = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]{3,})", re.I | re.UNICODE)
+# a hyphenated modifier is not the noun: "which *pre-commit* hook" asks for a hook
+_CATEGORY_QUESTION = re.compile(
+    r"\b(?:which|what|how many|how much)\s+(?:[\w]+(?:-[\w]+)+\s+)?([^\W\d_]{3,})\b(?!-)", re.I | re.UNICODE
+)
 _NOT_CATEGORIES = frozenset({"kind", "type", "sort", "sorts", "kinds", "types", "part", "one", "ones"})
 _MIN_SHARED_PREFIX = 4
 
