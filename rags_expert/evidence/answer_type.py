@@ -158,7 +158,7 @@ def _has_name(text: str, known: set[str]) -> bool:
 
 # a hyphenated modifier is not the noun: "which *pre-commit* hook" asks for a hook
 _CATEGORY_QUESTION = re.compile(
-    r"\b(?:which|what|how many|how much)\s+(?:[\w]+(?:-[\w]+)+\s+)?([^\W\d_]{3,})\b(?!-)", re.I | re.UNICODE
+    r"\b(?:which|what|how many|how much)\s+(?:\w+(?:-\w+)+\s+)?([^\W\d_]{3,})\b(?!-)", re.I | re.UNICODE
 )
 _NOT_CATEGORIES = frozenset({"kind", "type", "sort", "sorts", "kinds", "types", "part", "one", "ones"})
 _MIN_SHARED_PREFIX = 4
@@ -342,13 +342,13 @@ def _tokens(text: str) -> set[str]:
     return {w.lower() for w in words(text)} | {t.strip(".'-") for t in re.findall(r"[\w.'-]+", low)}
 
 
+_MIN_STEM = 4
+
+
 def _names_subject(subject: str, text: str) -> bool:
     """Whether ``text`` names the subject, alone or as the start of a compound name (``gzip`` in
     ``GZipMiddleware``, ``test`` in ``TestClient``)."""
     return any(token == subject or (token.startswith(subject) and len(subject) >= _MIN_STEM) for token in _tokens(text))
-
-
-_MIN_STEM = 4
 
 
 def about_other_subject(text: str, question: str, context: str = "") -> bool:
