@@ -156,7 +156,10 @@ def _has_name(text: str, known: set[str]) -> bool:
     return False
 
 
-_CATEGORY_QUESTION = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]{3,})", re.I | re.UNICODE)
+# a hyphenated modifier is not the noun: "which *pre-commit* hook" asks for a hook
+_CATEGORY_QUESTION = re.compile(
+    r"\b(?:which|what|how many|how much)\s+(?:\w+(?:-\w+)+\s+)?([^\W\d_]{3,})\b(?!-)", re.I | re.UNICODE
+)
 _NOT_CATEGORIES = frozenset({"kind", "type", "sort", "sorts", "kinds", "types", "part", "one", "ones"})
 _MIN_SHARED_PREFIX = 4
 
@@ -220,6 +223,16 @@ def _has_value(text: str, question: str, known: set[str]) -> bool:
         if value and stem(value) not in known and value not in question.lower():
             return True
     return _has_number(_WEAK_NUMBERS.sub(" ", text), known) or bool(new_code(text, question))
+
+
+_DIGITS = re.compile(r"(?<![\w.])\d[\d,._]*(?![\w])", re.UNICODE)
+
+
+def new_numbers(text: str, question: str) -> set[str]:
+    """The numbers written in digits in ``text`` that the question does not hold ("22.0", "131072", "5"):
+    what a draft must not change. A version, a size or a port read off a neighbouring sentence is wrong."""
+    asked = {m.rstrip(".,") for m in _DIGITS.findall(question)}
+    return {m.rstrip(".,").replace(",", "") for m in _DIGITS.findall(text) if m.rstrip(".,") not in asked} - {""}
 
 
 def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:
@@ -329,12 +342,23 @@ def _tokens(text: str) -> set[str]:
     return {w.lower() for w in words(text)} | {t.strip(".'-") for t in re.findall(r"[\w.'-]+", low)}
 
 
-def about_other_subject(text: str, question: str) -> bool:
-    """Whether ``text`` says its fact of another named subject: it does not name the question's subject, and
-    it opens with a name (a capitalised word or a code name) that the question does not hold ("*Requests*
-    uses chardet …" answering "What encoding does httpx use?")."""
+_MIN_STEM = 4
+
+
+def _names_subject(subject: str, text: str) -> bool:
+    """Whether ``text`` names the subject, alone or as the start of a compound name (``gzip`` in
+    ``GZipMiddleware``, ``test`` in ``TestClient``)."""
+    return any(token == subject or (token.startswith(subject) and len(subject) >= _MIN_STEM) for token in _tokens(text))
+
+
+def about_other_subject(text: str, question: str, context: str = "") -> bool:
+    """Whether ``text`` says its fact of another named subject: neither it nor its ``context`` (the section it
+    sits under, its list item's term) names the question's subject, and it opens with a name (a
+    capitalised word or a code name) that the question does not hold ("*Requests* uses chardet …" answering
+    "What encoding does httpx use?"). An item of the ``GZipMiddleware`` section's parameter list is about the
+    gzip middleware, whatever parameter it opens with."""
     subject = question_subject(question)
-    if subject is None or subject in _tokens(text):
+    if subject is None or _names_subject(subject, text) or _names_subject(subject, context):
         return False
     asked = _tokens(question)
     for position, match in enumerate(_LEADING.finditer(text)):

@@ -47,7 +47,21 @@ def _plain_words(question: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(bare)}
 
 
+def _last_part(name: str) -> str:
+    """A code name without its qualification, Sphinx's ``~`` and call brackets: ``get_task_logger`` of
+    ``~celery.utils.log.get_task_logger()``."""
+    return name.lstrip("~").removesuffix("()").rsplit(".", 1)[-1]
+
+
 def new_code(text: str, question: str) -> set[str]:
-    """The code names of ``text`` that the question does not hold (neither as a code name nor as a word)."""
-    asked = code_names(question) | _plain_words(question)
-    return {name for name in code_names(text) if name not in asked and name.lstrip(".") not in asked}
+    """The code names of ``text`` that the question does not hold (neither as a code name nor as a word, nor
+    spelled out with its module: ``celery.utils.log.get_task_logger()`` is no new name when the question asks
+    about ``get_task_logger``)."""
+    asked_code = code_names(question)
+    asked = asked_code | _plain_words(question)
+    asked_whole = {name.lstrip("~").removesuffix("()") for name in asked_code}
+    return {
+        name
+        for name in code_names(text)
+        if name not in asked and name.lstrip(".") not in asked and _last_part(name) not in asked_whole
+    }

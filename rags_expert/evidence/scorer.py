@@ -91,6 +91,11 @@ class _Row:
     context: set[str]
     absent: set[str]
     hinted: bool
+    section: str = ""
+    """What the unit sits under: its chunk's section path and its label (not the document's title)."""
+    name_absent: bool = False
+    """Whether a name of the question (``Celery``, ``2019``) is absent from the unit's page: a name is not
+    said in other words, so no allowance covers it."""
 
 
 def _heading(chunk_units: list[Unit]) -> str:
@@ -163,6 +168,16 @@ def _required_names(question: str, wanted: set[str], docs: Sequence[Document], h
         if len(sources) < 2:
             required.append(name)
     return required
+
+
+def _held_by_source(docs: Sequence[Document], helds: list[set[str]]) -> list[set[str]]:
+    """Per chunk, the question terms that some chunk of its document holds: a name another chunk of the page
+    says is what the page is about ("Starlette uses a thread pool …" above "The default thread pool size is
+    only 40 tokens.")."""
+    by_source: dict[str, set[str]] = {}
+    for i, (doc, held) in enumerate(zip(docs, helds, strict=True)):
+        by_source.setdefault(_source(doc, i), set()).update(held)
+    return [by_source[_source(doc, i)] for i, doc in enumerate(docs)]
 
 
 def _local_idf(wanted: set[str], sentence_terms: list[set[str]]) -> dict[str, float]:
@@ -246,17 +261,22 @@ class EvidenceScorer:
         hint = measure_hint(question)
         helds = [terms(_chunk_header(doc) + " " + doc.page_content) & wanted for doc in docs]
         names = _required_names(question, wanted, docs, helds)
+        name_terms = set().union(*name_phrases(question)) & wanted
+        page_helds = _held_by_source(docs, helds)
         rows = []
         for i, doc in enumerate(docs):
             chunk_units = _chunk_units(doc, self.settings.labels)
-            held = helds[i]
+            held = helds[i] | (page_helds[i] & name_terms)  # the page's names are its chunks' subject
             if names and not any(name <= held for name in names):
                 continue  # about something else: none of the question's names in full
             subject = terms(_chunk_header(doc) + " " + _heading(chunk_units)) & wanted
             for unit in chunk_units:
                 own = terms(unit.text)
                 context = subject | (terms(unit.label) & wanted)
-                rows.append(_Row(i, unit, own & wanted, context, wanted - held, hint is not None and hint in own))
+                hinted = hint is not None and hint in own
+                section = f"{(doc.metadata or {}).get('section') or ''} {unit.label}"
+                absent = wanted - held
+                rows.append(_Row(i, unit, own & wanted, context, absent, hinted, section, bool(absent & name_terms)))
         weight = _local_idf(wanted, [r.own for r in rows])
         total = sum(weight.values()) or 1.0
         context_weight = self.settings.context_weight
@@ -277,7 +297,10 @@ class EvidenceScorer:
         """See :attr:`Match.answers`. A code-name question's category ("which *argument*") need not be in the
         chunk (a parameter list does not say "argument"). One other absent term is allowed when the unit names
         the category; in a unit that holds a code name the question lacks, one (two) absent terms are allowed
-        from ``paraphrase_similarity`` (``paraphrase_similarity_two``): the question said it in other words."""
+        from ``paraphrase_similarity`` (``paraphrase_similarity_two``): the question said it in other words. An
+        absent name of the question is never allowed."""
+        if row.name_absent:
+            return False
         if kind is AnswerType.CODE and row.unit.kind == "prose" and not _says_category(row.unit, category):
             return False  # prose answers "which option" by saying "option"; a parameter list or table need not
         absent = len(row.absent - _type_nouns(kind, category))
@@ -288,7 +311,7 @@ class EvidenceScorer:
                 allowed = int(sim >= s.paraphrase_similarity) + int(sim >= s.paraphrase_similarity_two)
             if absent > allowed:
                 return False
-        return holds_answer(text, question, kind) and not about_other_subject(row.unit.text, question)
+        return holds_answer(text, question, kind) and not about_other_subject(row.unit.text, question, row.section)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""

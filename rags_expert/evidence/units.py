@@ -27,6 +27,13 @@ ITEM_MAX_CHARS = 400
 """A list item up to this long is one unit; a longer one is cut into its sentences (each keeps the label)."""
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# a MyST admonition written as a fence (```{note} … ```) holds prose, not code; its options (:class: tip) are markup
+_ADMONITION = re.compile(
+    r"^\s*(`{3,}|~{3,})\{(note|warning|tip|hint|important|caution|attention|danger|error|seealso|admonition|topic|"
+    r"versionadded|versionchanged|deprecated)\}\s*(.*?)\s*$"
+)
+_VERSION_WORDS = {"versionadded": "Added", "versionchanged": "Changed", "deprecated": "Deprecated"}
+_DIRECTIVE_OPTION = re.compile(r"^\s*:[\w-]+:(?:\s|$)")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 _TABLE_RULE = re.compile(r"^\s*+\|?\s*+:?-{2,}:?\s*+(?:\|\s*+:?-{2,}:?\s*+)*+\|?\s*+$")  # possessive: linear
@@ -140,6 +147,8 @@ class _Reader:
         self.block: list[str] = []
         self.kind: UnitKind = "prose"
         self.fence = ""
+        self.admonition = ""
+        """The fence of the MyST admonition being read (its lines are prose), or ""."""
         self.header = ""
         self.last_row = ""
 
@@ -164,13 +173,29 @@ class _Reader:
         self.last_row = _collapse(line)
         self.out.append(Unit(self.last_row, "row", self.header))
 
+    def open_admonition(self, fence: str, name: str, argument: str) -> None:
+        """Read a MyST admonition's lines as prose: a version directive's argument becomes a sentence ("Added in
+        version 22.0."), an admonition's title a heading."""
+        self.admonition = fence
+        if name in _VERSION_WORDS and argument:
+            self.block = [f"{_VERSION_WORDS[name]} in version {argument}."]
+        elif argument:
+            self.out.append(Unit(_collapse(argument), "heading"))
+
     def line(self, line: str) -> None:
         if self.fence:
             return self.code(line)
         line = plain(line)
         if fence := _FENCE.match(line):
             self.flush()
-            self.fence = fence.group(1)[0] * 3
+            if self.admonition and line.strip() == self.admonition:
+                self.admonition = ""  # the admonition ends; its prose was read like any paragraph
+            elif (note := _ADMONITION.match(line)) and not self.admonition:
+                self.open_admonition(note.group(1), note.group(2), note.group(3))
+            else:
+                self.fence = fence.group(1)[0] * 3
+            return None
+        if self.admonition and _DIRECTIVE_OPTION.match(line):
             return None
         if not line.strip():
             return self.flush()

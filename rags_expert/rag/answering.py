@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, split_sentences, strip_citations, terms
+from rags_expert.evidence.answer_type import new_numbers
 from rags_expert.evidence.code import code_names, new_code
 from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
@@ -124,18 +125,24 @@ async def evidence_verdicts(
 ) -> EvidenceVerdicts:
     """Grounded: every sentence is supported by a chunk (the answer's :func:`attribute`). Useful: the answer
     holds something of the question's answer type, and one unit of the chunks that matches the question holds it
-    too, with every code name the answer adds (a draft that joins a name from one sentence to the question's
-    words from another is not what the documentation says)."""
+    too, with every code name and every number the answer adds (a draft that joins a name or a version from one
+    sentence to the question's words from another is not what the documentation says)."""
     if not attribution.complete:
         return EvidenceVerdicts(False, False, f"no chunk supports: {attribution.unsupported[0][:200]}")
     answer = strip_citations(attribution.text)
     if not holds_answer(answer, question):
         return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
     new_terms, names = terms(answer) - terms(question), new_code(answer, question)
+    numbers = new_numbers(answer, question)
     for m in await scorer.matches(question, relevant):
         if m.score < scorer.settings.min_answer_score:
             break
-        if m.answers and new_terms & terms(m.sentence) and names <= code_names(m.sentence):
+        if (
+            m.answers
+            and new_terms & terms(m.sentence)
+            and names <= code_names(m.sentence)
+            and numbers <= new_numbers(m.sentence, "")
+        ):
             return EvidenceVerdicts(True, True)
     return EvidenceVerdicts(True, False, "no sentence of the chunks that matches the question says this")
 

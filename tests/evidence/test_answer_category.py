@@ -22,6 +22,8 @@ from rags_expert.settings import EvidenceSettings
         ("What kind of engine drove the looms?", None),
         ("How much does a ticket cost?", None),
         ("Who built the lighthouse?", None),
+        ("Which pre-commit hook formats notebooks?", "hook"),  # a hyphenated modifier is not the noun
+        ("Which built-in renderer is the default?", "render"),
     ],
 )
 def test_answer_category(question: str, category: str | None) -> None:

@@ -1,0 +1,68 @@
+"""The evidence scorer and the question's names: a name is not said in other words, nor made new by its module.
+
+The paraphrase allowance lets a unit holding a new code name answer although its page lacks one or two of the
+question's words ("serves" for "loads"). A name of the question (a capitalised word: another library, a
+product) is not such a word: a sentence about wrapping *a* logger does not answer how to use *Skyqueue's* task
+logger. A name that another chunk of the same page says is that page's subject, though, and counts as held.
+"""
+
+from __future__ import annotations
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rags_expert.evidence import EvidenceScorer
+from rags_expert.settings import EvidenceSettings
+
+
+class Same(Embeddings):
+    """Every text gets the same vector: cosine 1.0, the paraphrase allowance at its most generous."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0]
+
+
+def doc(source: str, text: str) -> Document:
+    return Document(page_content=text, metadata={"source": source, "title": source})
+
+
+QUESTION = "How do I use flightdeck with the logger returned by Skyqueue's task helper?"
+LOGGING = doc(
+    "logging.md",
+    "Use `flightdeck.wrap_logger` with any logger returned by a helper, and flightdeck binds its context to it.",
+)
+NEIGHBOURS = [doc("queues.md", "Skyqueue runs jobs in worker processes."), doc("index.md", "Skyqueue is a job queue.")]
+
+
+async def test_an_absent_name_is_never_a_paraphrase() -> None:
+    scorer = EvidenceScorer(EvidenceSettings(min_answer_score=0.0), Same())
+    match = await scorer.best_answer(QUESTION, [LOGGING, *NEIGHBOURS])
+    assert match is None or "wrap_logger" not in match.sentence
+
+
+async def test_without_the_name_the_same_sentence_answers() -> None:
+    scorer = EvidenceScorer(EvidenceSettings(min_answer_score=0.0), Same())
+    match = await scorer.best_answer("How do I use flightdeck with the logger returned by a task helper?", [LOGGING])
+    assert match is not None and "wrap_logger" in match.sentence
+
+
+async def test_a_name_another_chunk_of_the_page_says_counts_as_held() -> None:
+    scorer = EvidenceScorer(EvidenceSettings(min_answer_score=0.0), Same())
+    page_top = doc("logging.md", "Skyqueue tasks log through their own task helper, which returns a logger.")
+    match = await scorer.best_answer(QUESTION, [LOGGING, page_top, *NEIGHBOURS])
+    assert match is not None and "wrap_logger" in match.sentence
+
+
+async def test_the_questions_own_name_spelled_out_is_no_new_code_name() -> None:
+    """``flightdeck.tasks.get_task_logger()`` is the question's ``get_task_logger``: it earns no allowance."""
+    scorer = EvidenceScorer(EvidenceSettings(min_answer_score=0.0), Same())
+    tasks = doc(
+        "tasks.md",
+        "Tasks ship helpers in the form of `flightdeck.tasks.get_task_logger()` that you should use inside of tasks "
+        "to keep their records.",
+    )
+    question = "How do I use flightdeck with the logger returned by get_task_logger?"
+    assert await scorer.best_answer(question, [tasks]) is None
