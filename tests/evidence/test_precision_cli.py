@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_run import cli_env, run_cli
+from helpers.cli_run import cli_env, run_cli
 
 from evidence.test_technical_docs_cli import E5, UNHELPFUL, ask
 
