@@ -40,6 +40,7 @@ from langgraph.graph import END, START, StateGraph
 from rags_expert.llm.usage import metered
 from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
+from rags_expert.rag.guard import guard_answer, guard_context, guard_documents, guard_partial
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
 from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
@@ -168,20 +169,24 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
     builder.add_node("prepare", metered("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    builder.add_node("retrieve", metered("retrieve", nodes.retrieve))
+    auth = deps.authorizer  # the host's permission check (rags_expert.rag.guard); None: off
+    builder.add_node("retrieve", metered("retrieve", guard_documents(nodes.retrieve, auth)))
     builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
     builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
     fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
-    builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
+    builder.add_node(
+        FALLBACK_NODE, metered(FALLBACK_NODE, guard_documents(fallback, auth))
+    )  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
     builder.add_node(REFINE_NODE, metered(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
-    builder.add_node("generate", metered("generate", nodes.generate))
+    builder.add_node("generate", metered("generate", guard_context(nodes.generate, auth)))
     builder.add_node("grade_generation", metered("grade_generation", nodes.grade_generation))
     builder.add_node("reflect", metered("reflect", nodes.reflect))
     builder.add_node("extract_answer", metered("extract_answer", nodes.extract_answer))
     builder.add_node(BUDGET_NODE, budget_exceeded)
-    builder.add_node("finalize_success", metered("finalize_success", nodes.finalize_success))
-    builder.add_node("finalize_failure", metered("finalize_failure", nodes.finalize_failure))
+    success = guard_answer(nodes.finalize_success, nodes.finalize_failure, auth)
+    builder.add_node("finalize_success", metered("finalize_success", success))
+    builder.add_node("finalize_failure", metered("finalize_failure", guard_partial(nodes.finalize_failure, auth)))
 
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", *budgeted(route_after_prepare))

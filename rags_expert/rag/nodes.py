@@ -13,6 +13,7 @@ which checks the chat model makes and which the evidence (:mod:`rags_expert.evid
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +36,11 @@ from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
+from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
+from rags_expert.rag.guard import AUTH_FAILED, permitted_history
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
@@ -69,6 +72,8 @@ class RagDeps:
     lessons: LessonMemory | None = None
     fallback_retriever: BaseRetriever | None = None
     """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
+    authorizer: Authorizer | None = None
+    """The host's answer-time permission check (:mod:`rags_expert.rag.guard`); None: off."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
 
@@ -138,8 +143,13 @@ class RagNodes:
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
+            "user": request.user_id,
         }
-        if transcript := followup_transcript(start.history, self.deps.settings):
+        try:  # assistant turns citing a revoked chunk are not condensed against
+            history = await permitted_history(self.deps.authorizer, request.user_id, start.history)
+        except AuthorizationError as exc:
+            return update | {"question": question} | failure(f"AuthorizationError: {exc}", AUTH_FAILED)
+        if transcript := followup_transcript(history, self.deps.settings):
             update["llm_calls"] = new_count(1)
             try:
                 question = await grading.condense_question(
@@ -148,7 +158,9 @@ class RagNodes:
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
         scope = update["lesson_scope"]
-        lessons = await recall_lessons(self.deps.lessons, question, scope) if scope else []
+        auth = self.deps.authorizer
+        readable = None if auth is None else functools.partial(auth.allowed, request.user_id)
+        lessons = await recall_lessons(self.deps.lessons, question, scope, readable) if scope else []
         return update | {"question": question, "query": question, "lessons": lessons}
 
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
@@ -359,6 +371,7 @@ class RagNodes:
             feedback=value(state, "feedback"),
             score=5.0 if value(state, "grounded") else 0.0,
             config=config,
+            uids=[chunk_id(doc) for doc in value(state, "relevant")],
         )
         return {"llm_calls": 1}
 

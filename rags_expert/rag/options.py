@@ -47,8 +47,10 @@ class RequestOptions(SearchOptions):
     or documents puts nothing in scope: no retriever is called and the run ends with the honest not-found answer.
     """
 
-    user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
-    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
+    user_id: str | None = Field(None, validation_alias=AliasChoices("langgraph_auth_user_id", "user_id"))
+    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"; the authorization hook is asked
+    about this user); never sent to retrievers. LangGraph Server's authenticated user (``langgraph_auth_user_id``)
+    wins over a ``user_id`` the client puts in ``configurable``."""
 
     def search(self, configured_top_k: int) -> SearchOptions:
         """The search's options, ``top_k`` capped at the configured value (``user_id`` left out)."""

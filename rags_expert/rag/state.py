@@ -95,6 +95,8 @@ class RagState(InputState, total=False):
     """Whether this question searched the fallback source (at most once)."""
     search: dict[str, Any]
     """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
+    user: str | None
+    """Who asks (the request's ``user_id``), set by ``prepare``: what the authorization hook is asked about."""
     lesson_scope: str
     """The lesson-memory scope of this request ("" when the lesson memory is off)."""
     lessons: list[str]
@@ -144,6 +146,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "error": "",
         "failure_reason": "",
         "search": {},
+        "user": None,
         "lesson_scope": "",
         "lessons": [],
         "llm_calls": 0,
