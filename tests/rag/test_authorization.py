@@ -176,3 +176,58 @@ def test_the_settings_take_one_hook_kind():
         RagsExpertSettings(authorization={"hook": "a.b:c", "url": "http://127.0.0.1:1/"})
     with pytest.raises(ValueError, match="package.module:function"):
         RagsExpertSettings(authorization={"hook": "not a path"})
+
+
+async def test_langgraph_servers_authenticated_user_wins_over_the_clients_user_id(tmp_path):
+    table = PermissionTable(grants={"alice": {"varen"}, "mallory": {"varen", "secret"}})
+    agent = await agent_for(tmp_path, ScriptedChatModel(responder=script()), table.allowed)
+    final = await ask(agent, user_id="mallory", langgraph_auth_user_id="alice")
+    assert [s["uid"] for s in final.response_metadata["sources"]] == ["varen"]
+    assert {c.user for c in table.checks[""]} == {"alice"}
+
+
+LESSON = "Read the vault ledger before answering about Castle Varen."
+
+
+def lesson_script(useful: list[str]) -> Script:
+    """Answers every chunk; the first answers are judged not useful (a lesson is written), later ones useful."""
+
+    def answer(text: str) -> str:
+        return LESSON if "<failed_attempt>" in text else cite_every_chunk(text)
+
+    return script(generate=answer, useful=lambda text: useful.pop(0) if useful else "yes")
+
+
+@pytest.mark.parametrize("revoked", [False, True])
+async def test_a_lesson_learnt_from_a_revoked_chunk_is_not_recalled(tmp_path, revoked):
+    table = PermissionTable(grants={"alice": {"varen", "secret"}})
+    model = ScriptedChatModel(responder=lesson_script(['{"useful": false, "reason": "incomplete"}'] * 3))
+    retriever = KeywordRetriever(docs=DOCS)
+    s = RagsExpertSettings(
+        store={"data_dir": str(tmp_path / "qdrant")},
+        lessons={"enabled": True, "min_similarity": 0.0},
+        max_rephrases=0,
+        max_generations=1,
+    )
+    agent = await RagsExpert(s, chat_model=model, retriever=retriever, authorize=table.allowed).async_init()
+    try:
+        await ask(agent, thread_id="l1", user_id="alice")  # rejected: the lesson is written
+        assert agent.lesson_memory.count() == 1
+        if revoked:
+            table.revoke("alice", "secret")
+        seen = len(model.calls)
+        graph = agent.get_compiled_graph()
+        config = {"configurable": {"thread_id": "l2", "user_id": "alice"}}
+        events = [
+            chunk async for chunk in graph.astream({"messages": [("user", QUESTION)]}, config, stream_mode="custom")
+        ]
+    finally:
+        from rags_expert.retrieval.qdrant import close_client
+
+        close_client(s.store)
+    recalled = [e["lessons"] for e in events if e["event"] == "lesson_recalled"]
+    shown = [str(c) for c in model.calls[seen:] if "<lessons>" in str(c)]
+    if revoked:
+        assert recalled == [[]] and shown == []
+    else:
+        assert recalled == [[LESSON]] and shown
