@@ -133,19 +133,24 @@ def guard_partial(node: Node, authorizer: Authorizer | None) -> Node:
     return run
 
 
-def _source_uids(message: AnyMessage) -> list[str]:
+def _source_uids(message: AnyMessage) -> list[str] | None:
+    """The uids an assistant turn cited ([] for a user turn); None when it does not say (no ``sources``)."""
     if not isinstance(message, AIMessage):
         return []
-    return [str(s.get("uid")) for s in (message.response_metadata or {}).get("sources") or [] if isinstance(s, dict)]
+    sources = (message.response_metadata or {}).get("sources")
+    if not isinstance(sources, list):
+        return None
+    return [str(s.get("uid")) for s in sources if isinstance(s, dict)]
 
 
 async def permitted_history(
     authorizer: Authorizer | None, user: str | None, history: list[AnyMessage]
 ) -> list[AnyMessage]:
-    """``history`` less the assistant turns citing a chunk ``user`` may no longer read (one hook call);
-    raises AuthorizationError."""
-    uids = [uid for message in history for uid in _source_uids(message)]
-    if authorizer is None or not uids:
+    """``history`` less the assistant turns citing a chunk ``user`` may no longer read, and those whose sources
+    are unknown (no ``sources`` metadata: fail closed), in one hook call; raises AuthorizationError."""
+    if authorizer is None:
         return history
-    allowed = await authorizer.allowed(user, uids)
-    return [m for m in history if set(_source_uids(m)) <= allowed]
+    cited = [_source_uids(message) for message in history]
+    uids = [uid for each in cited for uid in each or ()]
+    allowed = await authorizer.allowed(user, uids) if uids else set()
+    return [m for m, each in zip(history, cited, strict=True) if each is not None and set(each) <= allowed]

@@ -231,3 +231,28 @@ async def test_a_lesson_learnt_from_a_revoked_chunk_is_not_recalled(tmp_path, re
         assert recalled == [[]] and shown == []
     else:
         assert recalled == [[LESSON]] and shown
+
+
+async def test_a_fred_history_is_condensed_only_against_answers_whose_sources_are_readable(tmp_path):
+    """Fred carries the history as text; our turn state keeps each answer's cited uids beside it
+    (``history_uids``): an answer citing a revoked chunk, or one whose sources are unknown, is left out."""
+    from types import SimpleNamespace
+
+    from rags_expert.fred.turn import conversation
+
+    turns = [
+        SimpleNamespace(user_message="First?", agent_response="An old answer about the moat."),  # sources unknown
+        SimpleNamespace(user_message="Vault?", agent_response="The vault holds nine hundred crowns [1]."),
+        SimpleNamespace(user_message="Built?", agent_response="It was built in 1412 [1]."),
+    ]
+    messages = conversation(turns, "And who built it?", [["secret"], ["varen"]])
+    table = PermissionTable(grants={"alice": {"varen"}})
+    model = ScriptedChatModel(responder=script())
+    agent = await agent_for(tmp_path, model, table.allowed)
+    graph = agent.get_standalone_graph()  # what the Fred turn runs
+    await graph.ainvoke({"messages": messages}, {"configurable": {"thread_id": "fred", "user_id": "alice"}})
+    condense = [str(c) for c in model.calls if '{"question":' in str(c)]
+    assert len(condense) == 1
+    assert "built in 1412" in condense[0]
+    assert "crowns" not in condense[0] and "moat" not in condense[0]
+    assert "Vault?" in condense[0]  # the user's own turns stay
