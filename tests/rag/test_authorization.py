@@ -256,3 +256,40 @@ async def test_a_fred_history_is_condensed_only_against_answers_whose_sources_ar
     assert "built in 1412" in condense[0]
     assert "crowns" not in condense[0] and "moat" not in condense[0]
     assert "Vault?" in condense[0]  # the user's own turns stay
+
+
+@pytest.mark.parametrize("revoked", [False, True])
+async def test_a_partial_answer_is_offered_only_while_its_chunks_are_readable(tmp_path, revoked):
+    table = PermissionTable(grants={"alice": {"varen", "secret"}})
+
+    def useful(text: str) -> str:
+        if revoked:
+            table.revoke("alice", "secret")
+        return '{"useful": false, "reason": "the builder is missing"}'
+
+    model = ScriptedChatModel(responder=script(useful=useful))
+    agent = await agent_for(tmp_path, model, table.allowed, max_generations=1)
+    final = await ask(agent, user_id="alice")
+    meta = final.response_metadata
+    assert meta["outcome"] == "failure" and meta["reason"] == "not_useful"
+    if revoked:
+        assert meta["sources"] == [] and "crowns" not in final.content and "1412" not in final.content
+    else:
+        assert {s["uid"] for s in meta["sources"]} == {"varen", "secret"} and "crowns" in final.content
+
+
+async def test_the_fallback_sources_chunks_are_checked_too(tmp_path):
+    table = PermissionTable(grants={"alice": {"varen", "fb-varen"}})
+    fallback_docs = make_docs({"fb-varen": "Castle Varen's chapel dates from 1420.", "fb-secret": SECRET})
+    model = ScriptedChatModel(responder=script(relevance=lambda q, c: "no" if "Duke" in c else "yes"))
+    primary = KeywordRetriever(docs=make_docs({"varen": VAREN}))
+    agent = await RagsExpert(
+        settings(tmp_path),
+        chat_model=model,
+        retriever=primary,
+        fallback_retriever=KeywordRetriever(docs=fallback_docs),
+        authorize=table.allowed,
+    ).async_init()
+    final = await ask(agent, user_id="alice")
+    assert [s["uid"] for s in final.response_metadata["sources"]] == ["fb-varen"]
+    assert "crowns" not in prompts(model)
