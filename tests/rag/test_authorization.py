@@ -293,3 +293,15 @@ async def test_the_fallback_sources_chunks_are_checked_too(tmp_path):
     final = await ask(agent, user_id="alice")
     assert [s["uid"] for s in final.response_metadata["sources"]] == ["fb-varen"]
     assert "crowns" not in prompts(model)
+
+
+async def test_langgraph_servers_authenticated_user_wins_over_the_clients_context(tmp_path):
+    table = PermissionTable(grants={"alice": {"varen"}, "mallory": {"varen", "secret"}})
+    agent = await agent_for(tmp_path, ScriptedChatModel(responder=script()), table.allowed)
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [("user", QUESTION)]},
+        {"configurable": {"thread_id": "ctx", "langgraph_auth_user_id": "alice"}},
+        context={"user_id": "mallory"},
+    )
+    assert [s["uid"] for s in out["messages"][-1].response_metadata["sources"]] == ["varen"]
+    assert {c.user for c in table.checks[""]} == {"alice"}
