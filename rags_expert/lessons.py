@@ -323,24 +323,34 @@ def lessons_block(prompts: PromptStore, lessons: list[str] | None) -> str:
 # --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------
 
 
+Readable = Callable[[list[str]], Awaitable[set[str]]]
+"""The request's authorization: the uids among those given that the asking user may read."""
+
+
+async def readable_lessons(lessons: list[Lesson], readable: Readable | None) -> list[Lesson]:
+    """``lessons`` whose recorded chunks ``readable`` allows, all of them (one call); a lesson without recorded
+    chunks is left out. Without ``readable`` (authorization off), all; a fault of ``readable`` raises."""
+    if readable is None or not lessons:
+        return lessons
+    allowed = await readable([uid for lesson in lessons for uid in lesson.uids or ()])
+    return [x for x in lessons if x.uids is not None and set(x.uids) <= allowed]
+
+
 async def recall_lessons(
     memory: LessonMemory | None,
     question: str,
     scope: str,
-    readable: Callable[[list[str]], Awaitable[set[str]]] | None = None,
+    readable: Readable | None = None,
 ) -> list[str]:
     """Lessons for ``question`` in ``scope`` (emits ``lesson_recalled``); [] when memory is off or fails.
 
-    With ``readable`` (the request's authorization: the uids the user may read), only lessons whose recorded
-    chunks are all readable are recalled: one without recorded chunks, or any when the check fails, is not.
+    With ``readable`` (the request's authorization), only :func:`readable_lessons` are recalled (none when
+    the check fails).
     The texts are neutralised: they cannot open or close a prompt's data frames."""
     if memory is None:
         return []
     try:
-        lessons = await memory.recall(question, scope)
-        if readable is not None and lessons:
-            allowed = await readable([uid for lesson in lessons for uid in lesson.uids or ()])
-            lessons = [x for x in lessons if x.uids is not None and set(x.uids) <= allowed]
+        lessons = await readable_lessons(await memory.recall(question, scope), readable)
     except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the attempt
         log.warning("lesson recall failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
         return []
