@@ -65,8 +65,20 @@ def prompts(model: ScriptedChatModel) -> str:
 async def test_a_denied_chunk_is_never_graded_drafted_or_cited(tmp_path, kind):
     table = PermissionTable(grants={"alice": {"varen"}})
     model = ScriptedChatModel(responder=script())
-    agent = await agent_for(tmp_path, model, table.allowed if kind == "sync" else table.aallowed)
-    final = await ask(agent, user_id="alice")
+    agent = await agent_for(
+        tmp_path, model, table.allowed if kind == "sync" else table.aallowed, speculative_draft=True
+    )
+    events, final = [], None
+    config = {"configurable": {"thread_id": "d", "user_id": "alice"}}
+    async for mode, chunk in agent.get_compiled_graph().astream(
+        {"messages": [("user", QUESTION)]}, config, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(chunk)
+        else:
+            final = chunk["messages"][-1]
+    assert [e["event"] for e in events if e["event"].startswith("draft")] == ["draft_kept"]
+    assert "crowns" not in str(events)
     assert final.response_metadata["outcome"] == "success"
     assert [s["uid"] for s in final.response_metadata["sources"]] == ["varen"]
     assert "crowns" not in final.content and "crowns" not in prompts(model)  # no call ever saw it
