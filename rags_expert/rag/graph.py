@@ -173,8 +173,9 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     builder.add_node("retrieve", metered("retrieve", guard_documents(nodes.retrieve, auth)))
     builder.add_node("grade_documents", metered("grade_documents", nodes.grade_documents))
     builder.add_node("rephrase_query", metered("rephrase_query", nodes.rephrase_query))
-    fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
-    fallback = guard_documents(fallback, auth)
+    fallback = guard_documents(
+        FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve, auth
+    )
     builder.add_node(FALLBACK_NODE, metered(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
     builder.add_node(REFINE_NODE, metered(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
