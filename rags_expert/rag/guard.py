@@ -99,7 +99,11 @@ def guard_relevant(node: Node, authorizer: Authorizer | None) -> Node:
         except AuthorizationError as exc:
             return update | {"relevant": []} | _fault(exc)
         dropped = len(update["relevant"]) - len(kept)
-        return update | {"relevant": kept, "new_relevant": max(0, value(update, "new_relevant") - dropped)}
+        update = update | {"relevant": kept, "new_relevant": max(0, value(update, "new_relevant") - dropped)}
+        if dropped and update.get("speculative") == "kept":  # numbered over a chunk now revoked: write anew
+            emit("draft_discarded", reason="a chunk it used is no longer readable")
+            update |= {"speculative": "discarded", "answer": "", "generations": value(state, "generations")}
+        return update
 
     return run
 

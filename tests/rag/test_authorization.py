@@ -112,6 +112,23 @@ async def test_a_chunk_revoked_after_grading_is_dropped_before_the_answer_call(t
     assert answer_prompts and all("crowns" not in p for p in answer_prompts)
 
 
+async def test_a_kept_draft_over_a_chunk_revoked_while_graded_is_written_anew(tmp_path):
+    """The speculative draft was written over both chunks while they were graded; one is revoked meanwhile. The
+    draft, numbered over the revoked chunk, is discarded and the answer is written from the readable one."""
+    table = PermissionTable(grants={"alice": {"varen", "secret"}})
+
+    def relevance(question: str, chunk: str) -> str:
+        table.revoke("alice", "secret")
+        return "yes"
+
+    model = ScriptedChatModel(responder=script(relevance=relevance))
+    agent = await agent_for(tmp_path, model, table.allowed, speculative_draft=True)
+    final = await ask(agent, user_id="alice")
+    assert final.response_metadata["outcome"] == "success"
+    assert [s["uid"] for s in final.response_metadata["sources"]] == ["varen"]
+    assert "crowns" not in final.content and "crowns" not in str(final.response_metadata)
+
+
 async def test_a_cited_chunk_revoked_before_the_final_check_withholds_the_answer(tmp_path):
     table = PermissionTable(grants={"alice": {"varen", "secret"}})
 

@@ -107,7 +107,6 @@ async def test_no_revoked_uid_reaches_the_host_under_concurrent_grant_and_revoke
         lessons={"enabled": True, "min_similarity": 0.0},
         retrieval={"top_k": 3},
         max_rephrases=1,
-        multihop={"max_hops": 1},
         speculative_draft=True,  # its tokens stream too (the tests' environment turns it off)
     )
     model = ScriptedChatModel(responder=harness.script())
