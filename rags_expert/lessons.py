@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +87,8 @@ class Lesson:
     similarity: float
     question: str
     times: int
+    uids: tuple[str, ...] | None = None
+    """The chunks the failed attempt read (authorization filters recall by them); None: not recorded."""
 
 
 def _normalise(text: str) -> str:
@@ -214,13 +216,22 @@ class LessonMemory:
                 with_payload=True,
             ).points
         return [
-            Lesson(h.payload["lesson"], float(h.score), h.payload.get("question", ""), int(h.payload.get("times", 1)))
+            Lesson(
+                h.payload["lesson"],
+                float(h.score),
+                h.payload.get("question", ""),
+                int(h.payload.get("times", 1)),
+                None if h.payload.get("uids") is None else tuple(h.payload["uids"]),
+            )
             for h in hits
             if h.payload
         ]
 
-    def store_sync(self, lesson: str, question: str, score: float, scope: str) -> tuple[str, bool]:
-        """Store a lesson keyed by its failing question; merge into a near-duplicate. Returns (id, merged)."""
+    def store_sync(
+        self, lesson: str, question: str, score: float, scope: str, uids: Sequence[str] = ()
+    ) -> tuple[str, bool]:
+        """Store a lesson keyed by its failing question, with the chunk ``uids`` it came from; merge into a
+        near-duplicate (the uids of both kept). Returns (id, merged)."""
         lesson = " ".join(lesson.split())[: self.settings.max_chars]
         # symmetric matching (question to question, advice to advice): both sides embedded as queries
         text_vec = self.embeddings.embed_query(embedding_input(self.embeddings, lesson))
@@ -237,6 +248,7 @@ class LessonMemory:
                 payload["updated_at"] = now
                 payload["updated_ts"] = stamp
                 payload["questions"] = (payload.get("questions", []) + [question])[-5:]
+                payload["uids"] = sorted({*(payload.get("uids") or []), *uids})
                 self.client.set_payload(self.settings.collection, payload=payload, points=[duplicate.id])
                 return str(duplicate.id), True
             point_id = str(uuid.uuid5(_NAMESPACE, f"{scope}\x00{_normalise(lesson)}"))
@@ -247,6 +259,7 @@ class LessonMemory:
                 "score": score,
                 "last_score": score,
                 "scope": scope,
+                "uids": sorted(set(uids)),
                 "times": 1,
                 "created_at": now,
                 "updated_at": now,
@@ -335,9 +348,11 @@ class LessonMemory:
         """Async :meth:`recall_sync` (embedding and local Qdrant run in a thread)."""
         return await asyncio.to_thread(self.recall_sync, question, scope)
 
-    async def store(self, lesson: str, question: str, score: float, scope: str) -> tuple[str, bool]:
+    async def store(
+        self, lesson: str, question: str, score: float, scope: str, uids: Sequence[str] = ()
+    ) -> tuple[str, bool]:
         """Async :meth:`store_sync`."""
-        return await asyncio.to_thread(self.store_sync, lesson, question, score, scope)
+        return await asyncio.to_thread(self.store_sync, lesson, question, score, scope, uids)
 
 
 def _scope_filter(scope: str) -> models.Filter:
@@ -357,14 +372,34 @@ def lessons_block(prompts: PromptStore, lessons: list[str] | None) -> str:
 # --- the two stages both graphs run (recall before an attempt, learn after a failed one) ----------
 
 
-async def recall_lessons(memory: LessonMemory | None, question: str, scope: str) -> list[str]:
+Readable = Callable[[list[str]], Awaitable[set[str]]]
+"""The request's authorization: the uids among those given that the asking user may read."""
+
+
+async def readable_lessons(lessons: list[Lesson], readable: Readable | None) -> list[Lesson]:
+    """``lessons`` whose recorded chunks ``readable`` allows, all of them (one call); a lesson without recorded
+    chunks is left out. Without ``readable`` (authorization off), all; a fault of ``readable`` raises."""
+    if readable is None or not lessons:
+        return lessons
+    allowed = await readable([uid for lesson in lessons for uid in lesson.uids or ()])
+    return [x for x in lessons if x.uids is not None and set(x.uids) <= allowed]
+
+
+async def recall_lessons(
+    memory: LessonMemory | None,
+    question: str,
+    scope: str,
+    readable: Readable | None = None,
+) -> list[str]:
     """Lessons for ``question`` in ``scope`` (emits ``lesson_recalled``); [] when memory is off or fails.
 
+    With ``readable`` (the request's authorization), only :func:`readable_lessons` are recalled (none when
+    the check fails).
     The texts are neutralised: they cannot open or close a prompt's data frames."""
     if memory is None:
         return []
     try:
-        lessons: list[Lesson] | BaseException = await memory.recall(question, scope)
+        lessons: list[Lesson] | BaseException = await readable_lessons(await memory.recall(question, scope), readable)
     except Exception as exc:  # noqa: BLE001 - memory is an aid; its failure must not fail the attempt
         lessons = exc
     return recalled_texts(lessons, question, scope)
@@ -398,9 +433,10 @@ async def learn_from_failure(
     feedback: str,
     score: float,
     config: RunnableConfig | None = None,
+    uids: Sequence[str] = (),
 ) -> str | None:
-    """Reflect on a failed attempt (one LLM call) and store the lesson (emits ``lesson_produced`` and
-    ``lesson_stored``). Returns the lesson, or None; never raises."""
+    """Reflect on a failed attempt (one LLM call) and store the lesson with the chunk ``uids`` the attempt
+    read (emits ``lesson_produced`` and ``lesson_stored``). Returns the lesson, or None; never raises."""
     if memory is None:
         return None
     try:
@@ -412,7 +448,7 @@ async def learn_from_failure(
         return None
     emit("lesson_produced", scope=scope, question=question, lesson=lesson, score=score)
     try:
-        point_id, merged = await memory.store(lesson, question, score, scope)
+        point_id, merged = await memory.store(lesson, question, score, scope, uids)
     except Exception as exc:  # noqa: BLE001
         log.warning("storing a lesson failed: %s: %s", type(exc).__name__, redact(str(exc))[:300])
         return lesson

@@ -67,6 +67,8 @@ class TurnState(ConversationalState, BaseModel):
     final_text: str = ""
     outcome: str = ""
     sources: list[VectorSearchHit] = Field(default_factory=list)
+    history_uids: list[list[str]] = Field(default_factory=list)
+    """The uids each answer of the history cited, in step with it (answer-time authorization reads them)."""
 
 
 class Shared:
@@ -152,7 +154,7 @@ class OurFredAgent(GraphAgent):
                 raise LookupError("no chat model is configured for this agent in Fred's models catalog")
             settings = apply_tuning(base, dict(ctx.tuning_values or {}), self.fields_once())
             graph, retriever, context = await self.turn_graph(ctx, settings)
-            messages = conversation(turn.conversation_history, turn.message)
+            messages = conversation(turn.conversation_history, turn.message, turn.history_uids)
             final = await run_graph(graph, messages, ctx, self.progress, context)
             if final is None:
                 raise RuntimeError("the run ended without an answer")
@@ -180,7 +182,8 @@ class OurFredAgent(GraphAgent):
             *turn.conversation_history,
             ConversationTurn(user_message=turn.message, agent_response=turn.final_text),
         )
-        return turn.model_copy(update={"conversation_history": history})
+        cited = [*turn.history_uids, [hit.uid for hit in turn.sources]][-len(history) :]
+        return turn.model_copy(update={"conversation_history": history, "history_uids": cited})
 
     async def lessons(self, settings: AgentSettings) -> LessonMemory | None:
         """The agent's lesson memory, opened once (in a worker thread) when lessons are enabled."""

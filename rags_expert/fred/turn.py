@@ -33,13 +33,19 @@ log = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message="`durability` has no effect when no checkpointer", category=UserWarning)
 
 
-def conversation(turns: Sequence[Any], message: str) -> list[AnyMessage]:
-    """Fred's prior turns (``user_message`` / ``agent_response``) and the new question, as messages."""
+def conversation(turns: Sequence[Any], message: str, cited: Sequence[Sequence[str]] = ()) -> list[AnyMessage]:
+    """Fred's prior turns (``user_message`` / ``agent_response``) and the new question, as messages.
+
+    ``cited``: the uids each of the last ``len(cited)`` turns cited (the state's ``history_uids``); an answer
+    carries them as its ``sources`` so answer-time authorization can leave out one citing a revoked chunk
+    (:func:`rags_expert.rag.guard.permitted_history`); an older answer's sources are unknown."""
     messages: list[AnyMessage] = []
-    for turn in turns:
+    known = dict(zip(range(len(turns) - len(cited), len(turns)), cited, strict=False))
+    for i, turn in enumerate(turns):
         messages.append(HumanMessage(turn.user_message))
         if turn.agent_response:
-            messages.append(AIMessage(turn.agent_response))
+            meta = {"sources": [{"uid": uid} for uid in known[i]]} if i in known else {}
+            messages.append(AIMessage(turn.agent_response, response_metadata=meta))
     messages.append(HumanMessage(message))
     return messages
 

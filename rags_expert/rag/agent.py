@@ -35,6 +35,7 @@ from rags_expert.llm.chat import bind_output_cap, build_chat_model
 from rags_expert.llm.grading import GradingContext
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.answering import answer_prefix
+from rags_expert.rag.authorization import AuthorizeHook, build_authorizer
 from rags_expert.rag.fallback import build_fallback_retriever
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
@@ -73,11 +74,14 @@ class RagsExpert(AgentFlow):
         embeddings: Embeddings | None = None,
         fallback_retriever: BaseRetriever | None = None,
         reranker: HostReranker | None = None,
+        authorize: AuthorizeHook | None = None,
     ) -> None:
         """``fallback_retriever``: a second source searched once when nothing relevant is found
         (:mod:`rags_expert.rag.fallback`); without it, ``fallback.collection`` names one, else there is none.
         ``reranker``: a LangChain ``BaseDocumentCompressor`` (or a :class:`~rags_expert.retrieval.rerank.base.Reranker`)
-        reordering the retrieved chunks before grading (:mod:`rags_expert.rag.reranking`)."""
+        reordering the retrieved chunks before grading (:mod:`rags_expert.rag.reranking`).
+        ``authorize``: the host's permission check ``(user, uids) -> allowed uids``, sync or async
+        (:mod:`rags_expert.rag.authorization`); without it, ``authorization.hook`` / ``.url`` name one, else none."""
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model
@@ -87,6 +91,7 @@ class RagsExpert(AgentFlow):
         self.fallback_retriever = fallback_retriever
         self.reranker = reranker
         self.rerank: RerankStage | None = None
+        self.authorizer = build_authorizer(self.settings.authorization, authorize)
         self.prompts: PromptStore | None = None
 
     async def async_init(self) -> Self:
@@ -124,6 +129,7 @@ class RagsExpert(AgentFlow):
             grading=GradingContext.from_settings(settings, self.prompts),
             lessons=self.lesson_memory if settings.lessons.enabled else None,
             fallback_retriever=self.fallback_retriever,
+            authorizer=self.authorizer,
             evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
             rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
         )

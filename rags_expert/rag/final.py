@@ -31,7 +31,11 @@ from rags_expert.rag.citations import cited_sources
 from rags_expert.rag.spans import span_citations
 from rags_expert.rag.state import RagState, value
 
-FAULTY = {"prompt_error": "the prompt templates", FAULT_REASON: COMPONENT}
+FAULTY = {
+    "prompt_error": "the prompt templates",
+    FAULT_REASON: COMPONENT,
+    "authorization_error": "the permission check",
+}
 """What failed, by failure reason, when it is not the language model."""
 
 
@@ -126,7 +130,7 @@ def _failure_content(
             partial=_partial(prompts, state),
         )
         sources = list(value(state, "partial_sources")) if value(state, "partial_answer") else []
-    elif error:
+    elif error and reason != "not_authorized":  # not_authorized: declined like not-found, nothing offered
         component = FAULTY.get(reason, "the language model")
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
     else:

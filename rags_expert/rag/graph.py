@@ -47,6 +47,7 @@ from langgraph.graph import END, START, StateGraph
 from rags_expert.llm.usage import metered
 from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
 from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
+from rags_expert.rag.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
 from rags_expert.rag.hops import HOP_ANSWER_NODE, HOP_NODE, Hops, after_hop
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
@@ -209,26 +210,34 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
     builder.add_node("prepare", _node("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    builder.add_node("retrieve", _node("retrieve", nodes.retrieve))
+    auth = deps.authorizer  # the host's permission check (rags_expert.rag.guard); None: off
+    builder.add_node("retrieve", _node("retrieve", guard_documents(nodes.retrieve, auth)))
     hops = Hops(
         deps.model, deps.retriever, deps.grading, deps.evidence, deps.settings, deps.profile, nodes.redacted_error
     )
-    grade_documents = hops.planning(nodes.grade_documents)  # plans the next hop while one is wanted
+    grade_documents = hops.planning(
+        guard_relevant(nodes.grade_documents, auth)
+    )  # plans the next hop while one is wanted
     builder.add_node("grade_documents", _node("grade_documents", grade_documents))
     builder.add_node("rephrase_query", _node("rephrase_query", nodes.rephrase_query))
-    fallback = FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve
+    fallback = guard_documents(
+        FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve, auth
+    )
     builder.add_node(FALLBACK_NODE, _node(FALLBACK_NODE, fallback))  # routed to only with a fallback source
     refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
     builder.add_node(REFINE_NODE, _node(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
-    builder.add_node(HOP_NODE, _node(HOP_NODE, hops.hop_retrieve))  # routed to only with multihop.max_hops > 1
+    builder.add_node(
+        HOP_NODE, _node(HOP_NODE, guard_documents(hops.hop_retrieve, auth))
+    )  # routed to only with multihop.max_hops > 1
     builder.add_node(HOP_ANSWER_NODE, _node(HOP_ANSWER_NODE, hops.answer_hop))  # after an evidence hop
-    builder.add_node("generate", _node("generate", nodes.generate))
+    builder.add_node("generate", _node("generate", guard_context(nodes.generate, auth)))
     builder.add_node("grade_generation", _node("grade_generation", nodes.grade_generation))
     builder.add_node("reflect", _node("reflect", nodes.reflect))
     builder.add_node("extract_answer", _node("extract_answer", nodes.extract_answer))
     builder.add_node(BUDGET_NODE, timed(BUDGET_NODE, budget_exceeded))
-    builder.add_node("finalize_success", _node("finalize_success", nodes.finalize_success))
-    builder.add_node("finalize_failure", _node("finalize_failure", nodes.finalize_failure))
+    success = guard_answer(nodes.finalize_success, nodes.finalize_failure, auth)
+    builder.add_node("finalize_success", _node("finalize_success", success))
+    builder.add_node("finalize_failure", _node("finalize_failure", guard_partial(nodes.finalize_failure, auth)))
 
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", *budgeted(route_after_prepare))

@@ -30,9 +30,11 @@ from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
+from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
 from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
+from rags_expert.rag.guard import AUTH_FAILED, permitted_history
 from rags_expert.rag.hops import grading_question
 from rags_expert.rag.options import (
     InvalidRequestError,
@@ -67,6 +69,8 @@ class RagDeps:
     lessons: LessonMemory | None = None
     fallback_retriever: BaseRetriever | None = None
     """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
+    authorizer: Authorizer | None = None
+    """The host's answer-time permission check (:mod:`rags_expert.rag.guard`); None: off."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
     rerank: RerankStage = field(default_factory=RerankStage)
@@ -103,7 +107,9 @@ class RagNodes:
         self.judge = RelevanceJudge(
             deps.model, deps.grading, deps.evidence, deps.settings.evidence, by_llm=deps.profile.relevance == "llm"
         )
-        self.recalls = LessonRecalls(deps.lessons)  # started by prepare, taken by the first answer call
+        self.recalls = LessonRecalls(
+            deps.lessons, deps.authorizer
+        )  # started by prepare, taken by the first answer call
 
     def _lesson_scope(self, request: RequestOptions) -> str:
         """The lesson scope of this request ("" when the lesson memory is off)."""
@@ -140,8 +146,13 @@ class RagNodes:
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
+            "user": request.user_id,
         }
-        if transcript := followup_transcript(start.history, self.deps.settings):
+        try:  # assistant turns citing a revoked chunk are not condensed against
+            history = await permitted_history(self.deps.authorizer, request.user_id, start.history)
+        except AuthorizationError as exc:
+            return update | {"question": question} | failure(f"AuthorizationError: {exc}", AUTH_FAILED)
+        if transcript := followup_transcript(history, self.deps.settings):
             update["llm_calls"] = new_count(1)
             try:
                 question = await grading.condense_question(
@@ -149,8 +160,10 @@ class RagNodes:
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
-        recall = self.recalls.start(question, update["lesson_scope"])
-        return update | {"question": question, "query": question, "lesson_recall": recall}
+        update |= {"question": question, "query": question}
+        if self.deps.authorizer is not None:  # lessons checked before retrieval (rag/recall.py: recall_now)
+            return update | {"lessons": await self.recalls.recall_now(question, update["lesson_scope"], update["user"])}
+        return update | {"lesson_recall": self.recalls.start(question, update["lesson_scope"])}
 
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
@@ -364,6 +377,7 @@ class RagNodes:
             feedback=value(state, "feedback"),
             score=5.0 if value(state, "grounded") else 0.0,
             config=config,
+            uids=[chunk_id(doc) for doc in value(state, "relevant")],
         )
         return {"llm_calls": 1}
 

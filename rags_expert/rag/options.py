@@ -47,8 +47,10 @@ class RequestOptions(SearchOptions):
     or documents puts nothing in scope: no retriever is called and the run ends with the honest not-found answer.
     """
 
-    user_id: str | None = Field(None, validation_alias=AliasChoices("user_id", "langgraph_auth_user_id"))
-    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"); never sent to retrievers."""
+    user_id: str | None = Field(None, validation_alias=AliasChoices("langgraph_auth_user_id", "user_id"))
+    """Who asks (scopes the lesson memory when ``lessons.scope_by`` names "user"; the authorization hook is asked
+    about this user); never sent to retrievers. LangGraph Server's authenticated user (``langgraph_auth_user_id``)
+    wins over a ``user_id`` the client puts in ``configurable``."""
 
     def search(self, configured_top_k: int) -> SearchOptions:
         """The search's options, ``top_k`` capped at the configured value (``user_id`` left out)."""
@@ -61,7 +63,8 @@ class InvalidRequestError(ValueError):
 
 
 def read_request(context: Any, config: RunnableConfig) -> RequestOptions:
-    """The validated options of this run: the runtime ``context`` when the host passed one, else ``configurable``.
+    """The validated options of this run: the runtime ``context`` when the host passed one, else ``configurable``;
+    LangGraph Server's authenticated user (``configurable.langgraph_auth_user_id``) is the user either way.
 
     Raises :class:`InvalidRequestError` naming the first invalid option.
     """
@@ -70,11 +73,15 @@ def read_request(context: Any, config: RunnableConfig) -> RequestOptions:
     else:
         source, raw = "configurable", dict(config.get("configurable") or {})
     try:
-        return RequestOptions.model_validate(raw)
+        options = RequestOptions.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = f"{source}.{'.'.join(str(p) for p in first['loc'])}"
         raise InvalidRequestError(invalid_value(name, first, name)) from None
+    authenticated = (config.get("configurable") or {}).get("langgraph_auth_user_id")
+    if authenticated:  # LangGraph Server's authenticated user, whatever the client's context says
+        options = options.model_copy(update={"user_id": str(authenticated)})
+    return options
 
 
 def _as_dict(context: Any) -> dict[str, Any]:

@@ -22,13 +22,15 @@ took it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from rags_expert.lessons import Lesson, LessonMemory, recalled_texts
+from rags_expert.lessons import Lesson, LessonMemory, readable_lessons, recalled_texts
+from rags_expert.rag.authorization import Authorizer
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.timings import recall_entry
 
@@ -66,8 +68,9 @@ async def _recall(memory: LessonMemory, question: str, scope: str) -> Recalled:
 class LessonRecalls:
     """The recalls of one agent's runs that are under way, by key (one per question)."""
 
-    def __init__(self, memory: LessonMemory | None) -> None:
+    def __init__(self, memory: LessonMemory | None, authorizer: Authorizer | None = None) -> None:
         self.memory = memory
+        self.authorizer = authorizer  # lessons recalled only when the user may read every chunk they came from
         self._pending: dict[str, tuple[asyncio.Task[Recalled] | None, float]] = {}
         self._lock = threading.Lock()  # one agent may serve runs on several event loops (threads)
 
@@ -116,10 +119,31 @@ class LessonRecalls:
             recalled = await _recall(self.memory, state["question"], state["lesson_scope"])
         waited = time.perf_counter() - waiting
         return {
-            "lessons": recalled_texts(recalled.lessons, state["question"], state["lesson_scope"]),
+            "lessons": recalled_texts(
+                await self._readable(recalled.lessons, value(state, "user")), state["question"], state["lesson_scope"]
+            ),
             "lesson_recall": "",
             "timings": recall_entry(recalled.done - recalled.started, recalled.cpu_s, waited, recalled.skipped),
         }
+
+    async def recall_now(self, question: str, scope: str, user: str | None) -> list[str]:
+        """The lessons recalled and checked at once (``prepare``, with authorization on): their sources' check then
+        comes before the retrieval's, never after the check of chunks an answer call uses (which would make a
+        chunk revoked in between look allowed to that call). Emits ``lesson_recalled``."""
+        if self.memory is None or not scope:
+            return []
+        recalled = await _recall(self.memory, question, scope)
+        return recalled_texts(await self._readable(recalled.lessons, user), question, scope)
+
+    async def _readable(self, lessons: list[Lesson] | BaseException, user: str | None) -> list[Lesson] | BaseException:
+        """The lessons the request's user may read all the sources of (:func:`~rags_expert.lessons.readable_lessons`);
+        a fault of the check is the recall's fault: no lessons (fail closed)."""
+        if self.authorizer is None or isinstance(lessons, BaseException):
+            return lessons
+        try:
+            return await readable_lessons(lessons, functools.partial(self.authorizer.allowed, user))
+        except Exception as exc:  # noqa: BLE001 - lessons are an aid; the check failing hides them all
+            return exc
 
 
 def with_lessons(state: RagState, recalled: dict[str, Any]) -> RagState:

@@ -106,6 +106,8 @@ class RagState(InputState, total=False):
     """The hops after the first: ``hop`` (2, 3, …), ``query``, ``bridge`` and the ``sentence`` and chunk it came from."""
     search: dict[str, Any]
     """The validated per-request retriever options (see :mod:`rags_expert.rag.options`), read once by ``prepare``."""
+    user: str | None
+    """Who asks (the request's ``user_id``), set by ``prepare``: what the authorization hook is asked about."""
     lesson_scope: str
     """The lesson-memory scope of this request ("" when the lesson memory is off)."""
     lessons: list[str]
@@ -166,6 +168,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "hop_round": 0,
         "hops": [],
         "search": {},
+        "user": None,
         "lesson_scope": "",
         "lessons": [],
         "lesson_recall": "",

@@ -24,6 +24,7 @@ from rags_expert.settings.agents import (
     VectorStoreSettings,
     coerce_settings,
 )
+from rags_expert.settings.authorization import AuthorizationSettings
 from rags_expert.settings.evidence import EvidenceSettings, ModelProfileName, RefinementMethod, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
@@ -60,6 +61,7 @@ from rags_expert.settings.sections import (
 
 __all__ = [
     "AgentSettings",
+    "AuthorizationSettings",
     "BudgetSettings",
     "FallbackSettings",
     "CheckpointerSettings",

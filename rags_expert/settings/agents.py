@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rags_expert.secrets import url_secrets
+from rags_expert.settings.authorization import AuthorizationSettings
 from rags_expert.settings.evidence import EvidenceSettings, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
@@ -229,6 +230,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     fallback: FallbackSettings = Field(default_factory=FallbackSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     multihop: MultihopSettings = Field(default_factory=MultihopSettings)
+    authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
 
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:

@@ -209,3 +209,22 @@ async def test_a_chunk_irrelevant_to_the_question_is_judged_again_for_the_hop() 
     ]
     # zorvan and quill for the question; quill again and mill for the follow-up (zorvan, relevant, is not searched for)
     assert script.count("relevance") == 4
+
+
+async def test_a_chunk_the_hop_finds_that_the_user_may_not_read_is_never_graded_or_cited() -> None:
+    """Authorization covers the hop's search like the first one: the bridge document is denied, so the hop
+    finds nothing readable and no prompt after it holds the denied text."""
+    model = ScriptedChatModel(responder=standard_script())
+    agent = await RagsExpert(
+        {"llm": {"max_retries": 0}, "retrieval": {"top_k": 1}},
+        chat_model=model,
+        retriever=KeywordRetriever(docs=make_docs(DOCS), calls=[]),
+        authorize=lambda user, uids: {uid for uid in uids if uid != "quill"},
+    ).async_init()
+    out = await agent.get_compiled_graph().ainvoke(
+        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {"thread_id": "t", "user_id": "u"}}
+    )
+    meta = out["messages"][-1].response_metadata
+    assert "quill" not in [s["uid"] for s in meta["sources"]]
+    assert [h["hop"] for h in meta["hops"]] == [2]  # the hop was searched ...
+    assert not any("Lowfield" in str(call) for call in model.calls)  # ... and its denied chunk reached no prompt

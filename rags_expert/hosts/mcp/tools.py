@@ -23,6 +23,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.limits import QuestionTooLongError, check_question
+from rags_expert.rag.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag.guard import permitted_docs
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_data
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
@@ -137,6 +139,8 @@ class Agents:
         self.kg: Any = None
         self.retriever: Any = None
         self.has_model = True
+        # search is checked like ask's chunks; MCP requests carry no user: the hook is asked about None
+        self.authorizer = build_authorizer(settings.authorization)
         self._lock = asyncio.Lock()
 
     @property
@@ -215,6 +219,10 @@ class Agents:
             raise ToolError(str(exc).replace("the question", "the query", 1)) from None
         try:  # an empty tag list scopes nothing, as for ask
             docs = [] if options.scopes_nothing else await self.retriever.ainvoke(query, **options.kwargs())
+            if self.authorizer is not None:
+                docs = await permitted_docs(self.authorizer, None, docs)
+        except AuthorizationError as exc:  # fail closed: no hits
+            raise ToolError(f"AuthorizationError: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a knowledge-base fault is the tool's error, redacted
             raise self._error(exc) from None
         hits = [

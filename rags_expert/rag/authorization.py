@@ -1,0 +1,145 @@
+"""Answer-time authorization: the host's hook ``authorize(user, uids) -> allowed uids`` (docs/authorization.md).
+
+Indexes filter by permissions as they were at ingestion; a chunk can be revoked after that. The host gives the
+agent one hook, asked at answer time with the request's user (:class:`~rags_expert.rag.options.RequestOptions`
+``user_id``; None for an anonymous request) and chunk uids (``sources[].uid``, :func:`~rags_expert.rag.citations.chunk_id`);
+it answers the uids that user may read. Three kinds, one :class:`Authorizer`:
+
+* a callable passed as ``RagsExpert(authorize=...)``, sync (run in a worker thread) or async;
+* ``authorization.hook``: the same, named ``"package.module:function"`` in the settings;
+* ``authorization.url``: an HTTP endpoint, ``POST {"user": ..., "uids": [...]}`` → ``{"allowed": [...]}``, with
+  ``authorization.token`` as a bearer token.
+
+A hook that raises, times out (``authorization.timeout``), answers an HTTP error or a malformed reply raises
+:class:`AuthorizationError`, whose text names the hook kind and the fault's class only (never the URL's
+credentials, the token or the reply): the graph fails closed. Uids a hook adds that it was not asked about are
+ignored. Where the graph asks is :mod:`rags_expert.rag.guard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import Any
+
+import httpx
+
+from rags_expert.settings.authorization import AuthorizationSettings
+
+AuthorizeHook = Callable[[str | None, list[str]], Iterable[str] | Awaitable[Iterable[str]]]
+"""The host's hook: ``(user, uids)`` → the allowed uids (any iterable of str), sync or async."""
+
+
+class AuthorizationError(RuntimeError):
+    """The hook failed (raised, timed out, answered badly): nothing it was asked about is allowed."""
+
+
+class AuthorizationConfigError(ValueError):
+    """``authorization.hook`` names nothing callable (one line, raised when the agent starts)."""
+
+
+class Authorizer:
+    """One hook with its timeout: :meth:`allowed` asks it about a set of uids."""
+
+    def __init__(self, hook: AuthorizeHook, timeout: float, kind: str = "callable") -> None:
+        self.hook = hook
+        self.timeout = timeout
+        self.kind = kind
+
+    async def allowed(self, user: str | None, uids: Iterable[str]) -> set[str]:
+        """The uids among ``uids`` that ``user`` may read; raises :class:`AuthorizationError` on any fault."""
+        asked = list(dict.fromkeys(uids))
+        if not asked:
+            return set()
+        try:
+            async with asyncio.timeout(self.timeout):
+                answer = await self._call(user, asked)
+            allowed = _uids(answer)
+        except AuthorizationError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any fault of the host's hook denies
+            raise AuthorizationError(f"the {self.kind} authorization hook failed ({_fault(exc)})") from None
+        return allowed & set(asked)
+
+    async def _call(self, user: str | None, uids: list[str]) -> Any:
+        """Await an async hook here; run a sync one in a worker thread (it may block)."""
+        if inspect.iscoroutinefunction(self.hook) or inspect.iscoroutinefunction(type(self.hook).__call__):
+            return await self.hook(user, uids)  # type: ignore[misc]  # an awaitable, checked above
+        result = await asyncio.to_thread(self.hook, user, uids)
+        return await result if inspect.isawaitable(result) else result
+
+    async def revoked(self, user: str | None, uids: Collection[str]) -> set[str]:
+        """The uids among ``uids`` that ``user`` may not read (all of them when the hook fails)."""
+        try:
+            return set(uids) - await self.allowed(user, uids)
+        except AuthorizationError:
+            return set(uids)
+
+
+def _fault(exc: BaseException) -> str:
+    """A fault in words without its message (which might quote a URL or a reply)."""
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code}"
+    return type(exc).__name__
+
+
+def _uids(answer: Any) -> set[str]:
+    """The hook's answer as a set of uids; anything but an iterable of strings is a fault."""
+    if isinstance(answer, str | bytes) or not isinstance(answer, Iterable):
+        raise TypeError("the hook must return an iterable of uids")
+    out = set()
+    for uid in answer:
+        if not isinstance(uid, str):
+            raise TypeError("the hook must return uids as strings")
+        out.add(uid)
+    return out
+
+
+class HttpHook:
+    """The ``authorization.url`` hook: one POST per call (a client per call, so any event loop may use it)."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def __call__(self, user: str | None, uids: list[str]) -> list[str]:
+        """POST ``{"user", "uids"}``; the reply's ``allowed`` list (an HTTP error raises)."""
+        async with httpx.AsyncClient(trust_env=False) as client:
+            reply = await client.post(self.url, json={"user": user, "uids": uids}, headers=self.headers)
+            reply.raise_for_status()
+            body = reply.json()
+        if not isinstance(body, dict) or not isinstance(body.get("allowed"), list):
+            raise ValueError("the reply has no allowed list")
+        return body["allowed"]
+
+
+def import_hook(path: str) -> AuthorizeHook:
+    """The callable ``"package.module:function"`` names; :class:`AuthorizationConfigError` if none."""
+    module_name, _, attr = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise AuthorizationConfigError(
+            f"authorization.hook={path!r} cannot be imported ({type(exc).__name__}: {exc})"
+        ) from None
+    if not callable(target):
+        raise AuthorizationConfigError(f"authorization.hook={path!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def build_authorizer(settings: AuthorizationSettings, hook: AuthorizeHook | None = None) -> Authorizer | None:
+    """The agent's authorizer: the host's callable, else the settings' import path or URL, else None (off)."""
+    if hook is not None:
+        return Authorizer(hook, settings.timeout, "callable")
+    if settings.hook is not None:
+        return Authorizer(import_hook(settings.hook), settings.timeout, "import-path")
+    if settings.url is not None:
+        token = settings.token.get_secret_value() if settings.token else None
+        return Authorizer(HttpHook(settings.url, token), settings.timeout, "HTTP")
+    return None
