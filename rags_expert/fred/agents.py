@@ -267,14 +267,18 @@ class KGQueryFredAgent(OurFredAgent):
 
 
 def request_context(ctx: Any) -> dict[str, Any]:
-    """Our request options from Fred's turn: the user (scopes lessons) and the session's libraries.
+    """Our request options from Fred's turn: the user (scopes lessons, asked about by the authorization hook) and
+    the session's libraries.
 
     Fred's search port narrows every search to the session's libraries and documents itself; the
     libraries are passed on so that the lesson scope (``lessons.scope_by``) sees them too.
     """
     binding = ctx.binding
     out: dict[str, Any] = {}
-    if user := getattr(binding.portable_context, "user_id", None):
+    # the runtime context holds the user Fred authenticated (the token's uid); the portable one only what the
+    # request body named (None on Fred's /agents/execute)
+    user = getattr(binding.runtime_context, "user_id", None) or getattr(binding.portable_context, "user_id", None)
+    if user:
         out["user_id"] = user
     if libraries := getattr(binding.runtime_context, "selected_document_libraries_ids", None):
         out["library_tags"] = list(libraries)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,7 +137,13 @@ class Script:
 @pytest.fixture(scope="module")
 def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Fred's pod app serving our two agents, with its model and knowledge-flow endpoints on 127.0.0.1."""
-    tmp = tmp_path_factory.mktemp("fred")
+    with serve_pod(tmp_path_factory.mktemp("fred"), with_kg=True) as served:
+        yield served
+
+
+@contextmanager
+def serve_pod(tmp: Path, with_kg: bool, **rag_extra: Any) -> Iterator[dict[str, Any]]:
+    """The pod app with our agents (``rag_extra``: more settings of the RAG agent)."""
     script = Script()
     with OpenAIServer(script) as llm, KnowledgeFlowService("v2", corpus=CORPUS) as kf:
         sqlite = tmp / "pod.sqlite3"
@@ -169,12 +177,17 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         )
         config.set_models_catalog_path(str(catalog))
         kg = None
-        if SCHEMA_FILE.is_file() and falkordb_missing() is None:
+        if with_kg and SCHEMA_FILE.is_file() and falkordb_missing() is None:
             kg = {
                 "lessons": {"enabled": False},
                 "kg": {"schema_file": str(SCHEMA_FILE), "schema_name": "gene_kg", "load_sample": True},
             }
-        rag = {"lessons": {"enabled": False}, "max_rephrases": 1, "llm": {"max_retries": 1, "retry_base_delay": 0.01}}
+        rag = {
+            "lessons": {"enabled": False},
+            "max_rephrases": 1,
+            "llm": {"max_retries": 1, "retry_base_delay": 0.01},
+            **rag_extra,
+        }
         agents = registry(rag, kg)
         with TestClient(create_agent_app(registry=agents, config=config)) as client:
             yield {"client": client, "llm": llm, "kf": kf, "script": script, "kg": kg is not None}
@@ -386,3 +399,49 @@ def test_a_model_fault_is_an_honest_failure_without_secrets_and_the_session_goes
     assert not [m for m in ours if API_KEY in m]
     again = execute(pod, "When was Castle Varen built?", "fault")
     assert again["content"] == "Castle Varen was built in 1412 [1]."
+
+
+ASKED_FOR: list[str | None] = []
+"""The users the authorization hook below was asked about."""
+
+
+def deny_tower(user: str | None, uids: list[str]) -> list[str]:
+    """An authorization hook (named in the settings as ``fred.test_fred_pod:deny_tower``): the tower document is
+    revoked for every user."""
+    ASKED_FOR.append(user)
+    return [uid for uid in uids if "tower" not in uid]
+
+
+@pytest.fixture(scope="module")
+def guarded_pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The pod with the RAG agent's answer-time authorization on (``authorization.hook``)."""
+    hook = {"authorization": {"hook": f"{__name__}:deny_tower"}}
+    with serve_pod(tmp_path_factory.mktemp("fred-auth"), with_kg=False, **hook) as served:
+        yield served
+
+
+def test_a_chunk_the_sessions_user_may_not_read_is_never_answered_in_fred(guarded_pod):
+    """The hook is asked on every turn; the revoked tower chunk is neither cited nor quoted, and the readable ones
+    still answer. (This pod runs without security, where Fred authenticates no user: the hook is asked about
+    ``None``. With security on, Fred stamps the token's user on the turn's runtime context, which is what
+    :func:`rags_expert.fred.agents.request_context` passes on: tested below.)"""
+    ASKED_FOR.clear()
+    tall = execute(guarded_pod, "How tall is the keep of Castle Varen?", "auth-1")
+    assert "38 metres" not in tall["content"] and tall["sources"] == []
+    built = execute(guarded_pod, "When was Castle Varen built?", "auth-2")
+    assert "1412" in built["content"] and [s["file_name"] for s in built["sources"]] == ["castle.md"]
+    assert ASKED_FOR  # asked on the turns (about no user: security is off here)
+
+
+def test_the_user_fred_authenticated_is_the_requests_user():
+    """Fred's managed execution stamps the token's user on the runtime context, not the portable one."""
+    from fred_sdk.contracts.context import PortableContext, RuntimeContext
+
+    from rags_expert.fred.agents import request_context
+
+    class Turn:
+        class binding:  # noqa: N801 - the attribute names of Fred's turn context
+            runtime_context = RuntimeContext(user_id="alice", selected_document_libraries_ids=["lib-hist"])
+            portable_context = PortableContext.model_construct(user_id=None)
+
+    assert request_context(Turn) == {"user_id": "alice", "library_tags": ["lib-hist"]}
