@@ -137,11 +137,7 @@ class RagNodes:
         try:
             request = read_request(runtime.context, config)
         except InvalidRequestError as exc:
-            return update | {
-                "question": question,
-                "error": f"InvalidRequest: {exc}",
-                "failure_reason": "invalid_request",
-            }
+            return update | {"question": question} | failure(f"InvalidRequest: {exc}", "invalid_request")
         update |= {
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
@@ -160,10 +156,8 @@ class RagNodes:
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
                 return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
-        update |= {"question": question, "query": question}
-        if self.deps.authorizer is not None:  # lessons checked before retrieval (rag/recall.py: recall_now)
-            return update | {"lessons": await self.recalls.recall_now(question, update["lesson_scope"], update["user"])}
-        return update | {"lesson_recall": self.recalls.start(question, update["lesson_scope"])}
+        lessons = await self.recalls.begin(question, update["lesson_scope"], request.user_id)
+        return update | {"question": question, "query": question} | lessons
 
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:

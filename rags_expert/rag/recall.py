@@ -126,6 +126,13 @@ class LessonRecalls:
             "timings": recall_entry(recalled.done - recalled.started, recalled.cpu_s, waited, recalled.skipped),
         }
 
+    async def begin(self, question: str, scope: str, user: str | None) -> dict[str, Any]:
+        """``prepare``'s update for the question's lessons: a recall started beside the retrieval
+        (``lesson_recall``), or, with authorization on, the lessons themselves (:meth:`recall_now`)."""
+        if self.authorizer is not None:
+            return {"lessons": await self.recall_now(question, scope, user)}
+        return {"lesson_recall": self.start(question, scope)}
+
     async def recall_now(self, question: str, scope: str, user: str | None) -> list[str]:
         """The lessons recalled and checked at once (``prepare``, with authorization on): their sources' check then
         comes before the retrieval's, never after the check of chunks an answer call uses (which would make a
