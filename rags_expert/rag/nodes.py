@@ -50,6 +50,7 @@ from rags_expert.rag.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.reranking import RerankStage
 from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
+from rags_expert.rag.verified import evidence_accepts
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
@@ -282,7 +283,8 @@ class RagNodes:
         Citations first: an answer that cites no chunk gets those of the chunks supporting its sentences
         (``evidence.attribution``; the small profile re-attributes every answer). An empty answer, or one
         still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
-        the LLM graders (two concurrent calls) or, in the small profile, the evidence decide.
+        the LLM graders (two concurrent calls) or, in the small profile, the evidence decide; with
+        ``evidence.verify_answers`` an answer that quotes what it cites is accepted without the model calls.
         """
         answer = value(state, "answer")
         relevant = state["relevant"]
@@ -317,6 +319,11 @@ class RagNodes:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
             grounded = grading.Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
+        elif settings.evidence.verify_answers and await evidence_accepts(
+            state["question"], answer, relevant, self.deps.evidence
+        ):  # the answer quotes what it cites: no model call (rags_expert.rag.verified)
+            emit("answer_verified", generation=value(state, "generations"), by="evidence")
+            grounded = useful = grading.Verdict(True, True, "", "")
         else:
             update["llm_calls"] = 2
             context = format_context(refined_context(relevant, value(state, "strips")))  # what the answer read

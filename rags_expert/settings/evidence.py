@@ -29,6 +29,15 @@ class EvidenceSettings(SettingsSection):
         description="Give an answer that cites no chunk the citations of the chunks that support its sentences "
         "(instead of rejecting it); a sentence no chunk supports leaves the answer uncited (rejected).",
     )
+    verify_answers: bool = Field(
+        False,
+        description="Accept an answer without the model's grounding and usefulness calls when the evidence sees "
+        "both: every sentence cites a chunk holding all its terms and numbers (evidence.min_support), and a "
+        "sentence of the chunks that matches the question states what it adds (rags_expert.rag.verified). The "
+        "evidence only accepts: otherwise the model checks as before. Off by default: it saves the round trip of "
+        "the checks on a quoting answer, but the model no longer sees such answers (docs/benchmarks.md measures "
+        "what that costs).",
+    )
     extractive_fallback: bool | None = Field(
         None,
         description="When no generated answer passes, answer with the best matching sentence of the relevant "

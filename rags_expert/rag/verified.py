@@ -1,0 +1,88 @@
+"""The answer check without the model, where the evidence is sure: an answer that quotes what it cites.
+
+The ``standard`` profile asks the model two questions of every answer (grounded? useful?), one round trip after
+the answer. When the evidence can see both for itself, that round trip is wasted: with
+``evidence.verify_answers`` on, ``grade_generation`` first asks :func:`evidence_accepts`, and only when it does
+not accept do the model's two checks run, exactly as before. The evidence can accept an answer; it never
+rejects one, so a model's "no" is never overruled by the evidence saying nothing.
+
+An answer is accepted when
+
+* **every sentence is held by a chunk it cites**: each sentence cites a chunk, and every content term of the
+  sentence (:func:`~rags_expert.evidence.terms`) is in one segment of a cited chunk, or two neighbouring ones, or
+  the chunk's title and heading (:func:`~rags_expert.rag.spans.best_span`; ``evidence.min_support``, 1.0 by
+  default: not one word of its own), and every number it writes is in that segment. This is the span
+  citation of the final answer (:mod:`rags_expert.rag.spans`), held to a higher bar;
+* **it states what the question asks**: it holds something of the question's answer type the question lacks,
+  and every term, number and code name it adds to the question is in the one sentence the evidence would quote
+  as the answer (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`: the best match of the question that
+  holds an answer of its type, scoring at least ``evidence.min_answer_score``). Stricter than the ``small``
+  profile's usefulness check (any matching sentence), because here it replaces a capable model's.
+
+``bench/evidence_checks.py`` measures how often this agrees with a judge that knows the gold answer (the stand-in
+for the model's checks), and what a disagreement costs (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.documents import Document
+
+from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
+from rags_expert.evidence.answer_type import new_numbers
+from rags_expert.evidence.code import code_names, new_code
+from rags_expert.rag.citations import cited_numbers
+from rags_expert.rag.spans import answer_sentences, best_span
+
+
+def _held(sentence: str, cited: Sequence[Document], min_support: float) -> bool:
+    """Whether one chunk of ``cited`` holds every term (``min_support`` of them) and every number of ``sentence``
+    in one segment or two neighbouring ones (with its title and heading)."""
+    claim = terms(strip_citations(sentence))
+    numbers = new_numbers(strip_citations(sentence), "")
+    for doc in cited:
+        source = {"content": doc.page_content, "title": doc.metadata.get("title")}
+        share, start, end = best_span(claim, source)
+        if share >= min_support and numbers <= new_numbers(doc.page_content[start:end], ""):
+            return True
+    return False
+
+
+def quotes_its_sources(answer: str, relevant: Sequence[Document], min_support: float) -> bool:
+    """Whether every sentence of ``answer`` cites a chunk of ``relevant`` (numbered from 1) that holds it; a
+    sentence without content terms ("Yes [1].") needs only its citation."""
+    sentences = answer_sentences(answer)
+    if not sentences:
+        return False
+    for sentence in sentences:
+        numbers = cited_numbers(sentence, len(relevant))
+        if not numbers:
+            return False
+        if terms(strip_citations(sentence)) and not _held(sentence, [relevant[n - 1] for n in numbers], min_support):
+            return False
+    return True
+
+
+async def states_the_answer(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
+    """Whether ``answer`` holds something of the question's answer type and everything it adds to the question
+    (content terms, numbers, code names) is in the one sentence the evidence would quote as the answer
+    (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`)."""
+    text = strip_citations(answer)
+    if not holds_answer(text, question):
+        return False
+    best = await scorer.best_answer(question, relevant)
+    if best is None:
+        return False
+    return (
+        terms(text) - terms(question) <= terms(best.sentence)
+        and new_numbers(text, question) <= new_numbers(best.sentence, "")
+        and new_code(text, question) <= code_names(best.sentence)
+    )
+
+
+async def evidence_accepts(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
+    """Whether the evidence alone accepts ``answer`` to ``question`` over the chunks it cites (module docstring)."""
+    return quotes_its_sources(answer, relevant, scorer.settings.min_support) and await states_the_answer(
+        question, answer, relevant, scorer
+    )
