@@ -5,11 +5,12 @@ checked; speed itself is measured side by side in ``bench/input_sizes.py``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli_run import cli_env, run_cli
+from helpers.cli_run import cli_env, ingest_docs, run_cli
 from helpers.documents import KeywordRetriever
 from helpers.openai_server import OpenAIServer, castle_script, text
 from langchain_core.embeddings import Embeddings
@@ -114,6 +115,27 @@ async def test_a_5mb_garbage_reply_ends_the_run_with_a_bounded_answer(castle_doc
     msg = out["messages"][-1]
     assert msg.response_metadata["outcome"] in {"success", "failure"}
     assert len(msg.content) < 25_000
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_ask_ends_on_5mb_replies_to_every_call_with_the_default_settings(tmp_path):
+    """The item as a user met it: ``rags-expert ask`` against a server answering every call (grades, draft,
+    answer, checks) with 5 MB of unpunctuated words, default reply cap. It used to run past 300 s; now it ends
+    (run_cli's 180 s is only a hang guard) in the honest failure or an answer, one bounded printout, no traceback."""
+    data = ingest_docs(tmp_path, {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n"})
+    with OpenAIServer(lambda body: text(GARBAGE)) as server:
+        done = run_cli(
+            ["ask", "When was Castle Varen built?", "--base-url", server.base_url, "--json"],
+            cli_env(data, OPENAI_API_KEY="sk-test"),
+        )
+        served = len(server.requests)
+    assert served >= 2  # the garbage was really served, to the grading and the answer calls
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["outcome"] in {"success", "failure"}
+    assert len(done.stdout) < 200_000  # what is read of a reply is capped (llm.max_reply_chars), so what is shown
 
 
 def test_clip_reply_cuts_text_and_tool_call_strings():

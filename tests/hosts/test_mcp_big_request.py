@@ -60,3 +60,30 @@ async def test_search_is_answered_while_a_big_ask_is_in_flight(kb, tmp_path):  #
     assert answered.structured_content["outcome"] in {"success", "failure"}  # ended, with a bounded answer
     assert len(text_of(answered)) < 200_000
     assert code == 0, server.log.read_text()
+
+
+async def test_a_megabyte_question_and_query_are_answered_in_one_line(kb, tmp_path):  # noqa: F811 - the fixture
+    """The probe's 1 MB question (no reply in 120 s, before): ``ask`` answers at once with the honest failure naming
+    the limit, without a model call; a 1 MB ``search`` query is a one-line tool error naming the same limit, and
+    the server answers the next search. (``wait_for`` only guards against the old hang; nothing measures speed.)"""
+    megabyte = "When was Castle Varen built? " + "and in which year exactly " * 40_000  # ~1 MB
+    with OpenAIServer(script) as llm:
+        server = HttpServer(server_env(kb, llm), tmp_path / "stderr.log")
+        try:
+            async with streamable_http_client(server.url) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                asked = await asyncio.wait_for(session.call_tool("ask", {"question": megabyte}), 120)
+                refused = await asyncio.wait_for(
+                    session.call_tool("search", {"query": "Castle Varen " + megabyte, "top_k": 1}), 120
+                )
+                found = await session.call_tool("search", {"query": "Castle Varen", "top_k": 1})
+        finally:
+            server.stop()
+        calls = len(llm.requests)
+    assert calls == 0  # refused before any model call
+    result = asked.structured_content or {}
+    assert result.get("outcome") == "failure" and result.get("reason") == "question_too_long", asked
+    assert "8,000" in text_of(asked)
+    assert refused.is_error and len(text_of(refused).splitlines()) == 1
+    assert "more than the limit of 8,000" in text_of(refused) and "max_question_chars" in text_of(refused)
+    assert not found.is_error and found.structured_content["hits"][0]["source"].endswith("castle.md")
