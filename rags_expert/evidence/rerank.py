@@ -44,17 +44,17 @@ def fuse(scores: Sequence[float], weight: float, k: int) -> list[int]:
     return best_first(fused_scores(scores, weight, k))
 
 
-def _title(doc: Document) -> str:
+def title_of(doc: Document) -> str:
     """The chunk's title without a trailing qualifier ("Clerks (film)" → "Clerks")."""
     return _QUALIFIER.sub("", str((doc.metadata or {}).get("title") or "")).strip()
 
 
 def linked(docs: Sequence[Document], best: int) -> list[bool]:
     """Per candidate, whether it belongs to another document than ``docs[best]`` whose title that chunk names."""
-    text, own = docs[best].page_content, _title(docs[best]).lower()
+    text, own = docs[best].page_content, title_of(docs[best]).lower()
     out = []
     for doc in docs:
-        title = _title(doc)
+        title = title_of(doc)
         named = len(title) >= MIN_TITLE_CHARS and title.lower() != own
         out.append(named and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.IGNORECASE) is not None)
     return out

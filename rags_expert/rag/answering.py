@@ -4,7 +4,9 @@
 * :func:`answer_prefix`: its fixed beginning, which a local server can evaluate ahead (``RagsExpert.warm_up``).
 * :func:`attribute`: give the sentences of an answer the chunks that support them (``evidence.attribution``).
 * :func:`evidence_verdicts`: grounded / useful from the evidence (the ``small`` profile's graders).
+* :func:`verdict_update`: the state update of the two verdicts, whoever gave them.
 * :func:`extractive_answer`: the best matching sentence, quoted and cited (the extractive fallback).
+* :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag.bridge.pair_quote`).
 """
 
 from __future__ import annotations
@@ -13,18 +15,23 @@ import datetime as dt
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, split_sentences, strip_citations, terms
 from rags_expert.evidence.answer_type import new_numbers
 from rags_expert.evidence.code import code_names, new_code
 from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
+from rags_expert.llm.grading import Verdict
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.citations import cited_numbers, format_context
+from rags_expert.rag.bridge import pair_quote
+from rags_expert.rag.citations import cited_numbers, cited_sources, format_context
 from rags_expert.rag.profiles import ModelProfile
+from rags_expert.rag.state import RagState, value
 
 
 def answer_messages(
@@ -150,3 +157,57 @@ async def evidence_verdicts(
 def extractive_answer(prompts: PromptStore, match: Match) -> str:
     """The extractive fallback's answer: the sentence, quoted, with its chunk's citation."""
     return prompts.render("extractive_answer", quote=match.sentence, n=match.doc + 1)
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """An extractive answer: its text, the chunk (number) it quotes last and that sentence's match score."""
+
+    text: str
+    chunk: int
+    score: float
+
+
+async def quoted_answer(
+    question: str,
+    relevant: Sequence[Document],
+    scorer: EvidenceScorer,
+    prompts: PromptStore,
+    pair_coverage: float | None,
+) -> Quoted | None:
+    """The extractive fallback's answer: the best matching sentence holding an answer of the question's type
+    (:func:`extractive_answer`); without one, and with linked pairs on (``pair_coverage``), the sentence of one chunk
+    naming another and that one's answer sentence, each cited (prompt ``hop_answer``); else None."""
+    match = await scorer.best_answer(question, relevant)
+    if match is not None:
+        return Quoted(extractive_answer(prompts, match).strip(), match.doc + 1, match.score)
+    found = await pair_quote(question, relevant, scorer, pair_coverage) if pair_coverage is not None else None
+    if found is None:
+        return None
+    pair, said, match = found
+    text = prompts.render("hop_answer", bridge_quote=said, bridge_n=pair.a + 1, quote=match.sentence, n=pair.b + 1)
+    return Quoted(text.strip(), pair.b + 1, match.score)
+
+
+def verdict_update(state: RagState, answer: str, grounded: Verdict, useful: Verdict) -> dict[str, Any]:
+    """``grade_generation``'s state update of the two verdicts: accept, or the feedback (and partial answer) of a rejection."""
+    update: dict[str, Any] = {"grounded": grounded.value, "useful": useful.value}
+    if not (grounded.value and useful.value):
+        emit(
+            "answer_rejected",
+            generation=value(state, "generations"),
+            feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"),
+        )
+    if not grounded.value:
+        detail = grounded.reason or "it makes claims the chunks do not support"
+        return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
+    if not useful.value:
+        # cited now: later rounds may trim the context and renumber its chunks
+        partial, partial_sources = cited_sources(answer, state["relevant"])
+        return update | {
+            "feedback": f"does not answer the question: {useful.reason or 'information is missing'}",
+            "failure_reason": "not_useful",
+            "partial_answer": partial,
+            "partial_sources": partial_sources,
+        }
+    return update | {"feedback": "", "failure_reason": ""}

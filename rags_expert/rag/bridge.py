@@ -5,6 +5,11 @@ it does not name: the first search finds the sentence that names it ("*Film X* w
 second searches for that entity. :func:`bridge_names` lists the names and code phrases a sentence holds that the
 question lacks; :func:`plan_bridge` picks the best matching sentence of the relevant chunks that holds one;
 :func:`hop_quote` finds the sentence of the hop's chunks that answers the question about the bridge.
+
+Often one search already brings both documents (the model-free reranker lifts the one the best chunk names):
+:func:`linked_pairs` finds two chunks where one names the other's title and together they hold most of the
+question's terms, though neither does alone; :func:`pair_quote` quotes the naming sentence and the answer sentence
+of the named chunk, as after a hop.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
 from rags_expert.evidence.code import new_code
+from rags_expert.evidence.rerank import linked, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
 _MONTHS = frozenset(
@@ -129,3 +135,53 @@ def _without(sentence: str, names: Sequence[str]) -> str:
     for name in names:
         sentence = sentence.replace(name, " ")
     return sentence
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two chunks of one question: ``a`` names the title of ``b``; ``coverage``: the share of the question's terms
+    the two hold together (text and titles)."""
+
+    a: int
+    b: int
+    coverage: float
+
+
+def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -> list[Pair]:
+    """The pairs of ``docs`` where one chunk names another document's title (:func:`~rags_expert.evidence.rerank.
+    linked`), the named one adds a term of the question, and together they hold ``min_coverage`` of its terms; best
+    covered first."""
+    wanted = question_terms(question)
+    if not wanted:
+        return []
+    held = [terms(f"{doc.metadata.get('title') or ''} {doc.page_content}") & wanted for doc in docs]
+    pairs = []
+    for a in range(len(docs)):
+        for b, named in enumerate(linked(docs, a)):
+            coverage = len(held[a] | held[b]) / len(wanted)
+            if named and held[b] - held[a] and coverage >= min_coverage:
+                pairs.append(Pair(a, b, coverage))
+    return sorted(pairs, key=lambda p: -p.coverage)
+
+
+async def pair_quote(
+    question: str, docs: Sequence[Document], evidence: EvidenceScorer, min_coverage: float
+) -> tuple[Pair, str, Match] | None:
+    """For the best linked pair that answers: the sentence of ``a`` naming ``b``'s title (the one matching the
+    question best) and the sentence of ``b`` that answers the question about it (:func:`hop_quote`); or None."""
+    for pair in linked_pairs(question, docs, min_coverage):
+        title = title_of(docs[pair.b])
+        said = next(
+            (
+                m.sentence
+                for m in await evidence.matches(question, [docs[pair.a]])
+                if title.lower() in m.sentence.lower()
+            ),
+            None,
+        )
+        if said is None:
+            continue
+        match = await hop_quote(question, title, [docs[pair.b]], evidence, said)
+        if match is not None:
+            return pair, said, match
+    return None

@@ -29,9 +29,15 @@ from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answering import answer_messages, attribute, evidence_verdicts, extractive_answer
+from rags_expert.rag.answering import (
+    answer_messages,
+    attribute,
+    evidence_verdicts,
+    quoted_answer,
+    verdict_update,
+)
 from rags_expert.rag.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.citations import chunk_id, cited_numbers, cited_sources, format_context
+from rags_expert.rag.citations import chunk_id, cited_numbers, format_context
 from rags_expert.rag.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.final import failure_message, success_message
 from rags_expert.rag.guard import AUTH_FAILED, permitted_history
@@ -105,8 +111,14 @@ class RagNodes:
     def __init__(self, deps: RagDeps) -> None:
         self.deps = deps
         self._secrets = deps.settings.secrets()  # masked in the final message (redaction.redact_message)
+        hops = deps.settings.multihop
         self.judge = RelevanceJudge(
-            deps.model, deps.grading, deps.evidence, deps.settings.evidence, by_llm=deps.profile.relevance == "llm"
+            deps.model,
+            deps.grading,
+            deps.evidence,
+            deps.settings.evidence,
+            by_llm=deps.profile.relevance == "llm",
+            pair_coverage=hops.pair_coverage if hops.max_hops > 1 else None,
         )
         self.recalls = LessonRecalls(
             deps.lessons, deps.authorizer
@@ -335,32 +347,7 @@ class RagNodes:
             if failed := next((r for r in results if isinstance(r, BaseException)), None):
                 return update | failure(self.redacted_error(failed), "llm_error")
             grounded, useful = results  # type: ignore[assignment]  # no exception left
-        return update | self._verdict_update(state, answer, grounded, useful)
-
-    def _verdict_update(
-        self, state: RagState, answer: str, grounded: grading.Verdict, useful: grading.Verdict
-    ) -> dict[str, Any]:
-        """The state update of the two verdicts: accept, or the feedback (and partial answer) of a rejection."""
-        update: dict[str, Any] = {"grounded": grounded.value, "useful": useful.value}
-        if not (grounded.value and useful.value):
-            emit(
-                "answer_rejected",
-                generation=value(state, "generations"),
-                feedback=grounded.reason or useful.reason or ("not grounded" if not grounded.value else "not useful"),
-            )
-        if not grounded.value:
-            detail = grounded.reason or "it makes claims the chunks do not support"
-            return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
-        if not useful.value:
-            # cited now: later rounds may trim the context and renumber its chunks
-            partial, partial_sources = cited_sources(answer, state["relevant"])
-            return update | {
-                "feedback": f"does not answer the question: {useful.reason or 'information is missing'}",
-                "failure_reason": "not_useful",
-                "partial_answer": partial,
-                "partial_sources": partial_sources,
-            }
-        return update | {"feedback": "", "failure_reason": ""}
+        return update | verdict_update(state, answer, grounded, useful)
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory
@@ -385,13 +372,16 @@ class RagNodes:
     @fails_as("prompt_error", catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, cited; with none, leave the answer empty (the run ends in failure)."""
-        match = await self.deps.evidence.best_answer(state["question"], state["relevant"])
-        if match is None:
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answering.
+        quoted_answer`); with none, leave the answer empty (the run ends in failure)."""
+        deps = self.deps
+        quoted = await quoted_answer(
+            state["question"], state["relevant"], deps.evidence, deps.prompts, self.judge.pair_coverage
+        )
+        if quoted is None:
             return {"answer_kind": ""}
-        quote = extractive_answer(self.deps.prompts, match).strip()
-        emit("answer_extracted", chunk=match.doc + 1, score=round(match.score, 3))
-        return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}
+        emit("answer_extracted", chunk=quoted.chunk, score=round(quoted.score, 3))
+        return {"answer": quoted.text, "answer_kind": "extractive", "failure_reason": ""}
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""

@@ -4,7 +4,9 @@
 * or, with ``grading.batch``, one call listing the relevant chunk numbers, falling back to one call per chunk
   when the reply names no readable list;
 * or, in the ``small`` profile, the evidence (no call): a chunk whose best sentence matches the question
-  well enough (``evidence.min_relevance``).
+  well enough (``evidence.min_relevance``), and the two chunks of a linked pair (one names the other's title,
+  together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag.bridge.
+  linked_pairs`), the two documents of a two-hop question found by one search.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import grading
+from rags_expert.rag.bridge import linked_pairs
 from rags_expert.rag.citations import format_context
 from rags_expert.settings import EvidenceSettings
 
@@ -41,6 +44,8 @@ class RelevanceJudge:
     settings: EvidenceSettings
     by_llm: bool
     """The profile's choice: the chat model grades (``standard``) or the evidence does (``small``)."""
+    pair_coverage: float | None = None
+    """The evidence's linked pairs are relevant from this coverage (None: off; ``multihop.max_hops`` 1)."""
 
     async def judge(self, question: str, docs: list[Document], config: RunnableConfig) -> Judged:
         """Verdicts for ``docs``; a model failure is returned in ``error``, never raised."""
@@ -48,16 +53,19 @@ class RelevanceJudge:
             return Judged([], 0)
         if not self.by_llm:
             scores = await self.evidence.relevance(question, docs)
-            return Judged([score >= self.settings.min_relevance for score in scores], 0)
+            verdicts = [score >= self.settings.min_relevance for score in scores]
+            for pair in linked_pairs(question, docs, self.pair_coverage) if self.pair_coverage is not None else []:
+                verdicts[pair.a] = verdicts[pair.b] = True
+            return Judged(verdicts, 0)
         calls = 0
         try:
             if self.grading.settings.batch and len(docs) > 1:
                 calls += 1
-                verdicts = await grading.grade_relevance_batch(
+                listed = await grading.grade_relevance_batch(
                     self.model, question, format_context(docs), len(docs), self.grading, config=config
                 )
-                if verdicts is not None:
-                    return Judged(verdicts, calls)
+                if listed is not None:
+                    return Judged(listed, calls)
             calls += len(docs)
             return Judged(await self.per_chunk(question, docs, config), calls)
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called

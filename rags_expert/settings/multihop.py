@@ -26,3 +26,12 @@ class MultihopSettings(SettingsSection):
         le=50,
         description="Chunks a follow-up search keeps (None: retrieval.top_k, or the request's top_k when smaller).",
     )
+    pair_coverage: float = Field(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="'small' profile: two retrieved chunks, one naming the other's title, that together hold this "
+        "share of the question's terms are both relevant, and the answer may quote the naming sentence and the named "
+        "chunk's answer sentence (a two-document question answered from one search). Tuned on HotpotQA dev. Off "
+        "with max_hops 1.",
+    )

@@ -1,0 +1,78 @@
+"""Two-document questions answered from one search in the ``small`` profile: a chunk that names another retrieved
+document's title, the two holding together what neither holds alone, are both relevant and the answer quotes the
+naming sentence and the named document's answer (rags_expert.rag.bridge.linked_pairs / pair_quote)."""
+
+from __future__ import annotations
+
+from helpers.documents import KeywordRetriever
+from helpers.scripts import Script
+from langchain_core.documents import Document
+from langchain_core.messages import HumanMessage
+
+from rags_expert import RagsExpert
+from rags_expert.evidence import EvidenceScorer
+from rags_expert.rag.bridge import linked_pairs, pair_quote
+from rags_expert.settings import EvidenceSettings
+from rags_expert.testing import ScriptedChatModel
+
+QUESTION = "Where was the painter of the Harbour Lights mural born?"
+
+
+def doc(title: str, text: str) -> Document:
+    return Document(f"{title}\n{text}", metadata={"title": title, "source": f"kb/{title}.md", "chunk_id": title})
+
+
+MURAL = doc(
+    "Harbour Lights (mural)",
+    "Harbour Lights is a mural on the sea wall of Port Ellis. It was painted in 1962 by Ines Harrow.",
+)
+PAINTER = doc("Ines Harrow", "Ines Harrow (1921-1990) was a muralist. She was born in Crowmere, a quarry town.")
+OTHER = doc("Crowmere", "Crowmere is a quarry town in the Velora valley. Its railway opened in 1889.")
+
+
+def test_a_pair_is_one_chunk_naming_another_that_adds_what_the_question_needs():
+    pairs = linked_pairs(QUESTION, [MURAL, PAINTER, OTHER], 0.7)
+    assert [(p.a, p.b) for p in pairs] == [(0, 1)]  # the mural names the painter; Crowmere adds no question term
+    assert pairs[0].coverage >= 0.7
+    assert pairs[0].coverage == 0.8  # harbour, light, mural + born; not "painter" (the mural says "painted")
+    assert linked_pairs(QUESTION, [MURAL, PAINTER], 0.9) == []  # below a higher bar
+    assert linked_pairs(QUESTION, [PAINTER, OTHER], 0.0) == []  # the painter names Crowmere, which adds nothing
+
+
+async def test_the_pair_quote_is_the_naming_sentence_and_the_named_chunks_answer():
+    found = await pair_quote(QUESTION, [OTHER, MURAL, PAINTER], EvidenceScorer(EvidenceSettings()), 0.7)
+    assert found is not None
+    pair, said, match = found
+    assert (pair.a, pair.b) == (1, 2)
+    assert said == "It was painted in 1962 by Ines Harrow."
+    assert match.sentence == "She was born in Crowmere, a quarry town."
+
+
+async def ask(**settings):
+    script = Script(generate=lambda text: "I do not know.")
+    retriever = KeywordRetriever(docs=[MURAL, PAINTER, OTHER], calls=[])
+    agent = await RagsExpert(
+        {"llm": {"max_retries": 0}, "retrieval": {"top_k": 3}, "evidence": {"profile": "small", "use_embeddings": False}}
+        | settings,
+        chat_model=ScriptedChatModel(responder=script),
+        retriever=retriever,
+    ).async_init()
+    out = await agent.get_compiled_graph(checkpointer=False).ainvoke({"messages": [HumanMessage(QUESTION)]})
+    return out["messages"][-1]
+
+
+async def test_one_search_answers_the_two_document_question_citing_both():
+    msg = await ask()
+    meta = msg.response_metadata
+    assert meta["outcome"] == "success" and meta["answer_kind"] == "extractive"
+    assert msg.content == (
+        "The sources say: “It was painted in 1962 by Ines Harrow.” [1] and "
+        "“She was born in Crowmere, a quarry town.” [2]"
+    )
+    assert [s["title"] for s in meta["sources"]] == ["Harbour Lights (mural)", "Ines Harrow"]
+    assert all(c["span"] is not None for c in meta["citations"])  # each quote is the span of the chunk it cites
+
+
+async def test_with_multihop_off_the_pair_is_not_used():
+    msg = await ask(multihop={"max_hops": 1})
+    assert msg.response_metadata["outcome"] == "failure"
