@@ -49,14 +49,16 @@ def title_of(doc: Document) -> str:
     return _QUALIFIER.sub("", str((doc.metadata or {}).get("title") or "")).strip()
 
 
-def linked(docs: Sequence[Document], best: int) -> list[bool]:
-    """Per candidate, whether it belongs to another document than ``docs[best]`` whose title that chunk names."""
+def linked(docs: Sequence[Document], best: int, *, exact_case: bool = False) -> list[bool]:
+    """Per candidate, whether it belongs to another document than ``docs[best]`` whose title that chunk names (with
+    ``exact_case``, as the title writes it: a name, not a page "Testing" in "… for testing")."""
     text, own = docs[best].page_content, title_of(docs[best]).lower()
+    flags = 0 if exact_case else re.IGNORECASE
     out = []
     for doc in docs:
         title = title_of(doc)
         named = len(title) >= MIN_TITLE_CHARS and title.lower() != own
-        out.append(named and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.IGNORECASE) is not None)
+        out.append(named and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, flags) is not None)
     return out
 
 

@@ -68,6 +68,9 @@ class Match:
     painted the lighthouse), or all but one when the sentence names the answer's category ("On which rock
     does the lighthouse *stand*?" → "built on *Gull Rock*")."""
     score: float
+    factual: bool = True
+    """Whether the unit may be quoted as a fact (:attr:`~rags_expert.evidence.units.Unit.factual`): not a code line,
+    not a lead-in ending in a colon."""
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ class EvidenceScorer:
             cov = covered / total
             answers = _quotable(row.unit, kind, category) and self._answers(row, question, kind, category, sim)
             missing = sum(weight[t] for t in row.absent) / total
-            match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim))
+            match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim), row.unit.factual)
             bonus = self.settings.measure_bonus if row.hinted else 0.0  # ranking only: "34 metres *tall*"
             ranked.append(((match.score + bonus, answers), match))
         ranked.sort(key=lambda pair: pair[0], reverse=True)

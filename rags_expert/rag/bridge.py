@@ -2,8 +2,8 @@
 
 A bridge question ("Which county is the birthplace of the director of *Film X* in?") needs a fact about an entity
 it does not name: the first search finds the sentence that names it ("*Film X* was directed by *Jane Roe*"), the
-second searches for that entity. :func:`bridge_names` lists the names and code phrases a sentence holds that the
-question lacks; :func:`plan_bridge` picks the best matching sentence of the relevant chunks that holds one;
+second searches for that entity. :func:`bridge_names` lists the names a sentence holds that the question lacks
+(not its code names: in a library's documentation a hop for a code name mostly quoted a wrong pair of sentences); :func:`plan_bridge` picks the best matching sentence of the relevant chunks that holds one;
 :func:`hop_quote` finds the sentence of the hop's chunks that answers the question about the bridge.
 
 Often one search already brings both documents (the model-free reranker lifts the one the best chunk names):
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
-from rags_expert.evidence.code import new_code
 from rags_expert.evidence.rerank import linked, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
@@ -70,13 +69,12 @@ class Bridge:
 
 
 def bridge_names(sentence: str, question: str, subject: str = "") -> list[str]:
-    """Names (runs of capitalised words, quoted titles) and code phrases of ``sentence`` whose terms are not all
-    in ``question`` nor in ``subject`` (the chunk's title: what the sentence is about), in order."""
+    """Names (runs of capitalised words, quoted titles) of ``sentence`` whose terms are not all in ``question`` nor
+    in ``subject`` (the chunk's title: what the sentence is about), in order."""
     known = terms(question) | terms(subject)
     out: list[str] = []
     found = [m.group(1) for m in _QUOTED.finditer(sentence)]
     found += [m.group(0).strip(" .'’-") for m in _NAME.finditer(sentence)]
-    found += sorted(new_code(sentence, question))
     for name in found:
         own = terms(name)
         if not own or own <= known or name in out or _names_nothing(name):
@@ -94,11 +92,12 @@ def _names_nothing(name: str) -> bool:
 
 
 async def plan_bridge(question: str, docs: Sequence[Document], evidence: EvidenceScorer) -> Bridge | None:
-    """The first :data:`MAX_NAMES` bridge names of the best matching sentence of ``docs`` that holds one (None: the
-    chunks already answer the question, or name nothing it lacks)."""
+    """The first :data:`MAX_NAMES` bridge names of the best matching factual sentence of ``docs`` (no code line, no
+    lead-in: it is quoted in the answer) that holds one (None: the chunks already answer the question, or name
+    nothing it lacks)."""
     if await evidence.best_answer(question, docs) is not None:
         return None
-    for m in (await evidence.matches(question, docs))[:MAX_SENTENCES]:
+    for m in [m for m in await evidence.matches(question, docs) if m.factual][:MAX_SENTENCES]:
         title = str(docs[m.doc].metadata.get("title") or "")
         names = bridge_names(m.sentence, question, title)
         if names:
@@ -116,6 +115,8 @@ async def hop_quote(
     wanted = [terms(name) for name in names]
     rest = question_terms(question) - terms(said)
     for m in await evidence.matches(f"{question} {bridge}", docs):
+        if not m.factual:
+            continue  # a code line or a lead-in is never quoted as a fact
         about = terms(m.sentence) | terms(str(docs[m.doc].metadata.get("title") or ""))
         if rest and not rest & terms(m.sentence):
             continue  # says nothing the bridge sentence left open
@@ -148,8 +149,9 @@ class Pair:
 
 
 def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -> list[Pair]:
-    """The pairs of ``docs`` where one chunk names another document's title (:func:`~rags_expert.evidence.rerank.
-    linked`), the named one adds a term of the question, and together they hold ``min_coverage`` of its terms; best
+    """The pairs of ``docs`` where one chunk names another document's title as it is written (:func:`~rags_expert.
+    evidence.rerank.linked`: "Ines Harrow", not a page "Testing" in "testing"), the named one adds a term of the
+    question, and together they hold ``min_coverage`` of its terms; best
     covered first."""
     wanted = question_terms(question)
     if not wanted:
@@ -157,7 +159,7 @@ def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -
     held = [terms(f"{doc.metadata.get('title') or ''} {doc.page_content}") & wanted for doc in docs]
     pairs = []
     for a in range(len(docs)):
-        for b, named in enumerate(linked(docs, a)):
+        for b, named in enumerate(linked(docs, a, exact_case=True)):
             coverage = len(held[a] | held[b]) / len(wanted)
             if named and held[b] - held[a] and coverage >= min_coverage:
                 pairs.append(Pair(a, b, coverage))
@@ -175,7 +177,7 @@ async def pair_quote(
             (
                 m.sentence
                 for m in await evidence.matches(question, [docs[pair.a]])
-                if title.lower() in m.sentence.lower()
+                if m.factual and title.lower() in m.sentence.lower()
             ),
             None,
         )
