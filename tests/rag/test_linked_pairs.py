@@ -52,7 +52,11 @@ async def ask(**settings):
     script = Script(generate=lambda text: "I do not know.")
     retriever = KeywordRetriever(docs=[MURAL, PAINTER, OTHER], calls=[])
     agent = await RagsExpert(
-        {"llm": {"max_retries": 0}, "retrieval": {"top_k": 3}, "evidence": {"profile": "small", "use_embeddings": False}}
+        {
+            "llm": {"max_retries": 0},
+            "retrieval": {"top_k": 3},
+            "evidence": {"profile": "small", "use_embeddings": False},
+        }
         | settings,
         chat_model=ScriptedChatModel(responder=script),
         retriever=retriever,
@@ -76,3 +80,31 @@ async def test_one_search_answers_the_two_document_question_citing_both():
 async def test_with_multihop_off_the_pair_is_not_used():
     msg = await ask(multihop={"max_hops": 1})
     assert msg.response_metadata["outcome"] == "failure"
+
+
+def test_a_page_title_written_in_lower_case_is_no_link():
+    """Library docs: a page titled "Testing" is not named by "… a client for testing …"; a person's name is."""
+    guide = doc("Middleware", "Use the test client for testing middleware. Ines Harrow wrote the first version.")
+    testing = doc("Testing", "The test client runs the application in a thread.")
+    assert linked_pairs("Which client is used for testing middleware?", [guide, testing], 0.0) == []
+    assert [
+        (p.a, p.b) for p in linked_pairs("Where was the author of the middleware born?", [guide, PAINTER], 0.0)
+    ] == [(0, 1)]
+
+
+def test_code_names_are_no_bridge():
+    from rags_expert.rag.bridge import bridge_names
+
+    sentence = "With `receive_json` on the WebSocket Session, as Ines Harrow showed, JSON is read."
+    assert bridge_names(sentence, "How do I read JSON from a websocket?") == ["WebSocket Session", "Ines Harrow"]
+
+
+async def test_a_code_line_or_a_lead_in_is_never_quoted_by_a_pair():
+    """The only sentences naming the painter are a code line and a lead-in: no pair quote (the issue-22 rule)."""
+    mural = doc(
+        "Harbour Lights (mural)",
+        "Harbour Lights is a mural on the sea wall of Port Ellis. It was painted by:\n\n"
+        "```\npainter = 'Ines Harrow'\n```\n",
+    )
+    assert linked_pairs(QUESTION, [mural, PAINTER], 0.7)  # the pair is there
+    assert await pair_quote(QUESTION, [mural, PAINTER], EvidenceScorer(EvidenceSettings()), 0.7) is None
