@@ -190,7 +190,8 @@ async def quoted_answer(
 
 
 def verdict_update(state: RagState, answer: str, grounded: Verdict, useful: Verdict) -> dict[str, Any]:
-    """``grade_generation``'s state update of the two verdicts: accept, or the feedback (and partial answer) of a rejection."""
+    """``grade_generation``'s state update of the two verdicts: accept, or the feedback (and partial answer) of a
+    rejection."""
     update: dict[str, Any] = {"grounded": grounded.value, "useful": useful.value}
     if not (grounded.value and useful.value):
         emit(

@@ -3,8 +3,10 @@
 A bridge question ("Which county is the birthplace of the director of *Film X* in?") needs a fact about an entity
 it does not name: the first search finds the sentence that names it ("*Film X* was directed by *Jane Roe*"), the
 second searches for that entity. :func:`bridge_names` lists the names a sentence holds that the question lacks
-(not its code names: in a library's documentation a hop for a code name mostly quoted a wrong pair of sentences); :func:`plan_bridge` picks the best matching sentence of the relevant chunks that holds one;
-:func:`hop_quote` finds the sentence of the hop's chunks that answers the question about the bridge.
+(not its code names: in a library's documentation a hop for a code name mostly quoted a wrong pair of sentences);
+:func:`plan_bridge` picks the best matching factual sentence of the relevant chunks that holds one; :func:`hop_quote`
+finds the sentence of the hop's chunks that answers the question about the bridge. A code line or a lead-in is never
+quoted.
 
 Often one search already brings both documents (the model-free reranker lifts the one the best chunk names):
 :func:`linked_pairs` finds two chunks where one names the other's title and together they hold most of the
@@ -151,8 +153,7 @@ class Pair:
 def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -> list[Pair]:
     """The pairs of ``docs`` where one chunk names another document's title as it is written (:func:`~rags_expert.
     evidence.rerank.linked`: "Ines Harrow", not a page "Testing" in "testing"), the named one adds a term of the
-    question, and together they hold ``min_coverage`` of its terms; best
-    covered first."""
+    question, and together they hold ``min_coverage`` of its terms; best covered first."""
     wanted = question_terms(question)
     if not wanted:
         return []

@@ -5,8 +5,8 @@ the run goes to ``hop_retrieve``, which plans a follow-up query from the questio
 
 * ``standard`` profile: one model call (prompt ``hop_query``, IRCoT-style) proposes the query, or ``none`` when
   the chunks already hold what the question needs;
-* ``small`` profile: no model call; the bridge is the names (not code names) of the best matching factual sentence that
-  the question lacks (:mod:`rags_expert.rag.bridge`), and the query is those names.
+* ``small`` profile: no model call; the bridge is the names (not code names) of the best matching factual
+  sentence that the question lacks (:mod:`rags_expert.rag.bridge`), and the query is those names.
 
 With a query, the node searches (``multihop.top_k`` chunks, the request's filters) and tags the chunks with their
 hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` grades them against the question and
