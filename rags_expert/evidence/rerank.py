@@ -49,16 +49,22 @@ def title_of(doc: Document) -> str:
     return _QUALIFIER.sub("", str((doc.metadata or {}).get("title") or "")).strip()
 
 
-def linked(docs: Sequence[Document], best: int, *, exact_case: bool = False) -> list[bool]:
-    """Per candidate, whether it belongs to another document than ``docs[best]`` whose title that chunk names (with
-    ``exact_case``, as the title writes it: a name, not a page "Testing" in "… for testing")."""
-    text, own = docs[best].page_content, title_of(docs[best]).lower()
+def names_title(text: str, title: str, *, exact_case: bool = False) -> bool:
+    """Whether ``text`` names ``title`` as a whole word or phrase (with ``exact_case``, as the title writes it: a
+    name, not a page "Testing" in "… for testing")."""
     flags = 0 if exact_case else re.IGNORECASE
+    return re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, flags) is not None
+
+
+def linked(docs: Sequence[Document], best: int, *, exact_case: bool = False) -> list[bool]:
+    """Per candidate, whether it belongs to another document than ``docs[best]`` whose title that chunk names
+    (:func:`names_title`)."""
+    text, own = docs[best].page_content, title_of(docs[best]).lower()
     out = []
     for doc in docs:
         title = title_of(doc)
         named = len(title) >= MIN_TITLE_CHARS and title.lower() != own
-        out.append(named and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, flags) is not None)
+        out.append(named and names_title(text, title, exact_case=exact_case))
     return out
 
 

@@ -7,6 +7,7 @@
 * :func:`verdict_update`: the state update of the two verdicts, whoever gave them.
 * :func:`extractive_answer`: the best matching sentence, quoted and cited (the extractive fallback).
 * :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag.bridge.pair_quote`).
+* :func:`two_quotes`: the answer of two quoted sentences (a hop's or a pair's).
 """
 
 from __future__ import annotations
@@ -139,24 +140,32 @@ async def evidence_verdicts(
     answer = strip_citations(attribution.text)
     if not holds_answer(answer, question):
         return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
-    new_terms, names = terms(answer) - terms(question), new_code(answer, question)
-    numbers = new_numbers(answer, question)
+    new_terms = terms(answer) - terms(question)
     for m in await scorer.matches(question, relevant):
         if m.score < scorer.settings.min_answer_score:
             break
-        if (
-            m.answers
-            and new_terms & terms(m.sentence)
-            and names <= code_names(m.sentence)
-            and numbers <= new_numbers(m.sentence, "")
-        ):
+        if m.answers and new_terms & terms(m.sentence) and adds_only_from(answer, question, m.sentence):
             return EvidenceVerdicts(True, True)
     return EvidenceVerdicts(True, False, "no sentence of the chunks that matches the question says this")
+
+
+def adds_only_from(answer: str, question: str, sentence: str) -> bool:
+    """Whether every code name and every number ``answer`` adds to ``question`` is in ``sentence``: a draft joining a
+    name or a version from one sentence to the words of another is not what the documentation says."""
+    return new_code(answer, question) <= code_names(sentence) and new_numbers(answer, question) <= new_numbers(
+        sentence, ""
+    )
 
 
 def extractive_answer(prompts: PromptStore, match: Match) -> str:
     """The extractive fallback's answer: the sentence, quoted, with its chunk's citation."""
     return prompts.render("extractive_answer", quote=match.sentence, n=match.doc + 1)
+
+
+def two_quotes(prompts: PromptStore, said: str, said_n: int, quote: str, n: int) -> str:
+    """The answer of two quoted sentences, each cited (prompt ``hop_answer``): the one naming the bridge, then the
+    one that answers about it."""
+    return prompts.render("hop_answer", bridge_quote=said, bridge_n=said_n, quote=quote, n=n).strip()
 
 
 @dataclass(frozen=True)
@@ -185,8 +194,7 @@ async def quoted_answer(
     if found is None:
         return None
     pair, said, match = found
-    text = prompts.render("hop_answer", bridge_quote=said, bridge_n=pair.a + 1, quote=match.sentence, n=pair.b + 1)
-    return Quoted(text.strip(), pair.b + 1, match.score)
+    return Quoted(two_quotes(prompts, said, pair.a + 1, match.sentence, pair.b + 1), pair.b + 1, match.score)
 
 
 def verdict_update(state: RagState, answer: str, grounded: Verdict, useful: Verdict) -> dict[str, Any]:

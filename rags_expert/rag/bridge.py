@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
-from rags_expert.evidence.rerank import linked, title_of
+from rags_expert.evidence.rerank import linked, names_title, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
 _MONTHS = frozenset(
@@ -178,7 +178,7 @@ async def pair_quote(
             (
                 m.sentence
                 for m in await evidence.matches(question, [docs[pair.a]])
-                if m.factual and title.lower() in m.sentence.lower()
+                if m.factual and names_title(m.sentence, title, exact_case=True)
             ),
             None,
         )

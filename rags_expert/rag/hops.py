@@ -36,6 +36,7 @@ from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
+from rags_expert.rag.answering import two_quotes
 from rags_expert.rag.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag.citations import chunk_id, format_context
 from rags_expert.rag.failsafe import failure
@@ -233,8 +234,6 @@ class Hops:
         if match is None:
             return {}
         n = numbers[chunk_id(found[match.doc])]
-        quote = self.grading.prompts.render(
-            "hop_answer", bridge_quote=hop["sentence"], bridge_n=numbers[hop["chunk"]], quote=match.sentence, n=n
-        )
+        quote = two_quotes(self.grading.prompts, hop["sentence"], numbers[hop["chunk"]], match.sentence, n)
         emit("answer_extracted", chunk=n, score=round(match.score, 3), hop=hop["hop"])
-        return {"answer": quote.strip(), "answer_kind": "extractive", "failure_reason": ""}
+        return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}

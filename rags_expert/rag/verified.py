@@ -31,8 +31,8 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
 from rags_expert.evidence.answer_type import new_numbers
-from rags_expert.evidence.code import code_names, new_code
-from rags_expert.rag.citations import cited_numbers
+from rags_expert.rag.answering import adds_only_from
+from rags_expert.rag.citations import cited_numbers, source_dict
 from rags_expert.rag.spans import answer_sentences, best_span
 
 
@@ -42,8 +42,7 @@ def _held(sentence: str, cited: Sequence[Document], min_support: float) -> bool:
     claim = terms(strip_citations(sentence))
     numbers = new_numbers(strip_citations(sentence), "")
     for doc in cited:
-        source = {"content": doc.page_content, "title": doc.metadata.get("title")}
-        share, start, end = best_span(claim, source)
+        share, start, end = best_span(claim, source_dict(doc, 0))
         if share >= min_support and numbers <= new_numbers(doc.page_content[start:end], ""):
             return True
     return False
@@ -74,11 +73,7 @@ async def states_the_answer(question: str, answer: str, relevant: Sequence[Docum
     best = await scorer.best_answer(question, relevant)
     if best is None:
         return False
-    return (
-        terms(text) - terms(question) <= terms(best.sentence)
-        and new_numbers(text, question) <= new_numbers(best.sentence, "")
-        and new_code(text, question) <= code_names(best.sentence)
-    )
+    return terms(text) - terms(question) <= terms(best.sentence) and adds_only_from(text, question, best.sentence)
 
 
 async def evidence_accepts(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
