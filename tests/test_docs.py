@@ -119,3 +119,15 @@ def test_docs_build_strictly(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "api" / "grading" / "index.html").is_file()
+
+
+def test_no_page_the_readme_ingests_quotes_the_readmes_question():
+    """README command 1 ingests docs/ and then asks one question: a page repeating that question (a benchmark
+    table of the command, say) holds every word of it and becomes the quoted answer, as it did twice."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    question = re.search(r'rags-expert ask --local "([^"]+)"', readme)
+    assert question is not None, "README command 1 no longer asks a question"
+    quoting = [
+        page.name for page in sorted(DOCS.rglob("*.md")) if question.group(1) in page.read_text(encoding="utf-8")
+    ]
+    assert quoting == [], f"these pages repeat the README's question: {quoting}"
