@@ -27,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from rags_expert.llm.parsing import parse_free_text_field, parse_score, parse_yes_no
+from rags_expert.llm.parsing import parse_free_text_field, parse_score, parse_yes_no, read_off_loop
 from rags_expert.llm.structured import GradingContext, StructuredReply, structured_call
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ async def grade_relevance(
     reply = await structured_call(
         model, RelevanceGrade, ctx.messages("grade_document", question=question, document=document), ctx, config=config
     )
-    return await asyncio.to_thread(_verdict, reply, "relevant", None, ctx.settings.default_relevant)
+    return await read_off_loop(len(reply.raw), _verdict, reply, "relevant", None, ctx.settings.default_relevant)
 
 
 async def grade_relevance_each(
@@ -186,7 +186,7 @@ async def grade_relevance_batch(
     """
     messages = ctx.messages("grade_documents_batch", trusted=("chunks",), question=question, chunks=chunks)
     reply = await structured_call(model, RelevantChunks, messages, ctx, config=config)
-    return await asyncio.to_thread(_numbers_chosen, reply, "relevant", n_chunks)
+    return await read_off_loop(len(reply.raw), _numbers_chosen, reply, "relevant", n_chunks)
 
 
 async def select_strips(
@@ -204,7 +204,7 @@ async def select_strips(
     readable list. Read like :func:`grade_relevance_batch`'s reply."""
     messages = ctx.messages("refine_strips", trusted=("strips",), question=question, title=title, strips=strips)
     reply = await structured_call(model, NeededStrips, messages, ctx, config=config)
-    return await asyncio.to_thread(_numbers_chosen, reply, "needed", n_strips)
+    return await read_off_loop(len(reply.raw), _numbers_chosen, reply, "needed", n_strips)
 
 
 def _numbers_chosen(reply: StructuredReply, field: str, n: int) -> list[bool] | None:
@@ -229,7 +229,9 @@ async def grade_grounded(
     """
     messages = ctx.messages("grade_grounded", trusted=("documents",), documents=documents, answer=answer)
     reply = await structured_call(model, GroundednessGrade, messages, ctx, config=config)
-    return await asyncio.to_thread(_verdict, reply, "grounded", "unsupported", ctx.settings.default_grounded)
+    return await read_off_loop(
+        len(reply.raw), _verdict, reply, "grounded", "unsupported", ctx.settings.default_grounded
+    )
 
 
 async def grade_useful(
@@ -239,7 +241,7 @@ async def grade_useful(
     reply = await structured_call(
         model, UsefulnessGrade, ctx.messages("grade_useful", question=question, answer=answer), ctx, config=config
     )
-    return await asyncio.to_thread(_verdict, reply, "useful", "missing", ctx.settings.default_useful)
+    return await read_off_loop(len(reply.raw), _verdict, reply, "useful", "missing", ctx.settings.default_useful)
 
 
 async def rephrase_query(
@@ -260,7 +262,7 @@ async def rephrase_query(
         ctx,
         config=config,
     )
-    query = await asyncio.to_thread(_text_field, reply, "query")
+    query = await read_off_loop(len(reply.raw), _text_field, reply, "query")
     return query[:500] if query else question
 
 
@@ -276,7 +278,7 @@ async def score(
     reply = await structured_call(model, ScoreGrade, ctx.messages(prompt_key, **variables), ctx, config=config)
     if reply.parsed is not None:
         return Score(reply.parsed.score, reply.parsed.reason, True, reply.raw)
-    loose = await asyncio.to_thread(parse_score, reply.raw)
+    loose = await read_off_loop(len(reply.raw), parse_score, reply.raw)
     if loose is not None:
         return Score(loose, "", True, reply.raw)
     return Score(ctx.settings.default_score, "", False, reply.raw)
@@ -294,7 +296,7 @@ async def condense_question(
         ctx,
         config=config,
     )
-    text = await asyncio.to_thread(_text_field, reply, "question")
+    text = await read_off_loop(len(reply.raw), _text_field, reply, "question")
     return text[:1000] if text and not re.fullmatch(r"<[^<>]*>", text.strip()) else question
 
 
@@ -315,5 +317,5 @@ async def reflect(
         ctx,
         config=config,
     )
-    text = await asyncio.to_thread(_text_field, reply, "lesson")
+    text = await read_off_loop(len(reply.raw), _text_field, reply, "lesson")
     return text if len(text) >= 12 else ""

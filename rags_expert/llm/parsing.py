@@ -8,9 +8,10 @@ nothing usable is found, and the caller applies its documented default.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import json_repair
@@ -338,3 +339,18 @@ def extract_code_block(text: Any, languages: tuple[str, ...] = ()) -> str | None
         if body and not lang:
             return body
     return None
+
+
+INLINE_CHARS = 4096
+"""Replies up to this many characters are read on the event loop: a worker-thread hop costs more client CPU
+than reading them (bench/speed_cost.py); longer ones, up to ``llm.max_reply_chars``, are read in a thread so
+a host keeps answering its other requests meanwhile."""
+
+R = TypeVar("R")
+
+
+async def read_off_loop(size: int, fn: Callable[..., R], *args: Any) -> R:
+    """``fn(*args)``, in a worker thread when the text it reads (``size`` characters) is long, else at once."""
+    if size <= INLINE_CHARS:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)

@@ -10,7 +10,6 @@ per agent and model (:attr:`GradingContext.runnables`).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import re
@@ -26,7 +25,7 @@ from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
 from rags_expert.llm.chat import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text
-from rags_expert.llm.parsing import parse_model
+from rags_expert.llm.parsing import parse_model, read_off_loop
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
 
@@ -187,9 +186,9 @@ async def structured_call(
             timeout=ctx.settings.timeout,
             config=config,
         )
-    # tolerant reading is pure CPU (up to llm.max_reply_chars of text): off the event loop, so a host keeps
-    # answering its other requests meanwhile
-    return await asyncio.to_thread(read_reply, schema, reply)
+    # tolerant reading is pure CPU (up to llm.max_reply_chars of text): a long reply is read off the event
+    # loop, so a host keeps answering its other requests meanwhile
+    return await read_off_loop(sum(len(str(p)) for p in _reply_payloads(reply)), read_reply, schema, reply)
 
 
 def read_reply(schema: type[M], reply: Any) -> StructuredReply[M]:

@@ -84,3 +84,16 @@ def test_parse_model_validates_against_schema():
 )
 def test_parse_free_text_field(text, expected):
     assert parse_free_text_field(text, "query") == expected
+
+
+async def test_short_replies_are_read_on_the_loop_and_long_ones_in_a_worker_thread():
+    import threading
+
+    from rags_expert.llm.parsing import INLINE_CHARS, read_off_loop
+
+    def where(_text: str) -> int:
+        return threading.get_ident()
+
+    short, long = "x" * INLINE_CHARS, "x" * (INLINE_CHARS + 1)
+    assert await read_off_loop(len(short), where, short) == threading.get_ident()
+    assert await read_off_loop(len(long), where, long) != threading.get_ident()
