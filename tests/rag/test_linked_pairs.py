@@ -108,3 +108,28 @@ async def test_a_code_line_or_a_lead_in_is_never_quoted_by_a_pair():
     )
     assert linked_pairs(QUESTION, [mural, PAINTER], 0.7)  # the pair is there
     assert await pair_quote(QUESTION, [mural, PAINTER], EvidenceScorer(EvidenceSettings()), 0.7) is None
+
+
+def test_a_common_word_capitalised_at_a_sentence_start_is_no_bridge():
+    """Library docs: "Attributes can have …" is no name to search for (the page writes "attributes" too), nor a word
+    the chunks capitalise only where a sentence starts; a name the chunks write mid-sentence stays one."""
+    from rags_expert.rag.bridge import bridge_names
+
+    text = "Attributes can have a `converter`. You can change these attributes any way you want."
+    assert bridge_names("Attributes can have a `converter`.", "How do I force keyword fields?", text=text) == []
+    text = "Validators run on init. Validators can be disabled."
+    assert bridge_names("Validators run on init.", "How do I turn checks off?", text=text) == []
+    text = "The mural was painted by Ines. Harbour Lights was painted by Ines in 1921."
+    assert bridge_names("The mural was painted by Ines.", "Where was the painter born?", text=text) == ["Ines"]
+
+
+async def test_a_hop_is_not_planned_over_a_sentence_initial_common_word():
+    from rags_expert.rag.bridge import plan_bridge
+
+    chunk = doc(
+        "Examples",
+        "Attributes can have a converter function, which is called with the passed-in value. "
+        "Converters run on initialization and on attribute setting; attributes may also have validators.",
+    )
+    question = "How do I force callers to pass some fields by name rather than positionally?"
+    assert await plan_bridge(question, [chunk], EvidenceScorer(EvidenceSettings())) is None
