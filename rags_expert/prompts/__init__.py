@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -100,6 +100,12 @@ def _field_problem(name: str, conversion: str | None, spec: str | None) -> str |
 def template_variables(template: str) -> set[str]:
     """The ``{variables}`` of a template; raises PromptError on malformed braces or a field that is
     not a plain ``{name}`` (attribute access, indexing, a format spec, a conversion, ``{}``/``{0}``)."""
+    return set(_template_variables(template))
+
+
+@lru_cache(maxsize=256)
+def _template_variables(template: str) -> frozenset[str]:
+    """:func:`template_variables`, parsed once per template text (every model call renders two)."""
     try:
         fields = [(f, c, s) for _, f, s, c in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
@@ -113,7 +119,7 @@ def template_variables(template: str) -> set[str]:
                 "(write literal braces as {{ }})"
             )
         names.add(name)
-    return names
+    return frozenset(names)
 
 
 class PromptStore:

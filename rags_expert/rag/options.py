@@ -11,6 +11,7 @@ parses them again. An invalid option is reported, never raised: the run ends in 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from typing import Any, TypedDict
 
@@ -92,10 +93,15 @@ def _as_dict(context: Any) -> dict[str, Any]:
 
 
 def _accepted(method: Any, options: dict[str, Any]) -> dict[str, Any]:
-    params = inspect.signature(method).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return options
-    return {k: v for k, v in options.items() if k in params}
+    takes_any, params = _keywords(getattr(method, "__func__", method))
+    return options if takes_any else {k: v for k, v in options.items() if k in params}
+
+
+@functools.lru_cache(maxsize=64)
+def _keywords(function: Any) -> tuple[bool, frozenset[str]]:
+    """Whether ``function`` takes any keyword argument, and its parameter names (read once per function)."""
+    params = inspect.signature(function).parameters
+    return any(p.kind is p.VAR_KEYWORD for p in params.values()), frozenset(params)
 
 
 async def ainvoke_retriever(
