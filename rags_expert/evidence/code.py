@@ -65,3 +65,28 @@ def new_code(text: str, question: str) -> set[str]:
         for name in code_names(text)
         if name not in asked and name.lstrip(".") not in asked and _last_part(name) not in asked_whole
     }
+
+
+_CONDITION = re.compile(r"\W*(?:if|when|whenever|unless|in case)\b", re.I)
+_MAX_CONDITION = 300
+
+
+def condition_clause(text: str) -> str:
+    """The opening condition of ``text`` ("If used with `--quiet`, …" → "If used with `--quiet`"): up to the first
+    comma, colon or semicolon outside brackets; "" when the sentence does not open with one (or it runs on)."""
+    if not _CONDITION.match(text):
+        return ""
+    depth = 0
+    for i, char in enumerate(text[:_MAX_CONDITION]):
+        depth += char in "([{"
+        depth -= char in ")]}" and depth > 0
+        if char in ",:;" and depth == 0:
+            return text[:i]
+    return ""
+
+
+def under_other_condition(text: str, question: str) -> bool:
+    """Whether ``text`` states its fact under a condition naming code the question does not ("If used with
+    `--quiet`, only error messages are shown" does not say what `--check` shows): the fact holds only there."""
+    clause = condition_clause(text)
+    return bool(clause) and bool(new_code(clause, question))

@@ -34,7 +34,7 @@ from rags_expert.evidence.answer_type import (
     mentions_category,
     names_category,
 )
-from rags_expert.evidence.code import code_names, new_code
+from rags_expert.evidence.code import code_names, new_code, under_other_condition
 from rags_expert.evidence.text import (
     measure_hint,
     name_phrases,
@@ -66,7 +66,8 @@ class Match:
     """Whether the sentence can answer: it holds something of the question's answer type the question does
     not, and its chunk holds every term of the question (a chunk that never says "painted" cannot say who
     painted the lighthouse), or all but one when the sentence names the answer's category ("On which rock
-    does the lighthouse *stand*?" → "built on *Gull Rock*")."""
+    does the lighthouse *stand*?" → "built on *Gull Rock*"); never a fact stated under a condition naming code the
+    question lacks ("If used with `--quiet`, …" for a question about `--check`)."""
     score: float
     factual: bool = True
     """Whether the unit may be quoted as a fact (:attr:`~rags_expert.evidence.units.Unit.factual`): not a code line,
@@ -314,6 +315,8 @@ class EvidenceScorer:
                 allowed = int(sim >= s.paraphrase_similarity) + int(sim >= s.paraphrase_similarity_two)
             if absent > allowed:
                 return False
+        if under_other_condition(row.unit.text, question):
+            return False  # the fact holds under a condition the question does not ask about
         return holds_answer(text, question, kind) and not about_other_subject(row.unit.text, question, row.section)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
+from rags_expert.evidence.code import under_other_condition
 from rags_expert.evidence.rerank import linked, names_title, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
@@ -116,7 +117,7 @@ async def plan_bridge(question: str, docs: Sequence[Document], evidence: Evidenc
     nothing it lacks)."""
     if await evidence.best_answer(question, docs) is not None:
         return None
-    for m in [m for m in await evidence.matches(question, docs) if m.factual][:MAX_SENTENCES]:
+    for m in [m for m in await evidence.matches(question, docs) if _states(m, question)][:MAX_SENTENCES]:
         title = str(docs[m.doc].metadata.get("title") or "")
         names = bridge_names(m.sentence, question, title, "\n".join(d.page_content for d in docs))
         if names:
@@ -134,14 +135,20 @@ async def hop_quote(
     wanted = [terms(name) for name in names]
     rest = question_terms(question) - terms(said)
     for m in await evidence.matches(f"{question} {bridge}", docs):
-        if not m.factual:
-            continue  # a code line or a lead-in is never quoted as a fact
+        if not _states(m, question):
+            continue  # a code line, a lead-in or another condition's fact is never quoted as the fact
         about = terms(m.sentence) | terms(str(docs[m.doc].metadata.get("title") or ""))
         if rest and not rest & terms(m.sentence):
             continue  # says nothing the bridge sentence left open
         if any(name <= about for name in wanted) and holds_answer(_without(m.sentence, names), question):
             return m
     return None
+
+
+def _states(match: Match, question: str) -> bool:
+    """Whether a sentence may be quoted as a fact of the answer: not a code line, not a lead-in, and not a fact
+    under a condition naming code the question lacks (:func:`~rags_expert.evidence.code.under_other_condition`)."""
+    return match.factual and not under_other_condition(match.sentence, question)
 
 
 def split_bridge(bridge: str) -> list[str]:
@@ -195,7 +202,7 @@ async def pair_quote(
             (
                 m.sentence
                 for m in await evidence.matches(question, [docs[pair.a]])
-                if m.factual and names_title(m.sentence, title, exact_case=True)
+                if _states(m, question) and names_title(m.sentence, title, exact_case=True)
             ),
             None,
         )

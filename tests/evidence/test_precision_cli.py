@@ -7,7 +7,9 @@ missed answers found on the real-documentation benchmark's dev half, each on pag
 * a parameter list item under the ``GZipMiddleware`` section is about the gzip middleware, although it opens
   with the parameter's name;
 * a name the page says in another chunk ("… in Flightdeck") need not be repeated by the answering chunk, but
-  a name absent from the page is never allowed as a paraphrase (a sentence about another library's logger).
+  a name absent from the page is never allowed as a paraphrase (a sentence about another library's logger);
+* a fact stated under a condition naming another option ("If used with `--quiet`, …") does not answer a question
+  about `--check` alone.
 """
 
 from __future__ import annotations
@@ -77,6 +79,14 @@ asynchronous interface or a library that only offers blocking reads.
 
 The default thread pool size is only 40 tokens.
 """,
+    "checking.md": """# Checking files
+
+## `--check`
+
+Don't write the files back, just report whether flightdeck would change them.
+
+If used with `--quiet`, flightdeck prints nothing and returns exit code 1 when a file would change.
+""",
     "index.md": """# Flightdeck
 
 Flightdeck is a toolkit for talking to control towers. Flightdeck runs on Python 3.10 and later.
@@ -126,3 +136,10 @@ def test_a_name_said_elsewhere_on_the_page_need_not_be_repeated(kb: Path) -> Non
     rc, out, _ = ask(kb, "What is the default thread pool size in Flightdeck?", UNHELPFUL)
     assert rc == 0, out["answer"]
     assert "40 tokens" in out["answer"]
+
+
+def test_a_fact_under_another_options_condition_is_not_the_answer(kb: Path) -> None:
+    """The page says what happens with `--check` and `--quiet` together, not with `--check` alone: no answer."""
+    rc, out, _ = ask(kb, "Which exit code does `--check` return when a file would change?", UNHELPFUL)
+    assert rc == 1 and out.get("answer_kind") != "extractive", out["answer"]
+    assert "returns exit code 1" not in out["answer"]

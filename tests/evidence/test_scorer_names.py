@@ -66,3 +66,19 @@ async def test_the_questions_own_name_spelled_out_is_no_new_code_name() -> None:
     )
     question = "How do I use flightdeck with the logger returned by get_task_logger?"
     assert await scorer.best_answer(question, [tasks]) is None
+
+
+def test_a_fact_under_a_condition_naming_other_code_is_no_answer_to_a_question_without_it():
+    from rags_expert.evidence.code import condition_clause, under_other_condition
+
+    sentence = (
+        "If you want to use the same file (for example, `sys.stdout` or `sys.stderr`) for both loggers and "
+        "`logging.StreamHandler` output, you must use `WriteLogger`."
+    )
+    assert condition_clause(sentence).endswith("`logging.StreamHandler` output")  # the bracket's comma is inside
+    assert under_other_condition(sentence, "How do I print to stderr rather than stdout?")
+    quiet = "If used with `--quiet`, only errors are shown."
+    assert under_other_condition(quiet, "What does --check show?")
+    assert not under_other_condition(quiet, "What does --check show with --quiet?")
+    assert not under_other_condition("If you want to serve files, use `StaticFiles`.", "How do I serve files?")
+    assert not under_other_condition("Use `StaticFiles`, if you want to serve files.", "How do I serve files?")
