@@ -129,7 +129,8 @@ async def hop_quote(
     question: str, bridge: str, docs: Sequence[Document], evidence: EvidenceScorer, said: str = ""
 ) -> Match | None:
     """The best sentence of the hop's chunks ``docs`` that is about a bridge name (its terms in the sentence or its
-    chunk's title), says something of the question that the bridge sentence ``said`` does not, and holds an answer
+    chunk's title, and the title or section naming it at least in part: the bridge's own page, not a page that
+    mentions it), says something of the question that the bridge sentence ``said`` does not, and holds an answer
     of the question's type besides the names, or None. ``bridge``: the names, joined."""
     names = split_bridge(bridge)
     wanted = [terms(name) for name in names]
@@ -137,10 +138,13 @@ async def hop_quote(
     for m in await evidence.matches(f"{question} {bridge}", docs):
         if not _states(m, question):
             continue  # a code line, a lead-in or another condition's fact is never quoted as the fact
-        about = terms(m.sentence) | terms(str(docs[m.doc].metadata.get("title") or ""))
+        meta = docs[m.doc].metadata or {}
+        page = terms(f"{meta.get('title') or ''} {meta.get('section') or ''}")
+        about = terms(m.sentence) | page
         if rest and not rest & terms(m.sentence):
             continue  # says nothing the bridge sentence left open
-        if any(name <= about for name in wanted) and holds_answer(_without(m.sentence, names), question):
+        on_its_page = any(name <= about and name & page for name in wanted)
+        if on_its_page and holds_answer(_without(m.sentence, names), question):
             return m
     return None
 

@@ -133,3 +133,17 @@ async def test_a_hop_is_not_planned_over_a_sentence_initial_common_word():
     )
     question = "How do I force callers to pass some fields by name rather than positionally?"
     assert await plan_bridge(question, [chunk], EvidenceScorer(EvidenceSettings())) is None
+
+
+async def test_a_hop_answer_comes_from_the_bridges_own_page():
+    """A sentence naming the bridge on a page about something else (a test client's page mentioning JSON) is not the
+    hop's answer; the same sentence on the bridge's page is."""
+    from rags_expert.rag.bridge import hop_quote
+
+    question, said = "Where was the director of Zorvan born?", "The director of Zorvan was Mara Quill."
+    scorer = EvidenceScorer(EvidenceSettings())
+    elsewhere = doc("Testing", "Mara Quill was born in Lowfield.")
+    assert await hop_quote(question, "Mara Quill", [elsewhere], scorer, said) is None
+    own = doc("Mara Quill", "Mara Quill was born in Lowfield.")
+    found = await hop_quote(question, "Mara Quill", [own], scorer, said)
+    assert found is not None and found.sentence == "Mara Quill was born in Lowfield."
