@@ -180,17 +180,20 @@ class Pair:
 
 def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -> list[Pair]:
     """The pairs of ``docs`` where one chunk names another document's title as it is written (:func:`~rags_expert.
-    evidence.rerank.linked`: "Ines Harrow", not a page "Testing" in "testing"), the named one adds a term of the
+    evidence.rerank.linked`: "Ines Harrow", not a page "Testing" in "testing"; nor a one-word title the chunks also
+    write in lower case, a topic like "Middleware", :func:`_common_word`), the named one adds a term of the
     question, and together they hold ``min_coverage`` of its terms; best covered first."""
     wanted = question_terms(question)
     if not wanted:
         return []
     held = [terms(f"{doc.metadata.get('title') or ''} {doc.page_content}") & wanted for doc in docs]
+    text = "\n".join(doc.page_content for doc in docs)
+    topics = [" " not in title_of(doc) and _common_word(title_of(doc), text) for doc in docs]
     pairs = []
     for a in range(len(docs)):
         for b, named in enumerate(linked(docs, a, exact_case=True)):
             coverage = len(held[a] | held[b]) / len(wanted)
-            if named and held[b] - held[a] and coverage >= min_coverage:
+            if named and not topics[b] and held[b] - held[a] and coverage >= min_coverage:
                 pairs.append(Pair(a, b, coverage))
     return sorted(pairs, key=lambda p: -p.coverage)
 

@@ -147,3 +147,15 @@ async def test_a_hop_answer_comes_from_the_bridges_own_page():
     own = doc("Mara Quill", "Mara Quill was born in Lowfield.")
     found = await hop_quote(question, "Mara Quill", [own], scorer, said)
     assert found is not None and found.sentence == "Mara Quill was born in Lowfield."
+
+
+def test_a_one_word_topic_title_is_no_link():
+    """Library docs: a page titled "Middleware", named as "WebSocket Middleware" by another page that also writes
+    "middleware", is a topic every page touches, not a second document the question needs."""
+    guide = doc("WebSockets", "Likewise, WebSocket Middleware may alter incoming data. Add middleware with care.")
+    middleware = doc("Middleware", "The maximum size of a message is set by the server, not by the app.")
+    question = "What is the default maximum size of an incoming WebSocket message?"
+    assert linked_pairs(question, [guide, middleware], 0.0) == []
+    painter = doc("Ines Harrow", "Ines Harrow was born in Lowfield.")
+    mural = doc("Harbour Lights", "Harbour Lights was painted by Ines Harrow. Murals fade in the salt air.")
+    assert [(p.a, p.b) for p in linked_pairs("Where was the painter of Harbour Lights born?", [mural, painter], 0.0)]
