@@ -132,21 +132,21 @@ async def evidence_verdicts(
     question: str, attribution: Attribution, relevant: Sequence[Document], scorer: EvidenceScorer
 ) -> EvidenceVerdicts:
     """Grounded: every sentence is supported by a chunk (the answer's :func:`attribute`). Useful: the answer
-    holds something of the question's answer type, and one unit of the chunks that matches the question holds it
-    too, with every code name and every number the answer adds (a draft that joins a name or a version from one
-    sentence to the question's words from another is not what the documentation says)."""
+    holds something of the question's answer type, and the unit of the chunks that answers the question best
+    (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`) holds it too, with every code name and every number
+    the answer adds (a draft that joins a name or a version from one sentence to the question's words from another
+    is not what the documentation says; nor is a draft built on a neighbouring unit, `--cache-dir` for a question
+    the `--config` sentence answers)."""
     if not attribution.complete:
         return EvidenceVerdicts(False, False, f"no chunk supports: {attribution.unsupported[0][:200]}")
     answer = strip_citations(attribution.text)
     if not holds_answer(answer, question):
         return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
     new_terms = terms(answer) - terms(question)
-    for m in await scorer.matches(question, relevant):
-        if m.score < scorer.settings.min_answer_score:
-            break
-        if m.answers and new_terms & terms(m.sentence) and adds_only_from(answer, question, m.sentence):
-            return EvidenceVerdicts(True, True)
-    return EvidenceVerdicts(True, False, "no sentence of the chunks that matches the question says this")
+    best = await scorer.best_answer(question, relevant)
+    if best is not None and new_terms & terms(best.sentence) and adds_only_from(answer, question, best.sentence):
+        return EvidenceVerdicts(True, True)
+    return EvidenceVerdicts(True, False, "the sentence of the chunks that answers the question best does not say this")
 
 
 def adds_only_from(answer: str, question: str, sentence: str) -> bool:

@@ -8,6 +8,8 @@ missed answers found on the real-documentation benchmark's dev half, each on pag
   with the parameter's name;
 * a name the page says in another chunk ("… in Flightdeck") need not be repeated by the answering chunk, but
   a name absent from the page is never allowed as a paraphrase (a sentence about another library's logger);
+* a draft built on a neighbouring unit (the cache directory's variable for a question the settings file's sentence
+  answers) is not accepted; the sentence that answers is quoted instead;
 * a fact stated under a condition naming another option ("If used with `--quiet`, …") does not answer a question
   about `--check` alone.
 """
@@ -87,6 +89,18 @@ Don't write the files back, just report whether flightdeck would change them.
 
 If used with `--quiet`, flightdeck prints nothing and returns exit code 1 when a file would change.
 """,
+    "settings.md": """# Flightdeck settings
+
+## Settings file
+
+Settings for flightdeck itself are kept in a `settings.toml` file. You can select a custom path to the file using
+the `--settings` option or by setting the `FLIGHTDECK_SETTINGS` environment variable.
+
+## Cache directory
+
+You can select a custom path to the directory using the `--cache-dir` option or by setting the
+`FLIGHTDECK_CACHE_DIR` environment variable.
+""",
     "index.md": """# Flightdeck
 
 Flightdeck is a toolkit for talking to control towers. Flightdeck runs on Python 3.10 and later.
@@ -143,3 +157,11 @@ def test_a_fact_under_another_options_condition_is_not_the_answer(kb: Path) -> N
     rc, out, _ = ask(kb, "Which exit code does `--check` return when a file would change?", UNHELPFUL)
     assert rc == 1 and out.get("answer_kind") != "extractive", out["answer"]
     assert "returns exit code 1" not in out["answer"]
+
+
+def test_a_draft_built_on_a_neighbouring_unit_is_not_the_answer(kb: Path) -> None:
+    question = "Which environment variable selects a custom path to flightdeck's settings file?"
+    draft = "The environment variable `FLIGHTDECK_CACHE_DIR` selects a custom path to the directory [1]."
+    rc, out, _ = ask(kb, question, draft)
+    assert "FLIGHTDECK_CACHE_DIR" not in out["answer"], out["answer"]
+    assert rc == 0 and "`FLIGHTDECK_SETTINGS`" in out["answer"] and out["answer_kind"] == "extractive"
