@@ -249,7 +249,30 @@ def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bo
         return bool(new_code(text, question))
     if kind is AnswerType.NAME:
         return _has_name(text, known) or bool(new_code(text, question))
+    if (asked := _DEFINITION_QUESTION.match(question)) and not defines(text, asked.group("subject")):
+        return False  # "What is Starlette?" asks what it is: "Starlette has a growing community" does not say
     return len(terms(text) - known) >= _MIN_NEW_TERMS
+
+
+_DEFINITION_QUESTION = re.compile(
+    r"\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<subject>[^\s?]+(?:\s+[^\s?]+){0,3}?)\s*\??\s*$", re.I
+)
+"""A question asking what something is ("What is Starlette?", "What are processors?"): answered by a definition."""
+
+
+def defines(text: str, subject: str) -> bool:
+    """Whether ``text`` says what ``subject`` is: the subject itself (not "Starlette-Compress" for "Starlette"), then
+    within a few words "is a / are the / was one …", or an apposition ("Black, a formatter, …")."""
+    name = re.escape(subject.strip("`'\""))
+    return (
+        re.search(
+            rf"(?<![\w-]){name}(?![\w-])[`*_'\")\]]*(?:\s+\S+){{0,4}}?\s+(?:is|are|was|were)\s+(?:an?|the|one|not)\b"
+            rf"|(?<![\w-]){name}(?![\w-])[`*_'\")\]]*,\s+an?\s",
+            text,
+            re.I,
+        )
+        is not None
+    )
 
 
 _SUBJECT = re.compile(r"\b(?:does|do|did|can|should|will|would)\s+(?:the\s+|a\s+|an\s+)?([\w.`'-]+)", re.I | re.UNICODE)

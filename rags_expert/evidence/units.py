@@ -60,9 +60,16 @@ class Unit:
         return self.text.rstrip().endswith(":")
 
     @property
+    def link_only(self) -> bool:
+        """A unit that is one Markdown link and nothing else ("[Strawberry](https://…)"): it names a page, it says
+        nothing about it."""
+        return _LINK_ONLY.fullmatch(self.text) is not None
+
+    @property
     def factual(self) -> bool:
-        """Whether the unit may be quoted as a fact: prose, a list item or a table row that is no lead-in."""
-        return self.kind in ("prose", "item", "row") and not self.lead_in
+        """Whether the unit may be quoted as a fact: prose, a list item or a table row that is no lead-in and not
+        a bare link."""
+        return self.kind in ("prose", "item", "row") and not self.lead_in and not self.link_only
 
     @property
     def names_things(self) -> bool:
@@ -93,6 +100,7 @@ _MARKUP = re.compile(
 )
 
 
+_LINK_ONLY = re.compile(r"\s*\[[^\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*\)\s*[.,;]?\s*")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s+[\w:-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s>]+))?)*\s*/?>")
 _MIN_WORDS = 3
 

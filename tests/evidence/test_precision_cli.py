@@ -10,6 +10,7 @@ missed answers found on the real-documentation benchmark's dev half, each on pag
   a name absent from the page is never allowed as a paraphrase (a sentence about another library's logger);
 * a draft built on a neighbouring unit (the cache directory's variable for a question the settings file's sentence
   answers) is not accepted; the sentence that answers is quoted instead;
+* "What is X?" is answered by a sentence saying what X is, not by one that only mentions it, nor by a bare link;
 * a fact stated under a condition naming another option ("If used with `--quiet`, …") does not answer a question
   about `--check` alone.
 """
@@ -101,6 +102,15 @@ the `--settings` option or by setting the `FLIGHTDECK_SETTINGS` environment vari
 You can select a custom path to the directory using the `--cache-dir` option or by setting the
 `FLIGHTDECK_CACHE_DIR` environment variable.
 """,
+    "community.md": """# Community
+
+Flightdeck has a growing community of pilots who build plugins for it, and Skyport has one too.
+
+These projects have guides for using them with Flightdeck:
+
+- [Skyport](https://skyport.example/docs/integrations/flightdeck)
+- [Runway Lights](https://lights.example/flightdeck)
+""",
     "index.md": """# Flightdeck
 
 Flightdeck is a toolkit for talking to control towers. Flightdeck runs on Python 3.10 and later.
@@ -165,3 +175,15 @@ def test_a_draft_built_on_a_neighbouring_unit_is_not_the_answer(kb: Path) -> Non
     rc, out, _ = ask(kb, question, draft)
     assert "FLIGHTDECK_CACHE_DIR" not in out["answer"], out["answer"]
     assert rc == 0 and "`FLIGHTDECK_SETTINGS`" in out["answer"] and out["answer_kind"] == "extractive"
+
+
+def test_what_is_x_is_answered_by_a_definition(kb: Path) -> None:
+    rc, out, _ = ask(kb, "What is Flightdeck?", UNHELPFUL)
+    assert rc == 0 and "toolkit for talking to control towers" in out["answer"], out["answer"]
+
+
+def test_a_bare_link_or_a_mention_is_no_definition(kb: Path) -> None:
+    """The pages name Skyport (a link, a sentence about its community) but never say what it is."""
+    rc, out, _ = ask(kb, "What is Skyport?", UNHELPFUL)
+    assert rc == 1 and out.get("answer_kind") != "extractive", out["answer"]
+    assert "skyport.example" not in out["answer"] and "has one too" not in out["answer"]

@@ -82,3 +82,18 @@ def test_a_fact_under_a_condition_naming_other_code_is_no_answer_to_a_question_w
     assert not under_other_condition(quiet, "What does --check show with --quiet?")
     assert not under_other_condition("If you want to serve files, use `StaticFiles`.", "How do I serve files?")
     assert not under_other_condition("Use `StaticFiles`, if you want to serve files.", "How do I serve files?")
+
+
+def test_what_is_x_needs_a_sentence_saying_what_x_is():
+    from rags_expert.evidence.answer_type import defines, holds_answer
+    from rags_expert.evidence.units import units
+
+    assert holds_answer("*Starlette* is a lightweight ASGI framework.", "What is Starlette?")
+    assert holds_answer("Black, a formatter for Python, rewrites code.", "What is Black?")
+    assert not holds_answer("Starlette has a rapidly growing community of developers.", "What is Starlette?")
+    assert not holds_answer("Starlette-Compress is a fast middleware for Starlette.", "What is Starlette?")
+    assert defines("Processors are the core of structlog.", "processors")
+    link, sentence = units(
+        "- [Strawberry](https://strawberry.example/starlette)\n- See [the docs](https://x.org) first."
+    )
+    assert link.link_only and not link.factual and sentence.factual
