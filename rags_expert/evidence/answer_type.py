@@ -249,7 +249,8 @@ def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bo
         return bool(new_code(text, question))
     if kind is AnswerType.NAME:
         return _has_name(text, known) or bool(new_code(text, question))
-    if (asked := _DEFINITION_QUESTION.match(question)) and not defines(text, asked.group("subject")):
+    asked = _DEFINITION_QUESTION.match(question)
+    if asked and not _OF_PHRASE.search(asked.group("subject")) and not defines(text, asked.group("subject")):
         return False  # "What is Starlette?" asks what it is: "Starlette has a growing community" does not say
     return len(terms(text) - known) >= _MIN_NEW_TERMS
 
@@ -258,6 +259,9 @@ _DEFINITION_QUESTION = re.compile(
     r"\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<subject>[^\s?]+(?:\s+[^\s?]+){0,3}?)\s*\??\s*$", re.I
 )
 """A question asking what something is ("What is Starlette?", "What are processors?"): answered by a definition."""
+_OF_PHRASE = re.compile(r"\s(?:of|for|in|on|to|with|by|from|about)\s", re.I)
+"""A subject with a preposition asks for a property of something ("What is the CamelCase alias *of* get_logger?"),
+not what a thing is."""
 
 
 def defines(text: str, subject: str) -> bool:

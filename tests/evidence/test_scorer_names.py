@@ -93,6 +93,11 @@ def test_what_is_x_needs_a_sentence_saying_what_x_is():
     assert not holds_answer("Starlette has a rapidly growing community of developers.", "What is Starlette?")
     assert not holds_answer("Starlette-Compress is a fast middleware for Starlette.", "What is Starlette?")
     assert defines("Processors are the core of structlog.", "processors")
+    alias = "What is the CamelCase alias of structlog.get_logger?"  # a property of something, not a definition
+    harmony = (
+        "To keep your CamelCase harmony, structlog offers `structlog.getLogger` which works exactly like the original."
+    )
+    assert holds_answer(harmony, alias)
     link, sentence = units(
         "- [Strawberry](https://strawberry.example/starlette)\n- See [the docs](https://x.org) first."
     )
