@@ -188,12 +188,17 @@ async def structured_call(
         )
     # tolerant reading is pure CPU (up to llm.max_reply_chars of text): a long reply is read off the event
     # loop, so a host keeps answering its other requests meanwhile
-    return await read_off_loop(sum(len(str(p)) for p in _reply_payloads(reply)), read_reply, schema, reply)
+    payloads = _reply_payloads(reply)
+    return await read_off_loop(sum(len(str(p)) for p in payloads), _read_payloads, schema, payloads)
 
 
 def read_reply(schema: type[M], reply: Any) -> StructuredReply[M]:
     """The ``schema`` object a reply holds (tool-call arguments, then JSON in the text), or None, with its raw text."""
-    payloads = _reply_payloads(reply)
+    return _read_payloads(schema, _reply_payloads(reply))
+
+
+def _read_payloads(schema: type[M], payloads: list[Any]) -> StructuredReply[M]:
+    """:func:`read_reply` of a reply's payloads (:func:`_reply_payloads`)."""
     raw = " | ".join(p if isinstance(p, str) else str(p) for p in payloads)
     for payload in payloads:
         if (obj := parse_model(schema, payload)) is not None:

@@ -142,11 +142,18 @@ async def evidence_verdicts(
     answer = strip_citations(attribution.text)
     if not holds_answer(answer, question):
         return EvidenceVerdicts(True, False, "the answer does not state what the question asks for")
-    new_terms = terms(answer) - terms(question)
     best = await scorer.best_answer(question, relevant)
-    if best is not None and new_terms & terms(best.sentence) and adds_only_from(answer, question, best.sentence):
+    if best is not None and built_on(answer, question, best.sentence):
         return EvidenceVerdicts(True, True)
     return EvidenceVerdicts(True, False, "the sentence of the chunks that answers the question best does not say this")
+
+
+def built_on(answer: str, question: str, sentence: str, *, every_term: bool = False) -> bool:
+    """Whether ``answer`` rests on ``sentence``: some of the terms it adds to ``question`` are in it (with
+    ``every_term``, all of them), and every code name and number it adds (:func:`adds_only_from`)."""
+    added = terms(answer) - terms(question)
+    held = added <= terms(sentence) if every_term else bool(added & terms(sentence))
+    return held and adds_only_from(answer, question, sentence)
 
 
 def adds_only_from(answer: str, question: str, sentence: str) -> bool:

@@ -117,9 +117,10 @@ async def plan_bridge(question: str, docs: Sequence[Document], evidence: Evidenc
     nothing it lacks)."""
     if await evidence.best_answer(question, docs) is not None:
         return None
+    text = "\n".join(d.page_content for d in docs)
     for m in [m for m in await evidence.matches(question, docs) if _states(m, question)][:MAX_SENTENCES]:
         title = str(docs[m.doc].metadata.get("title") or "")
-        names = bridge_names(m.sentence, question, title, "\n".join(d.page_content for d in docs))
+        names = bridge_names(m.sentence, question, title, text)
         if names:
             return Bridge(tuple(names[:MAX_NAMES]), m.sentence, m.doc)
     return None
@@ -188,14 +189,19 @@ def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -
         return []
     held = [terms(f"{doc.metadata.get('title') or ''} {doc.page_content}") & wanted for doc in docs]
     text = "\n".join(doc.page_content for doc in docs)
-    topics = [" " not in title_of(doc) and _common_word(title_of(doc), text) for doc in docs]
     pairs = []
     for a in range(len(docs)):
         for b, named in enumerate(linked(docs, a, exact_case=True)):
             coverage = len(held[a] | held[b]) / len(wanted)
-            if named and not topics[b] and held[b] - held[a] and coverage >= min_coverage:
+            if named and held[b] - held[a] and coverage >= min_coverage and not _topic(title_of(docs[b]), text):
                 pairs.append(Pair(a, b, coverage))
     return sorted(pairs, key=lambda p: -p.coverage)
+
+
+def _topic(title: str, text: str) -> bool:
+    """A one-word title ``text`` also writes in lower case, or capitalises only at sentence starts ("Middleware"):
+    what the pages are about, not a second document (:func:`_common_word`)."""
+    return " " not in title and _common_word(title, text)
 
 
 async def pair_quote(

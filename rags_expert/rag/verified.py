@@ -31,7 +31,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
 from rags_expert.evidence.answer_type import new_numbers
-from rags_expert.rag.answering import adds_only_from
+from rags_expert.rag.answering import built_on
 from rags_expert.rag.citations import cited_numbers, source_dict
 from rags_expert.rag.spans import answer_sentences, best_span
 
@@ -73,7 +73,7 @@ async def states_the_answer(question: str, answer: str, relevant: Sequence[Docum
     best = await scorer.best_answer(question, relevant)
     if best is None:
         return False
-    return terms(text) - terms(question) <= terms(best.sentence) and adds_only_from(text, question, best.sentence)
+    return built_on(text, question, best.sentence, every_term=True)
 
 
 async def evidence_accepts(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
