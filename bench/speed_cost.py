@@ -10,8 +10,9 @@ Three pipelines, measured side by side in one run (interleaved, the order rotate
 
 * ``default``: ``RagsExpert`` with the default settings (lesson memory on; its store is empty);
 * ``lessons off``: the same with ``lessons.enabled`` false;
-* ``verified``: the defaults and ``evidence.verify_answers`` on: the answer quotes its chunk, so the evidence
-  accepts it without the model's two checks (:mod:`rags_expert.rag.verified`; off by default);
+* ``model checks``: the defaults with ``evidence.verify_answers`` off, so the model checks every answer. With the
+  defaults the answer, which quotes its chunk, is accepted by the evidence without the model's two checks
+  (:mod:`rags_expert.rag.verified`); this column is what an answer the evidence cannot check costs;
 * ``minimal``: a hand-written LangGraph pipeline (retrieve → k grades at once → answer → two checks at once)
   on ChatOpenAI, with the same kind of requests and no corrective logic.
 
@@ -56,11 +57,11 @@ QUESTION = "When was Castle Varen built?"
 PIPELINES = {
     "default": {},
     "lessons off": {"lessons": {"enabled": False}},
-    "verified": {"evidence": {"verify_answers": True}},
+    "model checks": {"evidence": {"verify_answers": False}},
 }
-"""Our agent's settings besides the endpoint, k and the data folder (``default``: none; ``verified``: the
-evidence's answer check on, :mod:`rags_expert.rag.verified`; off by default)."""
-SHOWN = ("default", "lessons off", "verified", "minimal")
+"""Our agent's settings besides the endpoint, k and the data folder (``default``: none; ``model checks``: the
+evidence's answer check off, :mod:`rags_expert.rag.verified`, so that the model checks every answer)."""
+SHOWN = ("default", "lessons off", "model checks", "minimal")
 
 
 # --- the server, in a child process ---------------------------------------------------------------
@@ -339,7 +340,7 @@ def report(args: argparse.Namespace, latency: dict, cpu: dict[str, float], wall:
     """The issue's table: one column per pipeline, the goal last."""
     ks = args.ks
     rows = [
-        "| | default settings | lessons off | evidence.verify_answers on | minimal pipeline | goal |",
+        "| | default settings | lessons off | evidence.verify_answers off | minimal pipeline | goal |",
         "|---|---|---|---|---|---|",
         f"| happy path k = {' / '.join(map(str, ks))} (× L) | "
         + " | ".join(" / ".join(f"{latency[n][k][0]:.2f}" for k in ks) for n in SHOWN)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from helpers.documents import KeywordRetriever, make_docs
-from helpers.scripts import Script
+from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert, RagsExpertSettings
@@ -22,7 +22,11 @@ T0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 
 
 def _settings(tmp_path, **lessons) -> RagsExpertSettings:
-    return RagsExpertSettings(store={"data_dir": str(tmp_path / "qdrant")}, lessons={"enabled": True, **lessons})
+    return RagsExpertSettings(
+        **MODEL_CHECKS,  # a lesson is learnt from the scripted grader rejecting an answer the evidence would accept
+        store={"data_dir": str(tmp_path / "qdrant")},
+        lessons={"enabled": True, **lessons},
+    )
 
 
 class Run:

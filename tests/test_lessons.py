@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.documents import KeywordRetriever
-from helpers.scripts import Script
+from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert, RagsExpertSettings
@@ -18,7 +18,11 @@ YEAR_LESSON = "Quote the exact construction year stated in the chunk instead of 
 
 @pytest.fixture
 def settings(tmp_path) -> RagsExpertSettings:
-    return RagsExpertSettings(store={"data_dir": str(tmp_path / "qdrant")}, lessons={"enabled": True})
+    return RagsExpertSettings(
+        **MODEL_CHECKS,  # a lesson is learnt from the scripted grader rejecting an answer the evidence would accept
+        store={"data_dir": str(tmp_path / "qdrant")},
+        lessons={"enabled": True},
+    )
 
 
 @pytest.fixture

@@ -30,13 +30,14 @@ class EvidenceSettings(SettingsSection):
         "(instead of rejecting it); a sentence no chunk supports leaves the answer uncited (rejected).",
     )
     verify_answers: bool = Field(
-        False,
+        True,
         description="Accept an answer without the model's grounding and usefulness calls when the evidence sees "
-        "both: every sentence cites a chunk holding all its terms and numbers (evidence.min_support), and a "
-        "sentence of the chunks that matches the question states what it adds (rags_expert.rag.verified). The "
-        "evidence only accepts: otherwise the model checks as before. Off by default: it saves the round trip of "
-        "the checks on a quoting answer, but the model no longer sees such answers (docs/benchmarks.md measures "
-        "what that costs).",
+        "both: every sentence cites a chunk holding all its terms and numbers (evidence.min_support), and the one "
+        "sentence of the chunks that best answers the question states everything it adds (rags_expert.rag.verified). "
+        "The evidence only accepts: otherwise the model checks as before. On by default: it saves the checks' round "
+        "trip on a quoting answer (the happy path in one round trip, docs/benchmarks.md), and agreed with a judge "
+        "knowing the gold answer on 98.9-100 % of answers. Turn it off when every answer must go past the model's "
+        "graders (a host whose own grader is stricter than quoting, or tests that script the graders' verdicts).",
     )
     extractive_fallback: bool | None = Field(
         None,

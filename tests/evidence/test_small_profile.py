@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers.documents import KeywordRetriever, make_docs
-from helpers.scripts import Script
+from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
@@ -34,7 +34,7 @@ SMALL = {"evidence": {"profile": "small", "use_embeddings": False}}
 
 async def test_standard_profile_attributes_an_uncited_supported_answer() -> None:
     script = Script(generate=lambda t: "The Zephyr lighthouse was built by Mara Quill.")
-    msg, script = await ask("Who built the Zephyr lighthouse?", script)
+    msg, script = await ask("Who built the Zephyr lighthouse?", script, **MODEL_CHECKS)
     assert msg.response_metadata["outcome"] == "success"
     assert msg.content == "The Zephyr lighthouse was built by Mara Quill [1]."
     assert msg.response_metadata["sources"][0]["title"] == "zephyr"

@@ -7,6 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+MODEL_CHECKS: dict[str, Any] = {"evidence": {"verify_answers": False}}
+"""Settings for a test of the model's answer checks: ``evidence.verify_answers`` (on by default) accepts an answer
+that quotes what it cites before the scripted graders are asked, so a test scripting their verdicts turns it off."""
+
 
 def between(text: str, tag: str) -> str:
     m = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, re.DOTALL)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from helpers.documents import KeywordRetriever, make_docs
 from helpers.openai_server import OpenAIServer, RecordedRequest, _as_reply, _usage, castle_script
-from helpers.scripts import Script, kind_of
+from helpers.scripts import MODEL_CHECKS, Script, kind_of
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from rags_expert import RagsExpert
@@ -53,7 +53,7 @@ def relevant_if_1412(question: str, chunk: str) -> str:
 
 async def scripted_agent(script: Any, **settings: Any) -> tuple[RagsExpert, ScriptedChatModel]:
     model = ScriptedChatModel(responder=script)
-    base = {"llm": {"max_retries": 0}}
+    base = {"llm": {"max_retries": 0}, **MODEL_CHECKS}  # the checks' calls are part of what is counted
     agent = await RagsExpert(
         {**base, **settings}, chat_model=model, retriever=KeywordRetriever(docs=castle_docs(), calls=[])
     ).async_init()
@@ -95,7 +95,7 @@ def assert_consistent(meta: dict[str, Any]) -> None:
 
 async def http_agent(server: OpenAIServer, **over: Any) -> RagsExpert:
     llm = {"base_url": server.base_url, "api_key": "sk-test", "max_retries": 0, **over.pop("llm", {})}
-    settings = RagsExpertSettings(llm=llm, max_rephrases=1, max_generations=2, **over)
+    settings = RagsExpertSettings(llm=llm, max_rephrases=1, max_generations=2, **{**MODEL_CHECKS, **over})
     agent = RagsExpert(
         settings, chat_model=build_chat_model(settings.llm), retriever=KeywordRetriever(docs=castle_docs())
     )

@@ -65,8 +65,9 @@ async def test_empty_primary_then_fallback_answers_with_its_origin():
     assert script.count("rephrase") == 1 and script.count("generate") == 1
     assert [e for e in events if e["event"] == "fallback_consulted"] == [{"event": "fallback_consulted", "chunks": 1}]
     # 2 primary chunks graded once (the rephrased search returns them again), 1 fallback chunk, 1 rephrasing,
-    # 1 answer, 2 checks
-    assert meta["llm_calls"] == len(model.calls) == 2 + 1 + 1 + 1 + 2
+    # 1 answer; it quotes the fallback chunk, so the evidence checks it (evidence.verify_answers) without a call
+    assert "answer_verified" in [e["event"] for e in events]
+    assert meta["llm_calls"] == len(model.calls) == 2 + 1 + 1 + 1
     assert meta["llm_calls"] <= agent.llm_call_bound(with_history=False)
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from helpers.documents import KeywordRetriever, make_docs
-from helpers.scripts import Script
+from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rags_expert import RagsExpert
@@ -48,6 +48,16 @@ async def test_success_first_pass(castle_docs):
     assert "1412" in sources[0]["content"] and sources[0]["title"] == "castle"
     assert set(sources[0]) >= {"content", "title", "source", "page", "score", "n"}
     assert script.count("rephrase") == 0 and script.count("generate") == 1
+    # 4 chunks graded, 1 answer; it quotes its chunk, so the evidence checks it without the two check calls
+    assert script.count("grounded") == script.count("useful") == 0
+    assert out["messages"][-1].response_metadata["llm_calls"] == len(model.calls) == 4 + 1
+
+
+async def test_success_first_pass_with_the_model_checking_every_answer(castle_docs):
+    script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
+    agent, model, _ = await make_agent(script, castle_docs, **MODEL_CHECKS)
+    out, msg = await run(agent, "When was Castle Varen built?")
+    assert msg.response_metadata["outcome"] == "success" and msg.content == "Castle Varen was built in 1412 [1]."
     assert (
         out["messages"][-1].response_metadata["llm_calls"] == len(model.calls) == 4 + 1 + 2
     )  # 4 chunks graded, 1 answer, 2 checks
@@ -117,7 +127,7 @@ async def test_ungrounded_answer_is_regenerated_with_feedback(castle_docs):
         return "Built in 1412 [1]."
 
     script = Script(relevance=castle_relevant, grounded=lambda t: next(grounded), generate=generate)
-    agent, _, _ = await make_agent(script, castle_docs)
+    agent, _, _ = await make_agent(script, castle_docs, **MODEL_CHECKS)
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success"
     assert script.count("generate") == 2 and script.count("rephrase") == 0
@@ -356,7 +366,7 @@ async def test_uncited_answer_is_rejected_without_grading_calls(castle_docs):
     answers = iter(["It was built in 1412.", "It was built in 1412 [1]."])
     prompts = []
     script = Script(relevance=castle_relevant, generate=lambda t: prompts.append(t) or next(answers))
-    agent, _, _ = await make_agent(script, castle_docs, evidence={"attribution": False})
+    agent, _, _ = await make_agent(script, castle_docs, evidence={"attribution": False, "verify_answers": False})
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success" and msg.content == "It was built in 1412 [1]."
     assert script.count("generate") == 2
@@ -369,7 +379,8 @@ async def test_uncited_supported_answer_gets_its_citation_from_the_evidence(cast
     agent, _, _ = await make_agent(script, castle_docs)
     _, msg = await run(agent, "When was Castle Varen built?")
     assert msg.response_metadata["outcome"] == "success" and msg.content == "It was built in 1412 [1]."
-    assert script.count("generate") == 1 and script.count("grounded") == 1  # attributed, then graded as usual
+    assert script.count("generate") == 1  # attributed, then checked by the evidence: it quotes [1]
+    assert script.count("grounded") == script.count("useful") == 0
 
 
 async def test_citations_can_be_optional(castle_docs):
@@ -478,7 +489,7 @@ async def test_a_run_without_a_new_user_message_does_not_answer_again(castle_doc
 async def test_a_rejected_draft_is_announced_on_the_custom_stream(castle_docs):
     grounded = iter(["no", "yes"])
     script = Script(relevance=castle_relevant, grounded=lambda t: next(grounded), generate=lambda t: "In 1412 [1].")
-    agent, _, _ = await make_agent(script, castle_docs)
+    agent, _, _ = await make_agent(script, castle_docs, **MODEL_CHECKS)
     events = []
     async for mode, chunk in agent.get_compiled_graph().astream(
         {"messages": [("user", "When was Castle Varen built?")]},

@@ -85,6 +85,8 @@ def make_settings(server: OpenAIServer, **over: Any) -> RagsExpertSettings:
         "grading": {"timeout": 5.0},
         "max_rephrases": 1,
         "max_generations": 2,
+        # these tests are about the graders' requests: every answer goes past them (see the default's own test)
+        "evidence": {"verify_answers": False},
     }
     return RagsExpertSettings(**_merge(base, over))
 
@@ -150,6 +152,18 @@ async def test_happy_path_tool_call_graders(server, castle_docs):
     answer_req = server.of_kind("answer")[0]
     assert '<chunk n="1"' in answer_req.prompt and "Castle Varen was built in 1412" in answer_req.prompt
     assert "cheese" not in answer_req.prompt.lower()  # irrelevant chunks stay out of the context
+
+
+async def test_by_default_a_quoting_answer_is_checked_by_the_evidence_in_one_round_trip(server, castle_docs):
+    graph = await make_graph(server, castle_docs, evidence={"verify_answers": True})  # the default
+
+    final = await ask(graph)
+
+    assert final.response_metadata["outcome"] == "success" and final.content == ANSWER
+    kinds = [r.kind for r in server.requests]
+    assert sorted(kinds) == sorted(["relevance"] * 4 + ["answer"])  # no grounded / useful request
+    assert final.response_metadata["llm_calls"] == len(server.requests) == 5
+    assert RagsExpertSettings().evidence.verify_answers
 
 
 @pytest.mark.parametrize("method", ["function_calling", "json_mode"])

@@ -138,7 +138,8 @@ async def test_a_single_hop_question_makes_no_hop_call() -> None:
         {"messages": [HumanMessage("When was Brassica Mill founded?")]}, {"configurable": {"thread_id": "s"}}
     )
     meta = out["messages"][-1].response_metadata
-    assert meta["outcome"] == "success" and script.count("hop") == 0 and meta["llm_calls"] == 4
+    # 1 grade, 1 answer (it quotes [1]: checked by the evidence, no check call)
+    assert meta["outcome"] == "success" and script.count("hop") == 0 and meta["llm_calls"] == 2
     assert [s["hop"] for s in meta["sources"]] == [1]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from helpers.documents import KeywordRetriever, make_docs
 from helpers.openai_server import OpenAIServer, prompt_text, request_kind
-from helpers.scripts import Script, between
+from helpers.scripts import MODEL_CHECKS, Script, between
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
@@ -49,7 +49,8 @@ def recording(script: Script) -> Script:
 
 async def ask(script: Script, question: str = QUESTION, docs=None, **settings):
     model = ScriptedChatModel(responder=script)
-    base = {"llm": {"max_retries": 0}, "retrieval": {"top_k": 3}}
+    # the model's checks on every answer: these tests look at what the groundedness check reads
+    base = {"llm": {"max_retries": 0}, "retrieval": {"top_k": 3}, **MODEL_CHECKS}
     agent = await RagsExpert(
         {**base, **settings}, chat_model=model, retriever=KeywordRetriever(docs=make_docs(docs or DOCS), calls=[])
     ).async_init()

@@ -78,9 +78,10 @@ async def test_a_draft_citing_relevant_chunks_is_kept_and_checked_without_a_seco
     assert [s["title"] for s in final.response_metadata["sources"]] == ["castle"]
     # the draft saw every retrieved chunk; no answer call over the relevant ones followed
     assert len(write.prompts) == 1 and set(context_numbers(write.prompts[0])) == set(DOCS)
-    assert script.seen.count("generate") == 1 and script.count("grounded") == 1 and script.count("useful") == 1
-    assert final.response_metadata["llm_calls"] == len(model.calls) == 3 + 1 + 2
-    assert [e["event"] for e in events] == ["draft_kept"]
+    # it quotes its chunk: the evidence checks it (evidence.verify_answers), no check call
+    assert script.seen.count("generate") == 1 and script.count("grounded") == 0 and script.count("useful") == 0
+    assert final.response_metadata["llm_calls"] == len(model.calls) == 3 + 1
+    assert [e["event"] for e in events] == ["draft_kept", "answer_verified"]
 
 
 async def test_a_kept_draft_is_renumbered_to_the_relevant_chunks():
@@ -112,7 +113,7 @@ async def test_a_draft_citing_an_irrelevant_chunk_is_discarded_and_never_shown()
     assert "1890" in draft_tokens and "1890" not in answer_tokens
     assert all(DRAFT_TAG in meta.get("tags", []) for m, meta in tokens if meta["langgraph_node"] == "grade_documents")
     assert answer_tokens == "Castle Varen was built in 1412 [1]."
-    assert final.response_metadata["llm_calls"] == len(model.calls) == 3 + 1 + 1 + 2
+    assert final.response_metadata["llm_calls"] == len(model.calls) == 3 + 1 + 1  # the answer checked by the evidence
 
 
 async def test_an_uncited_or_failed_draft_is_discarded_and_the_run_goes_on():
@@ -132,8 +133,8 @@ async def test_an_uncited_or_failed_draft_is_discarded_and_the_run_goes_on():
 async def test_no_draft_when_switched_off_or_after_the_first_retrieval():
     script = Script(relevance=relevant_if("1412"), generate=lambda t: "Castle Varen was built in 1412 [1].")
     final, events, _, model = await ask(script, speculative_draft=False)
-    assert final.response_metadata["outcome"] == "success" and events == []
-    assert len(model.calls) == 3 + 1 + 2
+    assert final.response_metadata["outcome"] == "success" and [e["event"] for e in events] == ["answer_verified"]
+    assert len(model.calls) == 3 + 1  # 3 grades, then the answer (checked by the evidence)
 
     # nothing relevant at first: the draft is discarded; the rephrased round does not draft again
     script = Script(
@@ -168,14 +169,14 @@ async def test_batch_grading_is_one_call_and_falls_back_when_its_reply_is_unread
     final, _, _, model = await ask(script, speculative_draft=False, grading={"batch": True})
     assert final.content == "Castle Varen was built in 1412 [1]."
     assert script.count("relevance_batch") == 1 and script.count("relevance") == 0
-    assert len(model.calls) == final.response_metadata["llm_calls"] == 1 + 1 + 2
+    assert len(model.calls) == final.response_metadata["llm_calls"] == 1 + 1
 
     script = Script(relevance=relevant_if("1412"), generate=lambda t: "Castle Varen was built in 1412 [1].")
     script.relevance_batch = lambda prompt: "I think the first one, maybe."  # type: ignore[attr-defined]
     final, _, _, model = await ask(script, speculative_draft=False, grading={"batch": True})
     assert final.content == "Castle Varen was built in 1412 [1]."
     assert script.count("relevance_batch") == 1 and script.count("relevance") == 3  # one call per chunk after
-    assert len(model.calls) == final.response_metadata["llm_calls"] == 1 + 3 + 1 + 2
+    assert len(model.calls) == final.response_metadata["llm_calls"] == 1 + 3 + 1
 
     script = Script(generate=lambda t: "Castle Varen was built in 1412 [1].")
     script.relevance_batch = lambda prompt: "[]"  # type: ignore[attr-defined]
@@ -216,6 +217,7 @@ async def test_over_http_the_draft_overlaps_the_grading():
             "llm": {"base_url": server.base_url, "api_key": "sk-test-spec-123456", "max_retries": 0, "timeout": 20},
             "grading": {"timeout": 10},
             "speculative_draft": True,
+            "evidence": {"verify_answers": False},  # the model's checks, to see when they are sent
         }
         agent = await RagsExpert(settings, retriever=KeywordRetriever(docs=make_docs(DOCS), calls=[])).async_init()
         out = await agent.get_compiled_graph().ainvoke(
@@ -253,4 +255,4 @@ async def test_a_draft_over_more_chunks_than_the_context_holds_is_kept():
         {"messages": [HumanMessage("When was Castle Varen built?")]}, {"configurable": {"thread_id": "m"}}
     )
     final = out["messages"][-1]
-    assert final.response_metadata["outcome"] == "success" and final.response_metadata["llm_calls"] == 6 + 1 + 2
+    assert final.response_metadata["outcome"] == "success" and final.response_metadata["llm_calls"] == 6 + 1

@@ -4,7 +4,7 @@ without the model's two checks; anything else is checked by the model exactly as
 from __future__ import annotations
 
 from helpers.documents import KeywordRetriever, make_docs
-from helpers.scripts import Script
+from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage
 
@@ -49,9 +49,16 @@ async def test_a_quoting_answer_is_accepted_without_the_two_checks(castle_docs):
     assert msg.response_metadata["llm_calls"] == script.count("relevance") + script.count("generate")
 
 
-async def test_off_by_default_the_model_checks_every_answer(castle_docs):
+async def test_on_by_default(castle_docs):
     script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
     msg, events = await ask(script, "When was Castle Varen built?", castle_docs)
+    assert msg.response_metadata["outcome"] == "success" and "answer_verified" in events
+    assert script.count("grounded") == 0 and script.count("useful") == 0
+
+
+async def test_turned_off_the_model_checks_every_answer(castle_docs):
+    script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
+    msg, events = await ask(script, "When was Castle Varen built?", castle_docs, **MODEL_CHECKS)
     assert msg.response_metadata["outcome"] == "success"
     assert script.count("grounded") == 1 and script.count("useful") == 1
     assert "answer_verified" not in events
