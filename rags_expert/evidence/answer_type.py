@@ -164,9 +164,17 @@ _NOT_CATEGORIES = frozenset({"kind", "type", "sort", "sorts", "kinds", "types", 
 _MIN_SHARED_PREFIX = 4
 
 
+# "what extra *package*", "which environment *variable*": the first code noun after the question word names the
+# answer, whatever words come before it
+_CODE_CATEGORY = re.compile(rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?P<noun>{_CODE_NOUNS})s?\b(?!-)", re.I)
+
+
 def answer_category(question: str) -> str | None:
-    """The stem of the noun a question names its answer by ("which *rock*", "how many *people*"), or None
-    ("what did", "which of")."""
+    """The stem of the noun a question names its answer by ("which *rock*", "how many *people*", "what extra
+    *package*": the first code noun, after its modifiers), or None ("what did", "which of")."""
+    code = _CODE_CATEGORY.search(question)
+    if code is not None and " " not in code.group("noun"):
+        return stem(code.group("noun").lower())
     match = _CATEGORY_QUESTION.search(question)
     if match is None:
         return None
@@ -235,6 +243,12 @@ def new_numbers(text: str, question: str) -> set[str]:
     return {m.rstrip(".,").replace(",", "") for m in _DIGITS.findall(text) if m.rstrip(".,") not in asked} - {""}
 
 
+_NAMED_CATEGORIES = frozenset(
+    stem(noun) for noun in ("package", "library", "tool", "dependency", "plugin", "extension")
+)
+"""Code nouns whose answers are proper names as often as identifiers."""
+
+
 def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bool:
     """Whether ``text`` holds something of the question's answer type that the question itself does not."""
     kind = kind or expected_type(question)
@@ -246,6 +260,8 @@ def holds_answer(text: str, question: str, kind: AnswerType | None = None) -> bo
     if kind is AnswerType.NUMBER:
         return _has_number(text, known)
     if kind is AnswerType.CODE:
+        if answer_category(question) in _NAMED_CATEGORIES and _has_name(text, known):
+            return True  # a package or a tool is named in prose ("Requires the Colorama package")
         return bool(new_code(text, question))
     if kind is AnswerType.NAME:
         return _has_name(text, known) or bool(new_code(text, question))

@@ -67,12 +67,34 @@ answer sentence says ``1962``, not "year")."""
 _STEMMER = snowballstemmer.stemmer("english")
 
 
+# British spellings in their American form, so that a question asking about "coloured" output or how to
+# "serialise" an object meets documentation written with "colored" and "serialize" (and the other way round).
+# Applied to both sides alike, so a word that only looks British ("promise", "detour") merely gets a second
+# spelling of its own; each ending needs a few letters before it, so "four", "hour", "rise" and "raise" are left
+# alone.
+_AMERICAN = (
+    (re.compile(r"(?<=\w{2})our(s|ed|ing|ful|ite|ites|able|less)?$"), r"or\1"),  # colour, behaviour, favourite
+    (re.compile(r"(?<=\w{3})is(e|es|ed|ing|er|ers|ation|ations)$"), r"iz\1"),  # serialise, initialisation
+    (re.compile(r"(?<=\w{2})ys(e|es|ed|ing|er|ers)$"), r"yz\1"),  # analyse
+    (re.compile(r"(?<=\w{2})tre(s)?$"), r"ter\1"),  # centre, metre
+    (re.compile(r"(?<=\w{3})logue(s)?$"), r"log\1"),  # catalogue, dialogue
+)
+
+
+def _american(word: str) -> str:
+    """``word`` (lower-cased) with a British spelling ending written the American way."""
+    for pattern, replacement in _AMERICAN:
+        word = pattern.sub(replacement, word)
+    return word
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """The Snowball stem of a lower-cased word (numbers lose their thousands separators instead)."""
+    """The Snowball stem of a lower-cased word, British spellings as American ones (numbers lose their thousands
+    separators instead)."""
     if word[:1].isdigit():
         return word.replace(",", "")
-    return str(_STEMMER.stemWord(word))
+    return str(_STEMMER.stemWord(_american(word)))
 
 
 def words(text: str) -> list[str]:

@@ -16,7 +16,7 @@ from rags_expert.settings import EvidenceSettings
         ("On which rock does the lighthouse stand?", "rock"),
         ("Which company built the bridge?", "compani"),
         ("How many people attended the festival?", "peopl"),
-        ("What colour is the door?", "colour"),
+        ("What colour is the door?", "color"),  # British spellings are stemmed as American ones
         ("What did the railway carry?", None),  # "did" is no noun
         ("Which of the keepers stayed longest?", None),
         ("What kind of engine drove the looms?", None),
@@ -24,6 +24,9 @@ from rags_expert.settings import EvidenceSettings
         ("Who built the lighthouse?", None),
         ("Which pre-commit hook formats notebooks?", "hook"),  # a hyphenated modifier is not the noun
         ("Which built-in renderer is the default?", "render"),
+        ("What extra package do I need on Windows?", "packag"),  # the code noun, not the modifier before it
+        ("Which built-in exception class is raised?", "except"),  # the first code noun after the modifiers
+        ("Which environment variable sets the workers?", "variabl"),
     ],
 )
 def test_answer_category(question: str, category: str | None) -> None:

@@ -12,6 +12,28 @@ def test_terms_are_stemmed_content_words_with_numbers_normalised() -> None:
     assert terms("an altitude of 2,410 metres") == terms("altitude 2410 metre")
 
 
+@pytest.mark.parametrize(
+    ("british", "american"),
+    [
+        ("coloured output", "colored output"),
+        ("the default behaviour", "the default behavior"),
+        ("serialise it", "serialize it"),
+        ("initialisation order", "initialization order"),
+        ("analysed logs", "analyzed logs"),
+        ("34 metres", "34 meters"),
+        ("a metre", "a meter"),
+        ("the package catalogue", "the package catalog"),
+    ],
+)
+def test_british_and_american_spellings_share_their_terms(british: str, american: str) -> None:
+    assert terms(british) == terms(american)
+
+
+def test_short_words_that_only_look_british_keep_their_own_terms() -> None:
+    assert terms("four hours") == {"four", "hour"} and terms("your tour") == {"tour"}
+    assert terms("promise") != terms("premise")
+
+
 def test_question_terms_drop_question_words() -> None:
     assert question_terms("In what year was the Zephyr light automated?") == {"zephyr", "light", "autom"}
     assert question_terms("Who founded Brassica Mill?") == {"found", "brassica", "mill"}
@@ -57,6 +79,15 @@ def test_a_sentence_holds_an_answer_only_with_something_new_of_the_right_type() 
     assert holds_answer("At its peak it employed 640 workers.", many)
     assert holds_answer("It employed four hundred workers.", many)
     assert not holds_answer("The mill employed workers from the town.", many)
+
+
+def test_a_package_or_tool_is_answered_by_its_name_an_argument_only_by_code() -> None:
+    package = "What extra package do I need on Windows for colored output?"
+    assert holds_answer("On Windows you also have to install Colorama for colors.", package)
+    assert not holds_answer("On windows you also have to install it for colors.", package)
+    argument = "Which argument sets the timeout of the client?"
+    assert not holds_answer("The Client object takes a timeout too.", argument)
+    assert holds_answer("Pass `connect_timeout=5.0` to the client.", argument)
 
 
 def test_table_rows_are_sentences_of_their_own() -> None:
