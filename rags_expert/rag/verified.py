@@ -16,8 +16,10 @@ An answer is accepted when
 * **it states what the question asks**: it holds something of the question's answer type the question lacks,
   and every term, number and code name it adds to the question is in the one sentence the evidence would quote
   as the answer (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`: the best match of the question that
-  holds an answer of its type, scoring at least ``evidence.min_answer_score``). Stricter than the ``small``
-  profile's usefulness check (any matching sentence), because here it replaces a capable model's.
+  holds an answer of its type, scoring at least ``evidence.min_answer_score``), and a "how tall / how long"
+  answer holds the number that sentence gives the measure ("34" of "34 metres tall"), a "which mountain" answer
+  a mountain's name when the sentence names one ("Mount Arden"). Stricter than the
+  ``small`` profile's usefulness check (any matching sentence), because here it replaces a capable model's.
 
 ``bench/evidence_checks.py`` measures how often this agrees with a judge that knows the gold answer (the stand-in
 for the model's checks), and what a disagreement costs (docs/benchmarks.md).
@@ -30,7 +32,8 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
-from rags_expert.evidence.answer_type import new_numbers
+from rags_expert.evidence.answer_type import answer_category, names_category, new_numbers
+from rags_expert.evidence.text import measure_hint, stem, words
 from rags_expert.rag.answering import built_on
 from rags_expert.rag.citations import cited_numbers, source_dict
 from rags_expert.rag.spans import answer_sentences, best_span
@@ -73,7 +76,30 @@ async def states_the_answer(question: str, answer: str, relevant: Sequence[Docum
     best = await scorer.best_answer(question, relevant)
     if best is None:
         return False
+    hint = measure_hint(question)
+    measured = _measured(best.sentence, hint) if hint else None
+    if measured is not None and measured not in new_numbers(text, ""):
+        return False  # "How tall?": the answer leaves out the "34" of "34 metres tall"
+    category = answer_category(question)
+    if category and names_category(best.sentence, category) and not names_category(text, category):
+        return False  # "On which mountain?": the sentence says "Mount Arden", the answer names no mountain
     return built_on(text, question, best.sentence, every_term=True)
+
+
+_MEASURE_REACH = 3
+"""How many words before a measure's adjective ("34 metres *tall*") its number may stand."""
+
+
+def _measured(sentence: str, hint: str) -> str | None:
+    """The number ``sentence`` gives the measure ``hint`` asks for ("34" of "34 metres tall", hint ``tall``), or
+    None when the sentence does not say the adjective right after a number."""
+    tokens = words(sentence)
+    for i, word in enumerate(tokens):
+        if stem(word.lower()) == hint:
+            for token in reversed(tokens[max(0, i - _MEASURE_REACH) : i]):
+                if token[0].isdigit():
+                    return token.replace(",", "")
+    return None
 
 
 async def evidence_accepts(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:

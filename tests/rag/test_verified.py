@@ -124,3 +124,34 @@ async def test_the_answer_must_be_what_the_best_sentence_says():
     assert await evidence_accepts(question, "Port Ellis [1].", docs, scorer)
     assert not await evidence_accepts(question, "Colm Ashby [1].", docs, scorer)  # in the chunk, not the answer
     assert not await evidence_accepts(question, "It was founded in 1986 [1].", docs, scorer)
+
+
+async def test_a_measure_answer_must_hold_the_number_of_the_measure():
+    docs = [
+        Document(
+            "Its granite tower is 34 metres tall and its light can be seen from 22 nautical miles away.",
+            metadata={"title": "Zephyr lighthouse"},
+        )
+    ]
+    scorer = EvidenceScorer(EvidenceSettings())
+    question = "How tall is the Zephyr lighthouse?"
+    assert await evidence_accepts(question, "Its granite tower is 34 metres tall [1].", docs, scorer)
+    # every word is in the sentence, but the 34 of "34 metres tall" is not: left to the model
+    assert not await evidence_accepts(
+        question, "tall and its light can be seen from 22 nautical miles away [1].", docs, scorer
+    )
+
+
+async def test_a_which_category_answer_must_name_one_when_the_sentence_does():
+    docs = [
+        Document(
+            "Kestrel Observatory stands on Mount Arden at an altitude of 2,410 metres.",
+            metadata={"title": "Kestrel Observatory"},
+        )
+    ]
+    scorer = EvidenceScorer(EvidenceSettings())
+    question = "On which mountain is Kestrel Observatory?"
+    assert await evidence_accepts(question, "Kestrel Observatory stands on Mount Arden [1].", docs, scorer)
+    assert not await evidence_accepts(
+        question, "Kestrel Observatory stands at an altitude of 2,410 metres [1].", docs, scorer
+    )
