@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from functools import lru_cache
 
 from rags_expert.evidence.code import new_code
 from rags_expert.evidence.text import stem, terms, words
@@ -81,8 +82,10 @@ _CODE_NOUNS = (
     "file|path|directory|folder|url|endpoint|route|hook id|plugin|tool|library|dependency|processor|renderer|"
     "formatter|handler|logger|factory|middleware|response|request|parser|serializer|backend|adapter|context manager"
 )
+_CODE_NOUN_PHRASE = rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?P<noun>{_CODE_NOUNS})s?\b"
+""""which argument", "what extra package": a question word, up to three modifiers, then the first code noun."""
 _CODE_QUESTION = re.compile(
-    rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?:{_CODE_NOUNS})s?\b|\bequivalents?\b"
+    rf"{_CODE_NOUN_PHRASE}|\bequivalents?\b"
     r"|\bwhat (?:is|are) (?:[\w-]+\s+){0,3}?called\b|\ban? alias (?:for|of)\b"
     r"|\bhow (?:do|can|should|would) (?:i|you|we|one) (?:import|spell|name)\b"
     r"|\bwhat (?:do|does|should|must) (?:i|you|we|one) (?:have to |need to )?(?:pip )?install\b",
@@ -166,14 +169,15 @@ _MIN_SHARED_PREFIX = 4
 
 # "what extra *package*", "which environment *variable*": the first code noun after the question word names the
 # answer, whatever words come before it
-_CODE_CATEGORY = re.compile(rf"\b(?:which|what)\s+(?:[\w-]+\s+){{0,3}}?(?P<noun>{_CODE_NOUNS})s?\b(?!-)", re.I)
+_CODE_CATEGORY = re.compile(rf"{_CODE_NOUN_PHRASE}(?!-)", re.I)
 
 
+@lru_cache(maxsize=1024)
 def answer_category(question: str) -> str | None:
     """The stem of the noun a question names its answer by ("which *rock*", "how many *people*", "what extra
     *package*": the first code noun, after its modifiers), or None ("what did", "which of")."""
     code = _CODE_CATEGORY.search(question)
-    if code is not None and " " not in code.group("noun"):
+    if code is not None and " " not in code.group("noun"):  # "env var", "context manager": the older reading
         return stem(code.group("noun").lower())
     match = _CATEGORY_QUESTION.search(question)
     if match is None:

@@ -3,6 +3,7 @@ without the model's two checks; anything else is checked by the model exactly as
 
 from __future__ import annotations
 
+import pytest
 from helpers.documents import KeywordRetriever, make_docs
 from helpers.scripts import MODEL_CHECKS, Script
 from langchain_core.documents import Document
@@ -126,32 +127,30 @@ async def test_the_answer_must_be_what_the_best_sentence_says():
     assert not await evidence_accepts(question, "It was founded in 1986 [1].", docs, scorer)
 
 
-async def test_a_measure_answer_must_hold_the_number_of_the_measure():
-    docs = [
-        Document(
-            "Its granite tower is 34 metres tall and its light can be seen from 22 nautical miles away.",
-            metadata={"title": "Zephyr lighthouse"},
-        )
-    ]
+@pytest.mark.parametrize(
+    ("chunk", "question", "accepted", "left_to_the_model"),
+    [
+        (  # every word is in the sentence, but not the 34 of "34 metres tall"
+            (
+                "Zephyr lighthouse",
+                "Its granite tower is 34 metres tall and its light can be seen from 22 nautical miles away.",
+            ),
+            "How tall is the Zephyr lighthouse?",
+            "Its granite tower is 34 metres tall [1].",
+            "tall and its light can be seen from 22 nautical miles away [1].",
+        ),
+        (  # the sentence names a mountain; the second answer names none
+            ("Kestrel Observatory", "Kestrel Observatory stands on Mount Arden at an altitude of 2,410 metres."),
+            "On which mountain is Kestrel Observatory?",
+            "Kestrel Observatory stands on Mount Arden [1].",
+            "Kestrel Observatory stands at an altitude of 2,410 metres [1].",
+        ),
+    ],
+    ids=["measure-number", "category-name"],
+)
+async def test_the_answer_must_keep_what_the_question_asks_for(chunk, question, accepted, left_to_the_model):
+    title, text = chunk
+    docs = [Document(text, metadata={"title": title})]
     scorer = EvidenceScorer(EvidenceSettings())
-    question = "How tall is the Zephyr lighthouse?"
-    assert await evidence_accepts(question, "Its granite tower is 34 metres tall [1].", docs, scorer)
-    # every word is in the sentence, but the 34 of "34 metres tall" is not: left to the model
-    assert not await evidence_accepts(
-        question, "tall and its light can be seen from 22 nautical miles away [1].", docs, scorer
-    )
-
-
-async def test_a_which_category_answer_must_name_one_when_the_sentence_does():
-    docs = [
-        Document(
-            "Kestrel Observatory stands on Mount Arden at an altitude of 2,410 metres.",
-            metadata={"title": "Kestrel Observatory"},
-        )
-    ]
-    scorer = EvidenceScorer(EvidenceSettings())
-    question = "On which mountain is Kestrel Observatory?"
-    assert await evidence_accepts(question, "Kestrel Observatory stands on Mount Arden [1].", docs, scorer)
-    assert not await evidence_accepts(
-        question, "Kestrel Observatory stands at an altitude of 2,410 metres [1].", docs, scorer
-    )
+    assert await evidence_accepts(question, accepted, docs, scorer)
+    assert not await evidence_accepts(question, left_to_the_model, docs, scorer)
