@@ -147,14 +147,35 @@ FUNCTION_WORDS = frozenset(
 question's "without" or "too" is not a term a chunk must hold."""
 
 
+# The parts of a CamelCase identifier: "TrustedHostMiddleware" → Trusted, Host, Middleware; "GZipResponder" → G, Zip,
+# Responder; "HTTPException" → HTTP, Exception.
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}")  # not an acronym's plural: "APIs", "URLs"
+
+
+@lru_cache(maxsize=16384)
+def identifier_terms(word: str) -> frozenset[str]:
+    """The terms a CamelCase identifier names besides itself: each part, and each two neighbouring parts joined
+    ("WebSocketException" → web, socket, exception, websocket, socketexception), so that a question about "the
+    trusted host middleware" or "the WebSocket exception" meets ``TrustedHostMiddleware`` and
+    ``WebSocketException``. Empty for a word that is not CamelCase."""
+    if not _CAMEL.search(word):
+        return frozenset()
+    parts = [p.lower() for p in _CAMEL_PART.findall(word)]
+    joined = [a + b for a, b in zip(parts, parts[1:], strict=False)]
+    return frozenset(stem(p) for p in parts + joined if len(p) > 1 and p not in STOPWORDS and p not in FUNCTION_WORDS)
+
+
 def terms(text: str, *, drop: frozenset[str] = frozenset()) -> set[str]:
-    """The content terms of ``text``: stemmed, without stop words and function words (and without ``drop``)."""
+    """The content terms of ``text``: stemmed, without stop words and function words (and without ``drop``); a
+    CamelCase identifier adds its parts (:func:`identifier_terms`)."""
     out = set()
     for word in words(text):
         low = word.lower()
         if low in STOPWORDS or low in FUNCTION_WORDS or low in drop:
             continue
         out.add(stem(low))
+        out |= identifier_terms(word)
     return out
 
 

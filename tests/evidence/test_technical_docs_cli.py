@@ -50,6 +50,13 @@ client = flightdeck.Client(departure_gate="B12", max_connections=10)
 | `pool_timeout` | `5.0` | Seconds to wait for a free connection. |
 | `trust_env` | `True` | Read proxies from the environment. |
 """,
+    "middleware.md": """# Middleware
+
+## TowerLimitMiddleware
+
+Counts the requests of each client. When a client sends more than 100 requests in a minute, a 429 response is
+returned.
+""",
     "compatibility.md": """# Coming from skylark
 
 The equivalent of skylark's `Session` is `flightdeck.Client`.
@@ -122,6 +129,13 @@ def test_a_right_partial_answer_is_the_answer(kb: Path) -> None:
     rc, out, _ = ask(kb, "What is the flightdeck equivalent of skylark's Session?", draft)
     assert rc == 0 and out["outcome"] == "success", out["answer"]
     assert "could not find" not in out["answer"] and "flightdeck.Client" in out["answer"]
+
+
+def test_a_camel_case_name_said_in_words_is_the_same_name(kb: Path) -> None:
+    """ "the tower limit middleware" is ``TowerLimitMiddleware``, the heading of the sentence that answers."""
+    rc, out, _ = ask(kb, "What response does the tower limit middleware return to a client over its limit?", UNHELPFUL)
+    assert rc == 0, out["answer"]
+    assert "429" in out["answer"] and out["sources"][0]["source"].endswith("middleware.md")
 
 
 def test_a_fact_about_another_library_is_not_an_answer(kb: Path) -> None:

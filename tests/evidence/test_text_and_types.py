@@ -34,6 +34,25 @@ def test_short_words_that_only_look_british_keep_their_own_terms() -> None:
     assert terms("promise") != terms("premise")
 
 
+@pytest.mark.parametrize(
+    ("words", "identifier"),
+    [
+        ("the trusted host middleware", "TrustedHostMiddleware"),
+        ("a websocket exception", "WebSocketException"),
+        ("the HTTP exception", "HTTPException"),
+        ("gzip middleware", "GZipMiddleware"),
+        ("the console renderer", "structlog.dev.ConsoleRenderer"),
+    ],
+)
+def test_a_camel_case_identifier_holds_the_terms_of_its_parts(words: str, identifier: str) -> None:
+    assert terms(words) <= terms(identifier)
+
+
+def test_plural_acronyms_and_plain_words_are_not_split() -> None:
+    assert terms("APIs and URLs") == {"api", "url"}
+    assert terms("Middleware") == {"middlewar"}
+
+
 def test_question_terms_drop_question_words() -> None:
     assert question_terms("In what year was the Zephyr light automated?") == {"zephyr", "light", "autom"}
     assert question_terms("Who founded Brassica Mill?") == {"found", "brassica", "mill"}
