@@ -10,6 +10,9 @@
   ends, sentence ends, spaces, then characters, and merges the pieces into chunks of at most ``size`` characters,
   each starting with trailing pieces of the previous chunk up to ``overlap`` characters. Pieces keep their
   separators: newlines and indentation (nested lists, code) are preserved, never collapsed.
+* **HTML blocks** in Markdown (a logo, a row of badges, ``<p align="center">``, a comment) are reduced to their
+  visible text: markup is not what a chunk says, and a page opening with a kilobyte of badges would otherwise
+  push its first paragraph ("X is a lightweight framework …") into the next chunk.
 * **Plain text** (``markdown=False``: .txt files, PDF pages) goes to the recursive splitter as it is.
 * **Titles** (:func:`markdown_title`, used by the loaders): the front matter's ``title:``, else the first
   heading found by the same parser, so a ``# comment`` line in a shell code block is never a title.
@@ -21,6 +24,7 @@ Changing anything here that changes chunk texts must bump :data:`CHUNKER_VERSION
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +33,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v2"
+CHUNKER_VERSION = "v3"
 """Version of the chunking rules, recorded with every point (see :func:`chunking_label`)."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
@@ -49,6 +53,7 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z
 _MD = MarkdownIt("commonmark")
 # a heading's trailing {#anchor .class} (attr_list), tried from the start of a whitespace run only (linear)
 _ATTRIBUTES = re.compile(r"(?<!\s)\s*+\{[#.:][^{}]*+\}\s*+$")
+_TAG = re.compile(r"<[^<>]*+>")
 
 
 @dataclass
@@ -180,17 +185,38 @@ def markdown_title(text: str) -> str:
     return next((title for inline in headings if (title := _ATTRIBUTES.sub("", _plain_text(inline)))), "")
 
 
-def _structure(lines: list[str]) -> tuple[dict[int, tuple[int, int, str]], dict[int, tuple[int, str]]]:
-    """Top-level headings {start: (end, level, title)} and code blocks {start: (end, fence markup or '')}."""
+def _visible(lines: list[str]) -> list[str]:
+    """An HTML block's visible text, one line per line that has any (a comment, a logo or a badge row: none)."""
+    if "".join(lines).lstrip().startswith("<!--"):
+        return []
+    text = html.unescape(_TAG.sub(" ", "\n".join(lines)))
+    return [" ".join(line.split()) for line in text.split("\n") if line.strip()]
+
+
+@dataclass
+class _Structure:
+    """Where a Markdown text's top-level headings, code blocks and HTML blocks start, by line."""
+
+    headings: dict[int, tuple[int, int, str]]
+    """{start: (end, level, title)}"""
+    code: dict[int, tuple[int, str]]
+    """{start: (end, fence markup or '')}; a front matter is a code block"""
+    html: dict[int, int]
+    """{start: end}"""
+
+
+def _structure(lines: list[str]) -> _Structure:
+    """The top-level headings, code blocks and HTML blocks of a Markdown text's lines."""
     skip, tokens = _parse(lines)
-    headings: dict[int, tuple[int, int, str]] = {}
-    code: dict[int, tuple[int, str]] = {0: (skip, "")} if skip else {}
+    found = _Structure({}, {0: (skip, "")} if skip else {}, {})
     for i, tok in enumerate(tokens):
         if tok.map and tok.type == "heading_open" and tok.level == 0:
-            headings[tok.map[0]] = (tok.map[1], int(tok.tag[1]), tokens[i + 1].content.strip())
+            found.headings[tok.map[0]] = (tok.map[1], int(tok.tag[1]), tokens[i + 1].content.strip())
         elif tok.map and tok.type in ("fence", "code_block"):
-            code[tok.map[0]] = (tok.map[1], tok.markup)
-    return headings, code
+            found.code[tok.map[0]] = (tok.map[1], tok.markup)
+        elif tok.map and tok.type == "html_block" and tok.level == 0:
+            found.html[tok.map[0]] = tok.map[1]
+    return found
 
 
 def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms]:
@@ -200,7 +226,8 @@ def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms
     are cut into parts of at most ``limit`` characters, each with its own placeholder line.
     """
     lines = text.split("\n")
-    headings, code = _structure(lines)
+    found = _structure(lines)
+    headings, code = found.headings, found.code
     atoms = _Atoms(text)
     out: list[tuple[str, str]] = []
     stack: list[tuple[int, str]] = []
@@ -216,6 +243,9 @@ def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms
             end, markup = code[i]
             body.extend(atoms.add(part) for part in _code_parts(lines[i:end], markup, limit))
             i = end
+        elif i in found.html:
+            body.extend(_visible(lines[i : found.html[i]]))
+            i = found.html[i]
         else:
             body.append(lines[i])
             i += 1

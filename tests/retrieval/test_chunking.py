@@ -104,6 +104,23 @@ def test_front_matter_is_not_a_heading():
     assert [(c.section, c.text) for c in chunks] == [("", "---\ntitle: Notes\n# yaml comment\n---"), ("Real", "Body.")]
 
 
+def test_html_blocks_keep_only_their_visible_text():
+    """A badge row and a centred logo are markup; the tagline inside a ``<p>`` and the words of a ``<details>`` are
+    text; inline HTML inside a paragraph and HTML in a code block are left as written."""
+    badges = "\n".join(f'<a href="https://ci.example/{i}"><img src="b{i}.svg" alt="badge {i}"></a>' for i in range(20))
+    text = (
+        f'<p align="center">\n<img src="logo.svg"/>\n</p>\n<p align="center">\n<em>A tiny &amp; fast tool.</em>\n</p>\n'
+        f"<p>\n{badges}\n</p>\n\n<!-- generated: do not edit -->\n\n"
+        "# Intro\n\nTool is a <b>small</b> library.\n\n<details>\n<summary>Why?</summary>\nBecause.\n</details>\n\n"
+        '```html\n<p align="center">kept</p>\n```\n'
+    )
+    chunks = chunk_text(text, 300, 50)
+    assert [(c.section, c.text) for c in chunks] == [
+        ("", "A tiny & fast tool."),
+        ("Intro", 'Tool is a <b>small</b> library.\n\nWhy?\nBecause.\n\n```html\n<p align="center">kept</p>\n```'),
+    ]
+
+
 def test_large_code_block_is_cut_into_valid_fences():
     lines = [f"    value_{i} = compute({i})  # step {i}" for i in range(60)]
     text = "# Code\n\nBefore.\n\n  ```python\n" + "\n".join(lines) + "\n  ```\n\nAfter.\n"
