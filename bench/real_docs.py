@@ -5,8 +5,8 @@ distributions (starlette, black, structlog; downloaded here, checked against a r
 committed; ``corpora.json`` lists the files kept) and 96 questions we wrote by reading them
 (``questions.jsonl``): per corpus 12 answerable in the documents' words (``literal``), 12 paraphrased the way a
 user who has not read the page would ask, and 8 the documents do not answer. ``split`` halves every
-corpus and kind into dev (tune there) and test (report). Two more corpora (attrs, hatch; ``"splits": ["dev"]``
-in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data.
+corpus and kind into dev (tune there) and test (report). Four more corpora (attrs, hatch, click, markdown;
+``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data.
 
 For each corpus the kept files are ingested with ``rags-expert ingest`` into a private data directory
 (``RAGS_EXPERT_DATA_DIR``), then every question is one ``rags-expert ask --local --json`` subprocess (it starts
