@@ -45,6 +45,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[`]?[A-Z
 _ABBREVIATIONS = frozenset({"dr", "mr", "mrs", "ms", "st", "mt", "no", "vs", "etc", "e.g", "i.e", "prof", "jr", "sr"})
 
 
+_POINTER = re.compile(
+    r"\W*(?:see|refer to)\s|\W*(?:for|to learn)\s+(?:more|further|additional|full|complete|the full)\b[^.;]{0,80}?,\s*see\s",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class Unit:
     """One scored and quotable piece of a chunk."""
@@ -66,10 +72,16 @@ class Unit:
         return _LINK_ONLY.fullmatch(self.text) is not None
 
     @property
+    def pointer(self) -> bool:
+        """A sentence that sends the reader elsewhere ("See the Library Reference for more details.", "For more
+        information, see `Config`."): it says where a fact is, not the fact."""
+        return _POINTER.match(self.text) is not None
+
+    @property
     def factual(self) -> bool:
-        """Whether the unit may be quoted as a fact: prose, a list item or a table row that is no lead-in and not
-        a bare link."""
-        return self.kind in ("prose", "item", "row") and not self.lead_in and not self.link_only
+        """Whether the unit may be quoted as a fact: prose, a list item or a table row that is no lead-in, not a
+        bare link and not a pointer to another page."""
+        return self.kind in ("prose", "item", "row") and not (self.lead_in or self.link_only or self.pointer)
 
     @property
     def names_things(self) -> bool:
@@ -87,9 +99,10 @@ class Unit:
 
 
 def is_heading(line: str) -> bool:
-    """A short line without end punctuation: a title or a heading path, not the start of a wrapped sentence."""
+    """A short line without end punctuation: a title or a heading path (each of its ``A > B > C`` parts short), not
+    the start of a wrapped sentence."""
     line = line.strip()
-    return bool(line) and line[-1] not in ".!?,;:" and len(line.split()) <= 12
+    return bool(line) and line[-1] not in ".!?,;:" and all(len(part.split()) <= 12 for part in line.split(" > "))
 
 
 # MyST / MkDocs markup that is no text: roles ({class}`x` → `x`), directive fences (:::{note}), admonitions

@@ -119,8 +119,9 @@ async def plan_bridge(question: str, docs: Sequence[Document], evidence: Evidenc
         return None
     text = "\n".join(d.page_content for d in docs)
     for m in [m for m in await evidence.matches(question, docs) if _states(m, question)][:MAX_SENTENCES]:
-        title = str(docs[m.doc].metadata.get("title") or "")
-        names = bridge_names(m.sentence, question, title, text)
+        meta = docs[m.doc].metadata or {}
+        subject = f"{meta.get('title') or ''} {meta.get('section') or ''}"  # the page's own headings name no bridge
+        names = bridge_names(m.sentence, question, subject, text)
         if names:
             return Bridge(tuple(names[:MAX_NAMES]), m.sentence, m.doc)
     return None
@@ -183,7 +184,9 @@ def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -
     """The pairs of ``docs`` where one chunk names another document's title as it is written (:func:`~rags_expert.
     evidence.rerank.linked`: "Ines Harrow", not a page "Testing" in "testing"; nor a one-word title the chunks also
     write in lower case, a topic like "Middleware", :func:`_common_word`), the named one adds a term of the
-    question, and together they hold ``min_coverage`` of its terms; best covered first."""
+    question, and together they hold ``min_coverage`` of its terms; best covered first. A title the question
+    names is no bridge: the question asks about it directly, and in a library's documentation it is the library
+    itself ("Python-Markdown", the title of the front page, which every page names)."""
     wanted = question_terms(question)
     if not wanted:
         return []
@@ -193,7 +196,9 @@ def linked_pairs(question: str, docs: Sequence[Document], min_coverage: float) -
     for a in range(len(docs)):
         for b, named in enumerate(linked(docs, a, exact_case=True)):
             coverage = len(held[a] | held[b]) / len(wanted)
-            if named and held[b] - held[a] and coverage >= min_coverage and not _topic(title_of(docs[b]), text):
+            title = title_of(docs[b])
+            bridge = not _topic(title, text) and not names_title(question, title)
+            if named and held[b] - held[a] and coverage >= min_coverage and bridge:
                 pairs.append(Pair(a, b, coverage))
     return sorted(pairs, key=lambda p: -p.coverage)
 

@@ -10,6 +10,8 @@
   ends, sentence ends, spaces, then characters, and merges the pieces into chunks of at most ``size`` characters,
   each starting with trailing pieces of the previous chunk up to ``overlap`` characters. Pieces keep their
   separators: newlines and indentation (nested lists, code) are preserved, never collapsed.
+* **Attribute lists** (``{#anchor}``, ``{ #anchor }``, ``{: .class }``) are dropped from headings: the heading path
+  names the section, not its anchor.
 * **HTML blocks** in Markdown (a logo, a row of badges, ``<p align="center">``, a comment) are reduced to their
   visible text: markup is not what a chunk says, and a page opening with a kilobyte of badges would otherwise
   push its first paragraph ("X is a lightweight framework …") into the next chunk.
@@ -52,7 +54,7 @@ _SEPARATORS = [
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _MD = MarkdownIt("commonmark")
 # a heading's trailing {#anchor .class} (attr_list), tried from the start of a whitespace run only (linear)
-_ATTRIBUTES = re.compile(r"(?<!\s)\s*+\{[#.:][^{}]*+\}\s*+$")
+_ATTRIBUTES = re.compile(r"(?<!\s)\s*+\{\s*+[#.:][^{}]*+\}\s*+$")  # {#anchor}, { #anchor }, {: .class }
 _TAG = re.compile(r"<[^<>]*+>")
 
 
@@ -211,7 +213,11 @@ def _structure(lines: list[str]) -> _Structure:
     found = _Structure({}, {0: (skip, "")} if skip else {}, {})
     for i, tok in enumerate(tokens):
         if tok.map and tok.type == "heading_open" and tok.level == 0:
-            found.headings[tok.map[0]] = (tok.map[1], int(tok.tag[1]), tokens[i + 1].content.strip())
+            found.headings[tok.map[0]] = (
+                tok.map[1],
+                int(tok.tag[1]),
+                _ATTRIBUTES.sub("", tokens[i + 1].content).strip(),
+            )
         elif tok.map and tok.type in ("fence", "code_block"):
             found.code[tok.map[0]] = (tok.map[1], tok.markup)
         elif tok.map and tok.type == "html_block" and tok.level == 0:

@@ -99,6 +99,6 @@ def test_what_is_x_needs_a_sentence_saying_what_x_is():
     )
     assert holds_answer(harmony, alias)
     link, sentence = units(
-        "- [Strawberry](https://strawberry.example/starlette)\n- See [the docs](https://x.org) first."
+        "- [Strawberry](https://strawberry.example/starlette)\n- Strawberry has [its own docs](https://x.org) for it."
     )
     assert link.link_only and not link.factual and sentence.factual

@@ -150,3 +150,22 @@ async def test_prose_answers_which_category_only_when_it_says_the_category() -> 
 def test_a_chunk_that_opens_inside_a_code_block_keeps_its_code_as_code() -> None:
     got = [(u.kind, u.text) for u in units("```python\nclient = Client(timeout=10)\n```\nThe timeout is in seconds.")]
     assert got == [("code", "client = Client(timeout=10)"), ("prose", "The timeout is in seconds.")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See the [Library Reference](../library.md#extensions) for more details.",
+        "For more information, see `Config`.",
+        "To learn more about middleware, see the middleware page.",
+        "Refer to the API docs.",
+    ],
+)
+def test_a_pointer_to_another_page_is_no_fact(text: str) -> None:
+    (unit,) = units(text)
+    assert unit.pointer and not unit.factual
+
+
+def test_a_sentence_that_merely_starts_alike_is_a_fact() -> None:
+    (unit,) = units("Seeding the cache is done by `warm()`.")
+    assert not unit.pointer and unit.factual

@@ -159,3 +159,25 @@ def test_a_one_word_topic_title_is_no_link():
     painter = doc("Ines Harrow", "Ines Harrow was born in Lowfield.")
     mural = doc("Harbour Lights", "Harbour Lights was painted by Ines Harrow. Murals fade in the salt air.")
     assert [(p.a, p.b) for p in linked_pairs("Where was the painter of Harbour Lights born?", [mural, painter], 0.0)]
+
+
+def test_a_title_the_question_names_is_no_bridge():
+    """Asked about "Ines Harrow" directly, the mural naming her is no first hop: in a library's documentation, the
+    front page's title ("Python-Markdown") is named by every page and asked about in every question."""
+    question = "Where was Ines Harrow, the painter of the mural, born?"
+    assert [(p.a, p.b) for p in linked_pairs(QUESTION, [MURAL, PAINTER], 0.0)] == [(0, 1)]
+    assert linked_pairs(question, [MURAL, PAINTER], 0.0) == []
+
+
+async def test_the_pages_own_headings_name_no_bridge():
+    """A chunk opens with its section path ("Using Tern as a Python Library > The Basics of Tern > Tab Width"); those
+    headings are where its sentences stand, not a document to search next."""
+    from rags_expert.rag.bridge import plan_bridge
+
+    section = "Using Tern as a Python Library > The Basics of Tern > Tab Width"
+    page = Document(
+        f"{section}\nThe `tab_width` keyword sets the width of tabs in the source as an integer.",
+        metadata={"title": "Using Tern as a Python Library", "section": section},
+    )
+    scorer = EvidenceScorer(EvidenceSettings(use_embeddings=False))
+    assert await plan_bridge("What is the default value of Tern's tab_width option?", [page], scorer) is None

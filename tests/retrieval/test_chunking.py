@@ -277,3 +277,8 @@ def test_chunk_size_change_replaces_chunks_and_says_so(settings, docs, caplog):
     expected = {r.id for f in iter_files([docs]) for r in file_records(f, f.read_bytes(), [], 150, 20)}
     ids = _ids(kb)
     assert len(ids) == len(set(ids)) and set(ids) == expected
+
+
+def test_attribute_lists_are_dropped_from_heading_paths():
+    text = "# Library {#library}\n\n## Tab Length { #tab_length }\n\nTabs are four spaces.\n\n## Output {: .wide }\n\nHTML.\n"
+    assert [c.section for c in chunk_text(text, 1200, 200)] == ["Library > Tab Length", "Library > Output"]
