@@ -133,12 +133,24 @@ def _chunk_header(doc: Document) -> str:
 _VALUE_NOUNS = frozenset(stem(w) for w in ("value", "version", "release"))
 
 
-def _type_nouns(kind: AnswerType, category: str | None) -> set[str]:
+_CODE_KIND_NOUNS = frozenset(
+    stem(w) for w in ("option", "argument", "parameter", "setting", "flag", "keyword", "field", "attribute", "key")
+)
+
+
+def _type_nouns(kind: AnswerType, category: str | None, question: str = "") -> set[str]:
     """Question terms that name the kind of answer, not its subject: "which *argument*", "the default *value*",
-    "in which *release*". A parameter list, a table of defaults or "added in 20.1.0" says none of them."""
-    if kind is AnswerType.CODE and category:
-        return {category}
-    return set(_VALUE_NOUNS) if kind is AnswerType.VALUE else set()
+    "in which *release*". A parameter list, a table of defaults or "added in 20.1.0" says none of them. Nor need a
+    page say what kind of name a code name of the question is: "the `tab_length` *option*" is documented as "the
+    `tab_length` keyword"."""
+    nouns = {category} if kind is AnswerType.CODE and category else set()
+    if kind is AnswerType.VALUE:
+        nouns |= _VALUE_NOUNS
+    names = code_names(question)
+    if names:
+        prose = " ".join(w for w in question.replace("`", " ").split() if not code_names(w) & names)
+        nouns |= _CODE_KIND_NOUNS & terms(prose)  # "the `tab_length` option", not the "field" of `attrs.field`
+    return nouns
 
 
 def _says_category(unit: Unit, category: str | None) -> bool:
@@ -307,7 +319,7 @@ class EvidenceScorer:
             return False
         if kind is AnswerType.CODE and row.unit.kind == "prose" and not _says_category(row.unit, category):
             return False  # prose answers "which option" by saying "option"; a parameter list or table need not
-        absent = len(row.absent - _type_nouns(kind, category))
+        absent = len(row.absent - _type_nouns(kind, category, question))
         text = row.unit.text if row.unit.kind == "row" else row.unit.quote
         if absent and not (absent == 1 and category is not None and names_category(row.unit.quote, category)):
             s, allowed = self.settings, 0
