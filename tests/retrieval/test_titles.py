@@ -98,7 +98,7 @@ def test_html_title_is_the_title_element_else_the_first_heading_element(tmp_path
     [
         ("getting-started.md", {"", "Installation"}),
         ("configure.md", {"", "Configuring Foo", "Configuring Foo > Options"}),
-        ("reference.md", {"", "The `foo` API {#api}"}),
+        ("reference.md", {"", "The `foo` API"}),  # the attribute list is no part of the section
         ("release_notes.md", {""}),
     ],
 )
