@@ -102,3 +102,16 @@ def test_what_is_x_needs_a_sentence_saying_what_x_is():
         "- [Strawberry](https://strawberry.example/starlette)\n- Strawberry has [its own docs](https://x.org) for it."
     )
     assert link.link_only and not link.factual and sentence.factual
+
+
+async def test_the_kind_of_a_code_name_need_not_be_on_the_page() -> None:
+    """ "the `tab_width` *option*" is documented as "the `tab_width` keyword"; the "field" of ``attrs.field`` is part
+    of a name, not a kind of name, and stays a term the page must hold."""
+    from rags_expert.evidence.answer_type import AnswerType
+    from rags_expert.evidence.scorer import _type_nouns
+
+    page = doc("library.md", "The `tab_width` keyword sets the width of tabs in the source.\nThe default value is `4`.")
+    scorer = EvidenceScorer(EvidenceSettings(use_embeddings=False, min_answer_score=0.0))
+    match = await scorer.best_answer("What is the default value of the tab_width option?", [page])
+    assert match is not None and match.sentence == "The default value is `4`."
+    assert "field" not in _type_nouns(AnswerType.DATE, None, "In which release was attrs.field added?")
