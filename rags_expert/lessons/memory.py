@@ -179,16 +179,16 @@ class LessonMemory:
         :meth:`known_empty`)."""
         if self.known_empty(scope):
             return False
-        with self.lock:
+        with self.lock:  # counted and marked under the lock store_sync holds: a lesson stored meanwhile is seen
             name = self.settings.collection
             found = self.client.collection_exists(name) and (
                 self.client.count(name, count_filter=self._recall_filter(scope), exact=True).count > 0
             )
-        if not found and self.settings.recheck_empty_s:
-            now = time.monotonic()
-            if len(self._empty_until) > 4096:  # many scopes (users): forget the expired ones
-                self._empty_until = {k: t for k, t in self._empty_until.items() if t > now}
-            self._empty_until[scope] = now + self.settings.recheck_empty_s
+            if not found and self.settings.recheck_empty_s:
+                now = time.monotonic()
+                if len(self._empty_until) > 4096:  # many scopes (users): forget the expired ones
+                    self._empty_until = {k: t for k, t in self._empty_until.items() if t > now}
+                self._empty_until[scope] = now + self.settings.recheck_empty_s
         return found
 
     def recall_sync(self, question: str, scope: str) -> list[Lesson]:
@@ -245,6 +245,7 @@ class LessonMemory:
                 payload["questions"] = (payload.get("questions", []) + [question])[-5:]
                 payload["uids"] = sorted({*(payload.get("uids") or []), *uids})
                 self.client.set_payload(self.settings.collection, payload=payload, points=[duplicate.id])
+                self._empty_until.pop(scope, None)
                 return str(duplicate.id), True
             point_id = str(uuid.uuid5(_NAMESPACE, f"{scope}\x00{_normalise(lesson)}"))
             payload = {
@@ -267,7 +268,7 @@ class LessonMemory:
                 ],
             )
             self._evict(scope)
-        self._empty_until.pop(scope, None)
+            self._empty_until.pop(scope, None)  # under the lock: no emptiness check counted before this upsert
         return point_id, False
 
     # --- caps -------------------------------------------------------------------------------
