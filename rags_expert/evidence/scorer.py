@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -138,7 +139,8 @@ _CODE_KIND_NOUNS = frozenset(
 )
 
 
-def _type_nouns(kind: AnswerType, category: str | None, question: str = "") -> set[str]:
+@lru_cache(maxsize=1024)
+def _type_nouns(kind: AnswerType, category: str | None, question: str = "") -> frozenset[str]:
     """Question terms that name the kind of answer, not its subject: "which *argument*", "the default *value*",
     "in which *release*". A parameter list, a table of defaults or "added in 20.1.0" says none of them. Nor need a
     page say what kind of name a code name of the question is: "the `tab_length` *option*" is documented as "the
@@ -150,7 +152,7 @@ def _type_nouns(kind: AnswerType, category: str | None, question: str = "") -> s
     if names:
         prose = " ".join(w for w in question.replace("`", " ").split() if not code_names(w) & names)
         nouns |= _CODE_KIND_NOUNS & terms(prose)  # "the `tab_length` option", not the "field" of `attrs.field`
-    return nouns
+    return frozenset(nouns)  # cached: _answers asks it for every unit of the question
 
 
 def _says_category(unit: Unit, category: str | None) -> bool:
