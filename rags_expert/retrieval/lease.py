@@ -1,17 +1,23 @@
 """Leases on an embedded store's folder, so that several processes can share one data directory.
 
-Both embedded engines lock their folder for one process at a time (Qdrant Edge its shard's write-ahead
-log, qdrant-client's local mode the whole directory). A process therefore holds a store only while it
-uses it:
+Neither embedded engine guards its files against another process on its own: qdrant-client's local mode
+reads every collection before it takes its lock file, and Qdrant Edge reads (and cleans up) a shard's
+segments before it locks the shard's write-ahead log. Two processes opening one folder at once could
+therefore read a segment the other was rewriting, or remove files the other was writing, and lose chunks.
+So every open of an embedded store first takes :class:`FolderLock`, an exclusive OS lock (``portalocker``:
+``flock`` on POSIX, ``LockFileEx`` on Windows) on ``.rags-expert-lock`` in the store's folder, and holds it
+until the store is flushed and closed. A process holds a store only while it uses it:
 
-* :func:`open_waiting` opens a store, retrying while another process holds the folder, for up to
-  ``store.lock_wait_s``; then a :class:`StoreBusyError` names the holder (from a small holder file,
-  ``.rags-expert-holder``: its command and pid) and what to do. A waiting process leaves a
-  ``.rags-expert-want-<pid>`` file, and a process about to open lets such a waiter in first.
+* :func:`open_waiting` takes the folder lock and opens the store, retrying while another process holds
+  the folder, for up to ``store.lock_wait_s``; then a :class:`StoreBusyError` names the holder (from a small
+  holder file, ``.rags-expert-holder``: its command and pid; the file only informs, the OS lock decides) and
+  what to do. A waiting process leaves a ``.rags-expert-want-<pid>`` file, and a process about to open lets
+  such a waiter in first.
 * :class:`Lease` is the lock every store call holds. When the last call returns, the store is released
   at once if another process wants the folder, else after ``store.idle_release_s`` without a call; a
   watcher thread checks for waiters meanwhile. So ``ingest`` gives the folder up between two batches
-  while an ``ask`` waits, and a long-lived host never holds it while idle.
+  while an ``ask`` waits, and a long-lived host never holds it while idle. A process that opens the store
+  after another one wrote reads what the other one flushed: nothing is cached across a release.
 
 Opening costs ~50 ms (Edge, 1k chunks) to ~90 ms (10k); qdrant-client's local mode loads every point:
 ~55 ms at 1k, ~0.84 s at 10k (``bench/shared_folder.py --open-cost``).
@@ -29,14 +35,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
+import portalocker
 from qdrant_client import QdrantClient
 
 from rags_expert.retrieval.store import ClientStore, KnowledgeBaseError
 
 log = logging.getLogger(__name__)
 HOLDER = ".rags-expert-holder"
+LOCK = ".rags-expert-lock"
 WANT = ".rags-expert-want-"
 POLL_S = 0.05
 """Seconds between two tries to open a busy folder (and between two looks for waiters)."""
@@ -46,6 +54,46 @@ T = TypeVar("T")
 
 class StoreBusyError(KnowledgeBaseError):
     """Another process held the data folder for longer than ``store.lock_wait_s``."""
+
+
+class FolderLock:
+    """The exclusive OS lock on a store's folder, held from before its first file is read until it is closed.
+
+    One per store object: the lock belongs to the open file, so two objects of one process exclude each
+    other too. It is not re-entrant across objects and never blocks: :meth:`try_acquire` says whether it got it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / LOCK
+        self._file: IO[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock now."""
+        return self._file is not None
+
+    def try_acquire(self) -> bool:
+        """Take the lock if no other process (or object) holds it; True if it is held now."""
+        if self._file is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 - held open for as long as the store is
+        try:
+            portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.exceptions.LockException:
+            handle.close()
+            return False
+        self._file = handle
+        return True
+
+    def release(self) -> None:
+        """Let the lock go (a no-op when it is not held)."""
+        handle, self._file = self._file, None
+        if handle is not None:
+            try:
+                portalocker.unlock(handle)
+            finally:
+                handle.close()
 
 
 def process_label(argv: list[str] | None = None) -> str:
@@ -126,35 +174,46 @@ def busy_message(folder: Path, root: Path, wait_s: float) -> str:
 
 
 def open_waiting(
-    open_once: Callable[[], T], is_busy: Callable[[Exception], bool], root: Path, folder: Path, wait_s: float
+    open_once: Callable[[], T],
+    is_busy: Callable[[Exception], bool],
+    lock: FolderLock,
+    folder: Path,
+    wait_s: float,
 ) -> T:
-    """``open_once()``, retried every :data:`POLL_S` while ``is_busy`` says another process holds ``root``.
+    """Take ``lock`` (if not held yet) and ``open_once()``, retried every :data:`POLL_S` while the folder is busy.
 
-    A process already waiting for ``root`` goes first. After ``wait_s`` seconds :class:`StoreBusyError`
-    names the holder of ``folder`` (the data directory the user knows). The holder file is written on success.
+    Busy means another process holds ``lock``, or ``is_busy`` says the engine refused the folder (a process
+    that is not rags-expert). A process already waiting for the folder goes first. After ``wait_s`` seconds
+    :class:`StoreBusyError` names the holder of ``folder`` (the data directory the user knows). The holder
+    file is written on success. The lock stays held on success and on failure: the store releases it when
+    it closes (or at once when nothing of it is open).
     """
+    root = lock.path.parent
     deadline = time.monotonic() + wait_s
-    while others_waiting(root) and time.monotonic() < deadline:
+    while not lock.held and others_waiting(root) and time.monotonic() < deadline:
         time.sleep(POLL_S)
     want = root / f"{WANT}{os.getpid()}"
     wanting = False
     try:
         while True:
-            try:
-                opened = open_once()
-            except Exception as exc:
-                if not is_busy(exc):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise StoreBusyError(busy_message(folder, root, wait_s)) from exc
-                if not wanting:
-                    with contextlib.suppress(OSError):
-                        want.touch()
-                    wanting = True
-                time.sleep(POLL_S)
-                continue
-            write_holder(root)
-            return opened
+            cause: Exception | None = None
+            if lock.try_acquire():
+                try:
+                    opened = open_once()
+                except Exception as exc:
+                    if not is_busy(exc):
+                        raise
+                    cause = exc
+                else:
+                    write_holder(root)
+                    return opened
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(busy_message(folder, root, wait_s)) from cause
+            if not wanting:
+                with contextlib.suppress(OSError):
+                    want.touch()
+                wanting = True
+            time.sleep(POLL_S)
     finally:
         if wanting:
             with contextlib.suppress(OSError):
@@ -196,6 +255,12 @@ class Lease:
         finally:
             self._lock.release()
 
+    def release_now(self) -> None:
+        """Flush and close the store at once (its next call reopens it and reads what is on disk)."""
+        with self._lock:
+            if self._is_open():
+                self._release()
+
     def _after_use(self) -> None:
         """Release now if another process waits (or no idle time is allowed), else watch until idle."""
         if self.root is None or self.idle_s is None or not self._is_open():
@@ -231,14 +296,16 @@ def _folder_locked(exc: Exception) -> bool:
 class LocalClient:
     """qdrant-client's local mode in ``path``, opened on its first call and closed when its lease is released.
 
-    Opening waits up to ``wait_s`` while another process holds the folder (:func:`open_waiting`); every
-    attribute but these few is the open ``QdrantClient``'s. With ``local_wal`` each collection's SQLite
+    Opening takes the folder's :class:`FolderLock` first (local mode reads every collection before it locks
+    its own ``.lock`` file), waiting up to ``wait_s`` while another process holds it (:func:`open_waiting`);
+    every attribute but these few is the open ``QdrantClient``'s. With ``local_wal`` each collection's SQLite
     store gets WAL and synchronous=NORMAL again on every opening (``ClientStore.prepare``).
     """
 
     def __init__(self, path: Path, wait_s: float, local_wal: bool) -> None:
         self.path, self.wait_s, self.local_wal = path, wait_s, local_wal
         self._opened: QdrantClient | None = None
+        self._lock = FolderLock(path)
 
     def is_open(self) -> bool:
         """Whether the folder is open (this process holds its lock)."""
@@ -247,24 +314,29 @@ class LocalClient:
     def opened(self) -> QdrantClient:
         """The open client (opening it, waiting while the folder is busy)."""
         if self._opened is None:
-            client = open_waiting(
-                lambda: QdrantClient(path=str(self.path)), _folder_locked, self.path, self.path, self.wait_s
-            )
-            if self.local_wal:
-                store = ClientStore(client, server=False)
-                for collection in client.get_collections().collections:
-                    store.prepare(collection.name)
-            self._opened = client
+            try:
+                self._opened = open_waiting(
+                    lambda: QdrantClient(path=str(self.path)), _folder_locked, self._lock, self.path, self.wait_s
+                )
+                if self.local_wal:
+                    store = ClientStore(self._opened, server=False)
+                    for collection in self._opened.get_collections().collections:
+                        store.prepare(collection.name)
+            except BaseException:
+                self.close()
+                raise
         return self._opened
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.opened(), name)
 
     def close(self) -> None:
-        """Close the client: the folder's lock goes, and the next call reopens it."""
+        """Close the client, then let the folder's lock go: the next call reopens it."""
         client, self._opened = self._opened, None
-        if client is not None:
-            try:
+        try:
+            if client is not None:
                 client.close()
-            finally:
+        finally:
+            if self._lock.held:
                 clear_holder(self.path)
+            self._lock.release()

@@ -22,6 +22,7 @@ import json
 import math
 import struct
 import threading
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,6 +54,8 @@ class _Handler(BaseHTTPRequestHandler):
         if any(GATE in str(t) for t in texts):
             owner.gated.set()
             owner.opened.wait(120)
+        if owner.delay_per_text and len(texts) > 1:  # a document batch, not a question: as slow as a real model
+            time.sleep(owner.delay_per_text * len(texts))
         data = []
         for i, t in enumerate(texts):
             vec = vector(str(t))
@@ -84,7 +87,9 @@ class _HTTPServer(ThreadingHTTPServer):
 class EmbeddingServer:
     """The embeddings endpoint on a free port of 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay_per_text: float = 0.0) -> None:
+        self.delay_per_text = delay_per_text
+        """Seconds each text of a batch of several takes to embed (0: at once)."""
         self.gated = threading.Event()
         """Set when a request with a marked text arrived (and waits)."""
         self.opened = threading.Event()
