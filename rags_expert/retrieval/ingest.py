@@ -9,6 +9,11 @@ deleted, so a chunker upgrade or a chunk-size change re-chunks unchanged files
 without leaving duplicates (``ingest`` says so once per run). Killed at any
 moment, a rerun converges to exactly one copy of every chunk. ``prune`` removes files that disappeared under the
 ingested folders.
+
+The store is its own manifest: a file counts as done when its chunk ids are in the store. Before a run says
+it is done it flushes and closes the store and reads every file's chunk ids back (:meth:`Ingestor.verify`); a
+file with chunks missing (another process wrote the folder at the same time, say) is written again, and if
+chunks are still missing the run fails naming the files (:class:`IngestIncompleteError`) instead of exiting 0.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from rags_expert.retrieval.loaders import (
     load_file,
     read_source,
 )
-from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase
+from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, KnowledgeBaseError
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,10 @@ def name_some(names: list[str], limit: int = NAMED_AT_MOST) -> str:
     """``a, b, c`` or, past ``limit`` names, ``a, b, c and 4 more``."""
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+class IngestIncompleteError(KnowledgeBaseError):
+    """Chunks of some files were still missing from the store after they were written twice."""
 
 
 NAMESPACE = uuid.UUID("6f1c1c5e-6a57-4f39-9a52-6d2b3c3f1e01")
@@ -74,6 +83,8 @@ class IngestReport:
     chunks_embedded: int = 0
     chunks_deleted: int = 0
     files_pruned: int = 0
+    files_repaired: int = 0
+    """Files whose chunks were missing when read back, and were written again (:meth:`Ingestor.verify`)."""
     rechunked: int = 0
     previous_chunkings: set[str] = field(default_factory=set)
     seconds: float = 0.0
@@ -184,6 +195,8 @@ class Ingestor:
         self.progress: IngestProgress = _ChunkCallback(progress) if progress is None or callable(progress) else progress
         s = kb.settings.ingestion
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
+        self.written: dict[Path, list[str]] = {}
+        """The chunk ids each file of this run should have in the store (read back by :meth:`verify`)."""
 
     def _existing(self, records: list[ChunkRecord]) -> dict[str, dict[str, Any]]:
         """Existing point ids among the records, with their stored tags, title, file hash and chunking label."""
@@ -251,6 +264,7 @@ class Ingestor:
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append((str(path), str(exc)))
+            self.written.pop(path, None)
             if isinstance(exc, EmptyFileError):
                 self._drop_versions(path, None, report)
             return
@@ -267,6 +281,50 @@ class Ingestor:
             report.unchanged += 1
         # Only now that the new version is complete do older versions (and older chunkings) go.
         self._drop_versions(path, hashlib.sha256(data).hexdigest(), report, chunking)
+        self.written[path] = [r.id for r in records]
+
+    def missing(self) -> dict[Path, int]:
+        """How many chunks each file of this run lacks in the store, read back after a flush and a reopen."""
+        self.kb.release()  # flushed and closed: what is read next is what the store holds on disk
+        lacking: dict[Path, int] = {}
+        for path, ids in self.written.items():
+            wanted = set(ids)
+            found: set[str] = set()
+            for start in range(0, len(ids), 1024):
+                found.update(i for i, _ in self.kb.retrieve_payloads(ids[start : start + 1024], ["source"]))
+            if len(found & wanted) < len(wanted):
+                lacking[path] = len(wanted - found)
+        self.kb.release()
+        return lacking
+
+    def verify(self, report: IngestReport) -> None:
+        """Check that every file of this run has all its chunks in the store; write the lacking ones again.
+
+        Raises :class:`IngestIncompleteError`, naming the files, when chunks are still missing after that.
+        """
+        lacking = self.missing()
+        if not lacking:
+            return
+        log.warning(
+            "%d file(s) had chunks missing from the store after writing, writing them again: %s",
+            len(lacking),
+            name_some([str(p) for p in lacking]),
+        )
+        progress, self.progress = self.progress, _ChunkCallback()
+        try:
+            for path in lacking:
+                again = IngestReport()
+                self.ingest_file(path, again)
+                report.chunks_embedded += again.chunks_embedded
+        finally:
+            self.progress = progress
+        report.files_repaired += len(lacking)
+        still = self.missing()
+        if still:
+            raise IngestIncompleteError(
+                f"{sum(still.values())} chunk(s) of {len(still)} file(s) are still missing from the store after "
+                f"writing them twice: {name_some([str(p) for p in still])}; run the same ingest again"
+            )
 
     def _drop_versions(
         self, path: Path, keep_hash: str | None, report: IngestReport, keep_chunking: str | None = None
@@ -321,6 +379,7 @@ class Ingestor:
             )
         if prune:
             self.prune([p for p in paths if p.is_dir()], report)
+        self.verify(report)
         if report.rechunked:
             n, old = report.rechunked, ", ".join(sorted(report.previous_chunkings))
             log.warning(

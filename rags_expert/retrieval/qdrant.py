@@ -250,6 +250,10 @@ class KnowledgeBase:
             self.store.prepare(self.collection)
         self._checked = True
 
+    def release(self) -> None:
+        """Flush and close an embedded store now (the next call reopens it and reads what is on disk)."""
+        self.lock.release_now()
+
     # writes -------------------------------------------------------------------------------
     def upsert(self, points: list[models.PointStruct]) -> None:
         """Upsert points (idempotent: ids are deterministic)."""

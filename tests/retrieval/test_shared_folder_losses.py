@@ -29,10 +29,34 @@ from rags_expert.settings import KnowledgeBaseSettings
 
 pytestmark = pytest.mark.slow
 
-WORDS = (
-    "harbour tower river bridge market castle garden library mill chapel gate wall road square fountain "
-    "archive workshop forge granary quay lantern orchard vineyard meadow cellar stable"
-).split()
+WORDS = [
+    "harbour",
+    "tower",
+    "river",
+    "bridge",
+    "market",
+    "castle",
+    "garden",
+    "library",
+    "mill",
+    "chapel",
+    "gate",
+    "wall",
+    "road",
+    "square",
+    "fountain",
+    "archive",
+    "workshop",
+    "forge",
+    "granary",
+    "quay",
+    "lantern",
+    "orchard",
+    "vineyard",
+    "meadow",
+    "cellar",
+    "stable",
+]
 STRESS_S = float(os.environ.get("RAGS_EXPERT_STRESS_S", "60"))
 """How long the stress test runs its loops (a minute by default)."""
 
@@ -189,7 +213,9 @@ def test_stress_two_ingest_loops_a_search_loop_and_an_ask_loop_for_a_minute(tmp_
                     continue
                 if name.startswith("ingest"):
                     k = int(name[-1])
-                    _write_docs(own[k], 1, f"round{counts[name]:03d}-own{k}-", seed=100 * k + counts[name], sentences=30)
+                    _write_docs(
+                        own[k], 1, f"round{counts[name]:03d}-own{k}-", seed=100 * k + counts[name], sentences=30
+                    )
                     loops[name] = _popen(["ingest", str(own[k]), str(shared), "-q"], env)
                 elif name == "search":
                     loops[name] = _popen(["search", "the harbour of shared 3", "-k", "5"], env)
