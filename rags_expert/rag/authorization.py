@@ -21,15 +21,19 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import httpx
 
 from rags_expert.settings.authorization import AuthorizationSettings
 
-AuthorizeHook = Callable[[str | None, list[str]], Iterable[str] | Awaitable[Iterable[str]]]
-"""The host's hook: ``(user, uids)`` → the allowed uids (any iterable of str), sync or async."""
+HookAnswer = Iterable[str] | Mapping[str, bool]
+"""What a hook answers: the allowed uids (any iterable of str: list, set, generator), or ``{uid: allowed}``."""
+
+AuthorizeHook = Callable[[str | None, list[str]], HookAnswer | Awaitable[HookAnswer] | AsyncIterable[str]]
+"""The host's hook: ``(user, uids)`` → a :data:`HookAnswer`, sync or async (``async def``, or an async generator
+of the allowed uids)."""
 
 
 class AuthorizationError(RuntimeError):
@@ -88,7 +92,12 @@ def _fault(exc: BaseException) -> str:
 
 
 def _uids(answer: Any) -> set[str]:
-    """The hook's answer as a set of uids; anything but an iterable of strings is a fault."""
+    """The hook's answer as a set of uids: a ``{uid: bool}`` mapping (its True keys) or any other iterable of
+    strings. Anything else is a fault (a mapping is never read as its keys: ``{uid: False}`` allows nothing)."""
+    if isinstance(answer, Mapping):
+        if not all(isinstance(uid, str) and isinstance(ok, bool) for uid, ok in answer.items()):
+            raise TypeError("a mapping from the hook must map uids to True or False")
+        return {uid for uid, ok in answer.items() if ok}
     if isinstance(answer, str | bytes) or not isinstance(answer, Iterable):
         raise TypeError("the hook must return an iterable of uids")
     out = set()
