@@ -22,6 +22,7 @@ LAYERS = [
     "limits",
     "events",
     "lazy",
+    "threads",
     "testing",
     "prompts",
     # configuration, then the model and the knowledge base

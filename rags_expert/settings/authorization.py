@@ -40,6 +40,13 @@ class AuthorizationSettings(SettingsSection):
         le=MAX_SECONDS,
         description="Seconds one authorization call may take (either hook); past it the chunks are denied.",
     )
+    max_hung_calls: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="Sync hooks: each call runs on a daemon thread of its own, left to end alone when it times "
+        "out. While this many timed-out calls still run, every check is denied at once (no new thread).",
+    )
 
     @field_validator("hook")
     @classmethod

@@ -69,7 +69,18 @@ class RerankSettings(SettingsSection):
     api_key: SecretStr | None = Field(
         None, description="http: sent as 'Authorization: Bearer <key>' (None: no header). A secret: never logged."
     )
-    timeout: float = Field(10.0, gt=0, le=MAX_SECONDS, description="Seconds one rerank request may take.")
+    timeout: float = Field(
+        10.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds one rerank request may take (http: its whole reply, not each read of it).",
+    )
+    max_reply_bytes: int = Field(
+        4_194_304,
+        ge=1024,
+        le=1_073_741_824,
+        description="http: the longest reply read (4 MiB); a longer one is a fault (the retrieval order is kept).",
+    )
     max_retries: int = Field(1, ge=0, le=10, description="http: retries on 429, 5xx, timeouts and refused connections.")
     retry_base_delay: float = Field(
         0.5, ge=0, le=MAX_DELAY, description="http: first wait before a retry (doubles, capped at rerank.timeout)."

@@ -10,7 +10,9 @@ Real HTTP on 127.0.0.1 (stdlib ``ThreadingHTTPServer`` in a daemon thread):
 
 Relevance = the share of the query's words a text holds (a stand-in for a cross-encoder). A missing field gets a
 422 as the real servers answer. ``faults`` queues raw answers served first, one per request: ``(status, bytes)``,
-or ``(200, bytes)`` for a body that is not JSON, or a delay in seconds (``float``) before the normal answer.
+or ``(200, bytes)`` for a body that is not JSON, a delay in seconds (``float``) before the normal answer, or a
+:class:`Trickle`: a 200 whose body comes one byte per interval (each read ends well within a client's read timeout,
+the whole body takes minutes).
 Every request is recorded (path, parsed body, headers with lower-case names).
 """
 
@@ -20,10 +22,20 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-Fault = tuple[int, bytes] | float
+
+@dataclass(frozen=True)
+class Trickle:
+    """A 200 answer whose ``size``-byte JSON body is sent one byte every ``interval`` seconds."""
+
+    size: int = 300
+    interval: float = 1.0
+
+
+Fault = tuple[int, bytes] | float | Trickle
 
 
 def relevance(query: str, text: str) -> float:
@@ -90,6 +102,8 @@ class RerankServer:
                 if isinstance(fault, float):
                     time.sleep(fault)
                     fault = None
+                if isinstance(fault, Trickle):
+                    return self._trickle(fault)
                 if fault is not None:
                     return self._send(fault[0], fault[1])
                 self._send(*answer(self.path, body))
@@ -103,6 +117,21 @@ class RerankServer:
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
+                    pass
+
+            def _trickle(self, trickle: Trickle) -> None:
+                data = b'{"results": []' + b" " * max(0, trickle.size - 15) + b"}"
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle.interval)
+                except OSError:  # the client closed the connection
                     pass
 
         return Handler

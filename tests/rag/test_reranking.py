@@ -4,13 +4,18 @@ document compressor passed or named by import path, the model-free evidence rera
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from helpers.cli_run import cli_env, run_cli
+from helpers.cli_run import cli_env, ingest_docs, run_cli
 from helpers.documents import make_docs
-from helpers.rerank_server import RerankServer
+from helpers.openai_server import OpenAIServer, castle_script
+from helpers.rerank_server import RerankServer, Trickle
 from helpers.scripts import Script
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -240,3 +245,67 @@ def test_a_reranker_setting_that_cannot_work_is_one_line_and_exit_2(tmp_path, en
     model = {"RAGS_EXPERT_LLM__BASE_URL": "http://127.0.0.1:9/v1", "RAGS_EXPERT_LLM__MODEL": "m"}
     done = run_cli(["ask", "When was the castle built?"], cli_env(tmp_path, **model, **env))
     assert (done.returncode, done.stderr.strip()) == (2, line)
+
+
+# --- a reranker that sends its reply one byte a second ---------------------------------------------
+
+
+@pytest.mark.slow  # two CLI processes (ingest, ask)
+def test_the_cli_answers_and_exits_promptly_past_a_trickling_reranker(tmp_path):
+    """``requests``' timeout is per read: a body sent one byte every 0.25 s never times out there. The reply has a
+    total deadline (rerank.timeout), the answer keeps the retrieval order, and the process exits at once."""
+    data = ingest_docs(
+        tmp_path,
+        {
+            "castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by Duke Albrecht.\n",
+            "cheese.md": "# Cheese\n\nMura valley cheese is aged for nine months.\n",
+        },
+    )
+    with RerankServer() as reranker, OpenAIServer(castle_script) as model:
+        reranker.faults.append(Trickle(size=600, interval=0.25))  # 150 s in all
+        env = cli_env(
+            data,
+            RAGS_EXPERT_RERANK__KIND="http",
+            RAGS_EXPERT_RERANK__URL=reranker.url,
+            RAGS_EXPERT_RERANK__TIMEOUT="1",
+            RAGS_EXPERT_RERANK__MAX_RETRIES="0",
+        )
+        start = time.monotonic()
+        done = run_cli(["ask", "When was Castle Varen built?", "--base-url", model.base_url], env, timeout=60)
+        took = time.monotonic() - start
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Castle Varen was built in 1412 [1].")
+    assert "reranker http:cohere failed" in done.stderr and "keeping the retrieval order" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(reranker.requests) == 1
+    print(f"ask past a trickling reranker: {took:.1f}s")
+
+
+@pytest.mark.slow  # about 3 s: four rerank deadlines in a row
+def test_trickling_rerank_replies_do_not_wedge_later_questions_nor_asyncio_run():
+    """More trickling replies than the loop's default executor has threads, one question after the other; then a
+    question with a healthy reranker is reranked promptly, and ``asyncio.run`` returns."""
+    executor = ThreadPoolExecutor(max_workers=2)  # the loop's default executor, smaller than the slow replies
+    result: dict[str, Any] = {}
+
+    async def host(server: RerankServer) -> None:
+        asyncio.get_running_loop().set_default_executor(executor)
+        grade = Script(relevance=lambda q, c: "yes")
+        settings = {"rerank": {"kind": "http", "url": server.url, "timeout": 0.5, "max_retries": 0}}
+        for _ in range(4):
+            server.faults.append(Trickle(size=400, interval=0.1))  # 40 s in all
+            _, events, _, _ = await ask(settings, grade)
+            result.setdefault("failed", []).append([e["event"] for e in events if e["event"].startswith("rerank")])
+        start = time.monotonic()
+        _, events, _, _ = await ask(settings, grade)
+        result["took"] = time.monotonic() - start
+        result["healthy"] = [e["event"] for e in events if e["event"].startswith("rerank")]
+
+    with RerankServer() as server:
+        runner = threading.Thread(target=asyncio.run, args=(host(server),), daemon=True)
+        runner.start()
+        runner.join(20)
+        executor.shutdown(wait=False)
+        assert not runner.is_alive(), f"asyncio.run did not return: {result}"
+    assert result["failed"] == [["rerank_failed"]] * 4
+    assert result["healthy"] == ["reranked"] and result["took"] < 2.0, result

@@ -159,3 +159,12 @@ async def test_knowledge_flow_rerank_fault_keeps_the_search_order(caplog):
         with caplog.at_level(logging.WARNING):
             assert await stage.apply(QUERY, docs, 2) == docs[:2]
     assert "reranker knowledge_flow failed" in caplog.text
+
+
+async def test_a_reply_longer_than_the_cap_keeps_the_retrieval_order(server, caplog):
+    server.faults.append((200, b'{"results": [' + b" " * 5000 + b"]}"))
+    rerank = {"kind": "http", "url": server.url, "api_key": KEY, "max_retries": 0, "max_reply_bytes": 4096}
+    stage = RerankStage.from_settings(RagsExpertSettings(rerank=rerank))
+    with caplog.at_level(logging.WARNING):
+        assert await stage.apply(QUERY, DOCS, 2) == DOCS[:2]
+    assert "answered more than 4096 bytes" in caplog.text and KEY not in caplog.text

@@ -7,21 +7,26 @@ Two request shapes cover the self-hosted and hosted rerankers:
 * ``tei``: Hugging Face text-embeddings-inference, ``POST {url}/rerank {"query", "texts": [str], "truncate"}`` →
   ``[{"index", "score"}, ...]``.
 
-Blocking ``requests`` calls in a worker thread, with the knowledge-flow client's retry rule (connection errors,
-timeouts, 429 and 5xx; a 500 repeating its body is not retried again) and the shared backoff. The API key is sent
-as a bearer token and never appears in an error or a log line. Any fault raises :class:`RerankError`; the RAG
-graph then keeps the retrieval order (:mod:`rags_expert.rag.reranking`).
+Blocking ``requests`` calls on a daemon thread of their own (:func:`~rags_expert.threads.in_daemon_thread`: not the
+loop's default executor, so a slow reply never blocks later questions, ``asyncio.run`` or the process's exit), with
+the knowledge-flow client's retry rule (connection errors, timeouts, 429 and 5xx; a 500 repeating its body is not
+retried again) and the shared backoff. ``requests``' timeout bounds each read only, so the body is streamed with a
+total deadline (``rerank.timeout`` per attempt) and a size cap (``rerank.max_reply_bytes``), and the connection
+closed after it. The API key is sent as a bearer token and never appears in an error or a log line. Any fault
+raises :class:`RerankError`; the RAG graph then keeps the retrieval order (:mod:`rags_expert.rag.reranking`).
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
 from langchain_core.documents import Document
 from tenacity import RetryCallState, Retrying, stop_after_attempt
 
@@ -30,6 +35,7 @@ from rags_expert.retrieval.knowledge_flow import _problem, _RetryableOutcome
 from rags_expert.retrieval.rerank.base import RerankError, by_indices
 from rags_expert.secrets import redact
 from rags_expert.settings import RerankSettings
+from rags_expert.threads import in_daemon_thread
 
 log = logging.getLogger(__name__)
 PATHS = {"cohere": "/v1/rerank", "tei": "/rerank"}
@@ -73,6 +79,22 @@ def ranking(api: str, payload: Any) -> list[Any]:
     return [index for _, index in pairs]
 
 
+class TotalTimeout(requests.Timeout):
+    """The whole reply did not arrive within ``rerank.timeout`` (each read did: a body sent a byte at a time)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply read to its end: what the retry rule (``status_code``, ``text``) and the ranking need."""
+
+    status_code: int
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
 class HttpReranker:
     """Reranks through a ``/rerank`` server (``rerank.url``, ``rerank.api``)."""
 
@@ -106,7 +128,7 @@ class HttpReranker:
             wait,
         )
 
-    def _gave_up(self, state: RetryCallState) -> requests.Response:
+    def _gave_up(self, state: RetryCallState) -> Reply:
         """The last response once retries run out; a last attempt that did not connect is a :class:`RerankError`."""
         outcome = state.outcome
         assert outcome is not None
@@ -114,8 +136,29 @@ class HttpReranker:
             raise RerankError(
                 f"{self.where()} failed after {state.attempt_number} attempts: {_problem(outcome.exception())}"
             ) from None
-        response: requests.Response = outcome.result()
-        return response
+        reply: Reply = outcome.result()
+        return reply
+
+    def _post(self, body: dict[str, Any]) -> Reply:
+        """One POST, its reply read to the end within ``rerank.timeout`` in all (:class:`TotalTimeout`) and at most
+        ``rerank.max_reply_bytes`` long (:class:`RerankError`); the connection is closed after it either way."""
+        s = self.settings
+        deadline = time.monotonic() + s.timeout
+        with requests.post(self.url, json=body, headers=self._headers(), timeout=s.timeout, stream=True) as resp:
+            parts, size = [], 0
+            try:
+                while part := resp.raw.read1(65536, decode_content=True):  # whatever has arrived, up to 64 KiB
+                    size += len(part)
+                    if size > s.max_reply_bytes:
+                        raise RerankError(f"{self.where()} answered more than {s.max_reply_bytes} bytes")
+                    if time.monotonic() > deadline:
+                        raise TotalTimeout()
+                    parts.append(part)
+            except urllib3.exceptions.ReadTimeoutError:  # as requests names them when it reads the body
+                raise requests.ReadTimeout() from None
+            except urllib3.exceptions.HTTPError:  # a connection lost or a body cut short: retried as a connection error
+                raise requests.ConnectionError() from None
+            return Reply(resp.status_code, b"".join(parts))
 
     def rank_sync(self, query: str, texts: list[str], top_k: int) -> list[int]:
         """The server's ranking of ``texts`` (indices, best first); blocking."""
@@ -129,11 +172,11 @@ class HttpReranker:
             sleep=time.sleep,
         )
         body = request_body(s.api, query, texts, top_k, s.model)
-        resp = retrying(requests.post, self.url, json=body, headers=self._headers(), timeout=s.timeout)
+        resp = retrying(self._post, body)
         if resp.status_code >= 400:
             raise RerankError(f"{self.where()} answered HTTP {resp.status_code}")
         try:
-            payload = resp.json()
+            payload = json.loads(resp.content)
         except ValueError:
             raise RerankError(f"{self.where()} answered a body that is not JSON") from None
         return ranking(s.api, payload)
@@ -141,4 +184,5 @@ class HttpReranker:
     async def rerank(self, query: str, docs: Sequence[Document], top_k: int) -> list[Document]:
         """The ``top_k`` best of ``docs`` by the server's ranking (those it leaves out follow in retrieval order)."""
         texts = [d.page_content for d in docs]
-        return by_indices(docs, await asyncio.to_thread(self.rank_sync, query, texts, top_k), top_k)
+        ranked = await in_daemon_thread(self.rank_sync, query, texts, top_k, name="rags-expert-rerank")
+        return by_indices(docs, ranked, top_k)
