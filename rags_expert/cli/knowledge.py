@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.support import args_settings, setting_type, text_arg
+from rags_expert.cli.support import args_settings, printable, setting_type, text_arg
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
 from rags_expert.secrets import redact
 from rags_expert.settings import KnowledgeBaseSettings
@@ -105,8 +105,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     for rank, d in enumerate(docs, start=1):
         m = d.metadata
         page = f" p.{m['page']}" if m.get("page") is not None else ""
-        print(f"{rank}. [{m['score']:.4f}] {m.get('title')} — {m.get('source')}{page}")
-        snippet = " ".join(d.page_content.split())
+        title, source = printable(m.get("title"), None), printable(m.get("source"), None)  # a newline forges no line
+        print(f"{rank}. [{m['score']:.4f}] {title} — {source}{page}")
+        snippet = printable(" ".join(d.page_content.split()), None)
         print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
     return 0
 

@@ -1,14 +1,17 @@
 """The ``stale`` subcommand of ``rags-expert``: which saved answers no longer stand on the knowledge base.
 
 ``rags-expert stale FOLDER`` verifies every ``*.json`` answer under ``FOLDER`` (saved with ``rags-expert ask
---json``) as ``verify`` does and lists those with a citation ``changed`` or ``gone``; JSON files that are no
-saved answers are counted and passed over. With ``--checkpointer-url`` (or ``checkpointer.url``) the answers of
-every conversation thread stored there are verified too (named ``thread:ID#K``, the K-th answer of the thread).
-``--reask`` asks each stale answer's question again, on a fresh thread, and prints the old answer, then the new
-one (the saved file and the thread are left as they are: they are the user's record).
+--json``) as ``verify`` does and lists those with a citation ``changed`` or ``gone``. A file that cannot be checked
+(unreadable, not a regular file, over 16 MiB, not JSON, no saved answer) is one warning line on stderr naming it and
+what is wrong; the others are still checked and listed. With ``--checkpointer-url`` (or ``checkpointer.url``) the
+answers of every conversation thread stored there are verified too (named ``thread:ID#K``, the K-th answer of the
+thread). ``--reask`` asks each stale answer's question again, on a fresh thread (``--local``: on the bundled
+offline model), and prints the old answer, then the new one (the saved file and the thread are left as they are:
+they are the user's record); a re-ask that fails (the model is down) is reported as such, never as the new answer.
 
-Exit codes: 0 no answer is stale; 1 some are; 2 an error (no such folder, a knowledge base that cannot be read,
-a model fault on ``--reask``).
+Exit codes: 0 every answer checked and none is stale; 1 some are stale (and every answer was checked); 2 an error
+(no such folder, a knowledge base or checkpointer that cannot be read, an answer that could not be checked, a
+re-ask that failed), the stale answers found still listed.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.ask import THREAD_FLAGS
+from rags_expert.cli.ask import THREAD_FLAGS, exit_code
 from rags_expert.cli.knowledge import FLAGS as KB_FLAGS
 from rags_expert.cli.knowledge import store_options
-from rags_expert.cli.support import args_settings, setting_type
-from rags_expert.cli.verify import AnswerFileError, load_answer, open_kb
+from rags_expert.cli.support import args_settings, printable, setting_type
+from rags_expert.cli.verify import AnswerFileError, open_kb, saved_answer
 from rags_expert.secrets import redact
 
 if TYPE_CHECKING:
@@ -35,15 +38,15 @@ Stale = list[tuple[str, dict[str, Any], list[str]]]
 """``(name, saved answer, bad statuses)`` of each stale answer."""
 
 
-def folder_answers(folder: Path) -> tuple[list[tuple[str, dict[str, Any]]], int]:
-    """``(path, answer)`` of the JSON files under ``folder``, and how many could not be read as JSON objects."""
-    out, skipped = [], 0
+def folder_answers(folder: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """``(path, answer)`` of the saved answers under ``folder``, and why each other ``*.json`` could not be checked."""
+    out, faults = [], []
     for path in sorted(folder.rglob("*.json")):
         try:
-            out.append((str(path), load_answer(path)))
-        except AnswerFileError:
-            skipped += 1
-    return out, skipped
+            out.append((str(path), saved_answer(path)))
+        except AnswerFileError as exc:
+            faults.append(str(exc))
+    return out, faults
 
 
 async def thread_answers(settings: RagsExpertSettings) -> list[tuple[str, dict[str, Any]]]:
@@ -68,42 +71,72 @@ async def thread_answers(settings: RagsExpertSettings) -> list[tuple[str, dict[s
     return out
 
 
-def stale_answers(answers: list[tuple[str, dict[str, Any]]], kb: KnowledgeBase) -> tuple[Stale, int]:
-    """The stale ones among ``answers``, and how many were no saved answers."""
+def stale_answers(answers: list[tuple[str, dict[str, Any]]], kb: KnowledgeBase) -> tuple[Stale, list[str]]:
+    """The stale ones among ``answers``, and why each that is no saved answer could not be checked."""
     from rags_expert.retrieval.verify import AnswerFormatError, verify_citations
 
     stale: Stale = []
-    skipped = 0
+    faults = []
     for name, answer in answers:
         try:
             checks = verify_citations(answer, kb)
-        except AnswerFormatError:
-            skipped += 1
+        except AnswerFormatError as exc:
+            faults.append(f"{printable(name, None)}: {exc}")
             continue
         bad = [str(c.status) for c in checks if not c.good]
         if bad:
             stale.append((name, answer, bad))
-    return stale, skipped
+    return stale, faults
 
 
-async def reask(settings: RagsExpertSettings, questions: list[str]) -> list[str]:
-    """The current answers to ``questions`` (each on its own thread), in order."""
+async def reask(settings: RagsExpertSettings, questions: list[str], local: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The current answer to each of ``questions`` (each on its own thread, on the bundled model with ``local``):
+    ``(text, response_metadata)``, in order."""
     from langchain_core.messages import HumanMessage
 
+    from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
 
-    agent = await RagsExpert(settings).async_init()
-    try:
-        graph = agent.get_compiled_graph()
-        out = []
-        for i, question in enumerate(questions):
-            state = await graph.ainvoke(
-                {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": f"stale-{i}"}}
-            )
-            out.append(str(state["messages"][-1].content))
-        return out
-    finally:
-        await agent.aclose()
+    async with maybe_local(settings, local) as run:
+        agent, _ = await asyncio.gather(RagsExpert(run.settings).async_init(), run.ready())
+        try:
+            graph = agent.get_compiled_graph()
+            out = []
+            for i, question in enumerate(questions):
+                state = await graph.ainvoke(
+                    {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": f"stale-{i}"}}
+                )
+                final = state["messages"][-1]
+                out.append((str(final.content), dict(final.response_metadata)))
+            return out
+        finally:
+            await agent.aclose()
+
+
+def print_reasked(stale: Stale, settings: RagsExpertSettings, local: bool) -> bool:
+    """Ask each stale answer's saved question again; print the old and the new answer, or why there is none.
+    Whether every re-ask that was made succeeded (an answer without a question is not asked)."""
+    questions = {name: q for name, answer, _ in stale if isinstance(q := answer.get("question"), str) and q.strip()}
+    if questions and local:
+        print("[starting the local model]", file=sys.stderr, flush=True)
+    answers = asyncio.run(reask(settings, list(questions.values()), local)) if questions else []
+    new = dict(zip(questions, answers, strict=True))
+    succeeded = True
+    for name, old, _ in stale:
+        print(printable(name, None))
+        if name not in new:
+            print("  cannot re-ask: no question saved")
+            continue
+        text, meta = new[name]
+        old_text = old.get("answer") if isinstance(old.get("answer"), str) else ""
+        print(f"  question: {printable(questions[name], None)}\n  old: {printable(old_text, None)}")
+        if exit_code(meta) == 2:  # the model (or the budget) failed: that says nothing of the knowledge base
+            succeeded = False
+            why = redact(str(meta.get("error") or meta.get("reason")), settings.secrets())
+            print(f"  re-ask failed: {printable(why, 300)}")
+        else:
+            print(f"  new: {printable(text, None)}")
+    return succeeded
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
@@ -117,26 +150,27 @@ def cmd_stale(args: argparse.Namespace) -> int:
         print("error: give a FOLDER of saved answers, --checkpointer-url, or both", file=sys.stderr)
         return 2
     if args.folder is not None and not Path(args.folder).is_dir():
-        print(f"error: no such folder: {args.folder}", file=sys.stderr)
+        print(f"error: no such folder: {printable(args.folder, None)}", file=sys.stderr)
         return 2
+    answers, unread = folder_answers(Path(args.folder)) if args.folder is not None else ([], [])
+    for fault in unread:  # before the knowledge base is opened: said even when it cannot be
+        print(f"warning: {redact(fault, secrets)}", file=sys.stderr)
     try:
-        answers, unreadable = folder_answers(Path(args.folder)) if args.folder is not None else ([], 0)
         if settings.checkpointer.url is not None:
             answers += asyncio.run(thread_answers(settings))
-        stale, skipped = stale_answers(answers, open_kb(args))
+        stale, unchecked = stale_answers(answers, open_kb(args))
     except (KnowledgeBaseError, CheckpointerError) as exc:
         print(f"error: {redact(str(exc), secrets)}", file=sys.stderr)
         return 2
-    skipped += unreadable
+    for fault in unchecked:
+        print(f"warning: {redact(fault, secrets)}", file=sys.stderr)
+    faults = len(unread) + len(unchecked)
     for name, _, bad in stale:
         counts = ", ".join(f"{bad.count(s)} {s}" for s in dict.fromkeys(bad))
-        print(f"{name}: {counts}")
-    print(f"{len(stale)} stale answer(s){f'; {skipped} file(s) not saved answers' if skipped else ''}")
-    if args.reask and stale:
-        questions = [str(answer.get("question") or "") for _, answer, _ in stale]
-        for (name, old, _), new in zip(stale, asyncio.run(reask(settings, questions)), strict=True):
-            print(f"{name}\n  question: {old.get('question')}\n  old: {old.get('answer')}\n  new: {new}")
-    return 1 if stale else 0
+        print(f"{printable(name, None)}: {counts}")
+    print(f"{len(stale)} stale answer(s){f'; {faults} could not be checked (see the warnings)' if faults else ''}")
+    reasked = print_reasked(stale, settings, args.local) if args.reask and stale else True
+    return 2 if faults or not reasked else 1 if stale else 0
 
 
 def register(subparsers: Any) -> None:
@@ -155,4 +189,9 @@ def register(subparsers: Any) -> None:
         "(RAGS_EXPERT_CHECKPOINTER__URL, preferred for a password)",
     )
     p.add_argument("--reask", action="store_true", help="ask each stale answer's question again: old → new")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="--reask on a local model server started for this call (needs the 'local' extra)",
+    )
     p.set_defaults(func=cmd_stale, settings_flags={**KB_FLAGS, **THREAD_FLAGS})

@@ -12,6 +12,8 @@
   (the wording of :mod:`rags_expert.settings.errors`, shared with Fred tuning and per-request options); an
   unknown key is ``RAGS_EXPERT_LLM__MODLE is not a setting (llm.modle); did you mean llm.model?`` (its value unshown).
 * :func:`question_error`: the one-line error for a question over ``max_question_chars``, before anything loads.
+* :func:`printable`: a value from a file (a file name, a title, a uid) made safe for one line of output: control
+  characters escaped, a long value cut.
 * :func:`configure_logging`: the root handler, with a :class:`~rags_expert.secrets.RedactingFilter`
   that scrubs every record of every logger.
 """
@@ -181,6 +183,16 @@ def question_error(question: str, settings: AgentSettings) -> str | None:
     except QuestionTooLongError as exc:
         return f"error: {exc}"
     return None
+
+
+def printable(value: object, limit: int | None = 80) -> str:
+    """``value`` as text safe on one line of output: each unprintable character (a newline in a file name, a
+    terminal escape, a lone surrogate) escaped as ``repr`` writes it (``\\n``, ``\\x1b``); over ``limit``
+    characters (None: no limit), the first ``limit`` and ``… (N chars)``."""
+    text = str(value)
+    cut = limit is not None and len(text) > limit
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in (text[:limit] if cut else text))
+    return f"{shown}… ({len(text)} chars)" if cut else shown
 
 
 def env_name(loc: tuple[Any, ...]) -> str:

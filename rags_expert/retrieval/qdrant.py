@@ -177,6 +177,21 @@ class KnowledgeBase:
         self._embeddings = embeddings
         self._checked = False
 
+    @classmethod
+    def existing(cls, settings: KnowledgeBaseSettings) -> KnowledgeBase:
+        """The knowledge base, to read it only: an embedded one whose collection folder is absent raises
+        :class:`KnowledgeBaseError` naming the data folder, and nothing is created (``verify``, ``stale``)."""
+        store = settings.store
+        if not store.url:
+            root = Path(store.data_dir).expanduser()
+            folder = root / "edge" / store.collection if uses_edge(store) else root / "collection" / store.collection
+            if not folder.is_dir():
+                raise KnowledgeBaseError(
+                    f"no knowledge base {store.collection!r} in {root}; ingest documents first "
+                    f"(rags-expert ingest PATH --data-dir {root} --collection {store.collection})"
+                )
+        return cls(settings)
+
     @property
     def embeddings(self) -> NamedEmbeddings:
         """The embedding model (loaded on first use)."""

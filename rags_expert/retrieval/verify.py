@@ -5,7 +5,7 @@ span of the chunk that supports it: ``{uid, n, start, end, sha256, quote}``. :fu
 one up in the knowledge base (no model, no embedding call) and says what became of it:
 
 * ``ok``: the chunk ``uid`` is still stored, its text hashes to ``sha256`` and ``quote`` is still at
-  ``start:end``;
+  ``start:end`` (``0 ≤ start ≤ end ≤`` the length of the text; a span outside it, or an empty quote, never is);
 * ``moved``: the quote is still stored word for word, elsewhere in the chunk or in another chunk of the same
   document (a re-ingest after an edit elsewhere in the file re-chunks it); ``where`` gives the new span;
 * ``changed``: the document is still stored but no chunk of it holds the quote any more;
@@ -65,31 +65,51 @@ class CitationCheck:
 
 
 def answer_citations(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``citations`` of a saved answer (the ``--json`` output, or its ``response_metadata``), checked for shape."""
+    """The ``citations`` of a saved answer (the ``--json`` output, or its ``response_metadata``), checked for shape
+    (raises :class:`AnswerFormatError` saying which citation is wrong and how)."""
     citations = answer.get("citations") if isinstance(answer, Mapping) else None
     if citations is None and isinstance(answer, Mapping) and answer.get("outcome") == "failure":
         return []  # an honest failure states nothing to re-check
     if not isinstance(citations, list):
-        raise AnswerFormatError("no 'citations' list: not an answer saved with 'rags-expert ask --json'")
-    for entry in citations:
-        span = entry.get("span") if isinstance(entry, Mapping) else {}
-        if span is not None and not (
-            isinstance(span, Mapping)
-            and isinstance(span.get("uid"), str)
-            and isinstance(span.get("start"), int)
-            and isinstance(span.get("end"), int)
-            and isinstance(span.get("quote"), str)
-            and isinstance(span.get("sha256"), str)
-        ):
-            raise AnswerFormatError("a citation without a span {uid, start, end, sha256, quote}")
+        raise AnswerFormatError("not a saved answer: no 'citations' list (rags-expert ask --json writes one)")
+    if answer.get("sources") is not None and not isinstance(answer["sources"], list):
+        raise AnswerFormatError("not a saved answer: 'sources' is not a list")
+    for i, entry in enumerate(citations, start=1):
+        if fault := _citation_fault(entry):
+            raise AnswerFormatError(f"not a saved answer: citation {i} {fault}")
     return citations
+
+
+def _citation_fault(entry: Any) -> str | None:
+    """What is wrong with one entry of ``citations`` (None when it has the shape ``ask --json`` writes).
+
+    A span's offsets must satisfy ``0 ≤ start ≤ end`` and its quote must not be empty: an empty quote at any
+    offsets, or a negative ``start`` counting from the chunk's end, would match text that was never cited.
+    """
+    if not isinstance(entry, Mapping):
+        return "is not an object"
+    if not isinstance(entry.get("sentence", ""), str):
+        return "has a 'sentence' that is not text"
+    span = entry.get("span")
+    if span is None:
+        return None
+    if not isinstance(span, Mapping):
+        return "has a 'span' that is not an object"
+    for key, kind in (("uid", str), ("start", int), ("end", int), ("sha256", str), ("quote", str)):
+        if type(span.get(key)) is not kind:  # exact: a bool is no offset
+            return f"has no span {{uid, start, end, sha256, quote}} ({key!r} is not {kind.__name__})"
+    if not 0 <= span["start"] <= span["end"]:
+        return "has span offsets that are not 0 ≤ start ≤ end"
+    if not span["quote"]:
+        return "has an empty quote"
+    return None
 
 
 def _source_of(answer: Mapping[str, Any], span: Mapping[str, Any]) -> str | None:
     """The cited chunk's document: ``span["source"]``, else that of source ``n`` of the answer."""
     if span.get("source"):
         return str(span["source"])
-    for src in answer.get("sources") or []:
+    for src in answer.get("sources") or []:  # a list (answer_citations checked)
         if isinstance(src, Mapping) and src.get("n") == span.get("n") and src.get("source"):
             return str(src["source"])
     return None
@@ -125,7 +145,8 @@ def check_span(kb: KnowledgeBase, sentence: str, span: Mapping[str, Any], source
     stored = _stored(kb, uid)
     text = str(stored.get("content") or "") if stored is not None else None
     if text is not None:
-        if chunk_sha256(text) == span["sha256"] and text[span["start"] : span["end"]] == quote:
+        start, end = span["start"], span["end"]
+        if chunk_sha256(text) == span["sha256"] and end <= len(text) and text[start:end] == quote:
             return CitationCheck(sentence, "ok", uid)
         source = source or str(stored.get("source") or "") or None if stored is not None else source
     if text is not None and (where := _find(quote, [(uid, text)])):

@@ -28,8 +28,8 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 def run_cli(
     args: list[str], env: dict[str, str], cwd: Path = ROOT, timeout: float = 180
 ) -> subprocess.CompletedProcess:
-    """``python -m rags_expert.cli ARGS`` with text output captured (``subprocess.TimeoutExpired`` past
-    ``timeout`` seconds)."""
+    """``python -m rags_expert.cli ARGS`` with text output captured (``subprocess.TimeoutExpired`` after
+    ``timeout`` seconds: a command that blocks fails its test)."""
     return subprocess.run(
         [sys.executable, "-m", "rags_expert.cli", *args],
         env=env,

@@ -99,7 +99,7 @@ async def test_unsupported_sentences_are_not_checked_and_a_file_without_citation
         verify_citations({"answer": "x", "outcome": "success"}, kb)
     assert verify_citations({"answer": "I could not find it.", "outcome": "failure", "sources": []}, kb) == []
     broken = {"citations": [{"sentence": "x", "span": {"uid": "u"}}]}
-    with pytest.raises(AnswerFormatError, match="without a span"):
+    with pytest.raises(AnswerFormatError, match="citation 1 has no span"):
         verify_citations(broken, kb)
 
 
