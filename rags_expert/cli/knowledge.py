@@ -52,7 +52,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(
         f"{report.files} files, {report.chunks_total} chunks ({report.chunks_embedded} new, "
         f"{report.chunks_deleted} removed, {report.unchanged} files unchanged, {report.files_pruned} pruned, "
-        f"{len(report.skipped)} skipped{_ignored_note(report)}) into {settings.store.collection!r} in {report.seconds:.1f}s"
+        f"{len(report.skipped)} skipped{_ignored_note(report)}{_repaired_note(report)}) into "
+        f"{settings.store.collection!r} in {report.seconds:.1f}s"
     )
     return 0
 
@@ -67,6 +68,11 @@ def _nothing_reason(report: IngestReport) -> str:
             f"{len(report.ignored)} file(s) of unsupported types (supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})"
         )
     return "; ".join(parts) or "no files found"
+
+
+def _repaired_note(report: IngestReport) -> str:
+    """``, N written again`` when files lacked chunks when read back and were written again."""
+    return f", {report.files_repaired} written again" if report.files_repaired else ""
 
 
 def _ignored_note(report: IngestReport) -> str:

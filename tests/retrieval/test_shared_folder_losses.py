@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from helpers.cli_run import ROOT, cli_env, run_cli
-from helpers.embedding_server import EmbeddingServer
+from helpers.embedding_server import GATE, EmbeddingServer
 from helpers.openai_server import OpenAIServer, castle_script
 
-from rags_expert.retrieval.ingest import file_records
+from rags_expert.retrieval.ingest import IngestIncompleteError, Ingestor, file_records
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 from rags_expert.settings import KnowledgeBaseSettings
 
@@ -227,3 +227,79 @@ def test_stress_two_ingest_loops_a_search_loop_and_an_ask_loop_for_a_minute(tmp_
     assert not faults, faults[:5]
     assert min(counts.values()) >= 2, counts  # every loop went round more than once
     assert_exactly_once(data, [shared, *own])
+
+
+DELETE = """
+import sys
+from qdrant_client import models
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+
+kb = KnowledgeBase(RagsExpertSettings())
+kb.delete(models.Filter(must=[models.FieldCondition(key="source", match=models.MatchValue(value=sys.argv[1]))]))
+"""
+
+
+def test_ingest_reads_its_chunks_back_and_writes_again_what_another_process_removed(tmp_path):
+    """Chunks of a file that vanish while the ingest runs (here another process deletes them) are written again
+    before the ingest says done, and the summary says so."""
+    data = tmp_path / "data"
+    docs = _write_docs(tmp_path / "docs", 3, "doc", seed=5)
+    (docs / "zz_last.txt").write_text(f"The {GATE} tower of Varen is red.")
+    script = tmp_path / "delete.py"
+    script.write_text(DELETE)
+    with EmbeddingServer() as emb:
+        env = _env(data, emb)
+        ingest = _popen(["ingest", str(docs)], env)
+        try:
+            assert emb.gated.wait(120), "the ingest never reached its last file"
+            first = str((docs / "doc000.txt").resolve())
+            deleted = subprocess.run([sys.executable, str(script), first], env=env, capture_output=True, text=True)
+            assert deleted.returncode == 0, deleted.stderr
+        finally:
+            emb.release()
+            out, err = ingest.communicate(timeout=120)
+    assert ingest.returncode == 0, err
+    assert f"1 file(s) had chunks missing from the store after writing, writing them again: {first}" in err
+    assert ", 1 written again) into 'rags_expert'" in out
+    assert_exactly_once(data, [docs])
+
+
+def test_ingest_that_cannot_store_a_file_fails_naming_it(tmp_path):
+    """A store that keeps losing one file's chunks: the ingest fails naming the file instead of saying done."""
+    docs = _write_docs(tmp_path / "docs", 2, "doc", seed=6)
+    settings = KnowledgeBaseSettings(store={"data_dir": tmp_path / "data"}, embeddings={"provider": "wordllama"})
+    lost = str((docs / "doc001.txt").resolve())
+
+    class LosingKnowledgeBase(KnowledgeBase):
+        def upsert(self, points):
+            super().upsert([p for p in points if (p.payload or {}).get("source") != lost])
+
+    try:
+        with pytest.raises(IngestIncompleteError) as caught:
+            Ingestor(LosingKnowledgeBase(settings)).run([docs])
+    finally:
+        close_client(settings.store)
+    assert str(caught.value).endswith(
+        f"still missing from the store after writing them twice: {lost}; run the same ingest again"
+    )
+
+
+def test_a_damaged_shard_is_one_line_saying_what_to_do(tmp_path):
+    """Files of the shard changed behind the engine's back: one line, exit 2, no raw engine error."""
+    data = tmp_path / "data"
+    docs = _write_docs(tmp_path / "docs", 2, "doc", seed=8)
+    with EmbeddingServer() as emb:
+        env = _env(data, emb)
+        assert run_cli(["ingest", str(docs), "-q"], env).returncode == 0
+        for path in (data / "edge").rglob("*"):
+            if path.is_file() and path.parent.name != "wal" and path.suffix != ".json" and path.stat().st_size:
+                path.write_bytes(b"\0" * 7)
+        searched = run_cli(["search", "harbour"], env)
+    assert searched.returncode == 2, searched.stdout + searched.stderr
+    assert "Traceback" not in searched.stderr and "Service runtime error" not in searched.stderr
+    lines = searched.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: the knowledge base in {data / 'edge' / 'rags_expert'} "), (
+        lines
+    )
+    assert "restore them or ingest again into a fresh data folder (store.data_dir)" in lines[0]
