@@ -13,15 +13,19 @@ another data folder: the two processes then share only the CPU (2 cores here: na
 so the difference between the two "while" rows is what sharing the folder costs. ``ask`` latency is the wall time of the whole
 process (start-up included), as a user meets it.
 
-    python bench/shared_folder.py [--rounds 2] [--asks 3] [--files 4] [--checkout PATH]
+    python bench/shared_folder.py [--rounds 2] [--asks 3] [--files 4] [--checkout PATH] [--before PATH]
     python bench/shared_folder.py --open-cost   # what one opening of each embedded store costs, 1k and 10k chunks
 
-``--checkout`` runs another checkout's code (e.g. the main branch before this change) for a "before" row.
+``--checkout`` runs another checkout's code; ``--before PATH`` runs that checkout too (e.g. a worktree of the commit
+before a change), interleaved round by round with ``--checkout`` in data folders of its own, so both get the same
+machine noise; the table then has a row per checkout and scenario. The last column counts the chunks the shared
+folder's store holds at the end against the chunks the ingests reported (``lost``: fewer are stored).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -75,7 +79,11 @@ def _copy(pages: list[Path], work: Path, name: str) -> Path:
 
 
 def _ingest(
-    env: dict[str, str], folder: Path, asks: list[tuple[float, bool]] | None, ask_env: dict[str, str] | None = None
+    env: dict[str, str],
+    folder: Path,
+    asks: list[tuple[float, bool]] | None,
+    ask_env: dict[str, str] | None = None,
+    chunks: list[int] | None = None,
 ) -> tuple[float, bool]:
     """One ingest of ``folder``: its wall time and success; with ``asks``, asks (in ``ask_env``, default ``env``)
     run one after another meanwhile."""
@@ -102,7 +110,9 @@ def _ingest(
             asks.append(_ask(ask_env or env))
     waiter.join()
     assert proc.stdout is not None
-    proc.stdout.read()
+    summary = proc.stdout.read()  # "N files, M chunks (...)"
+    if chunks is not None and summary.split(" chunks")[0].split(", ")[-1].isdigit():
+        chunks.append(int(summary.split(" chunks")[0].split(", ")[-1]))
     return ended[0] - start, proc.returncode == 0
 
 
@@ -172,6 +182,66 @@ def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> None
         print(f"| {n} | {edge_ms:.0f} | {local_ms:.0f} |")
 
 
+COUNT = """
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+print(KnowledgeBase(RagsExpertSettings()).count())
+"""
+
+
+class Run:
+    """One checkout's samples over the rounds, in data folders of its own."""
+
+    def __init__(self, name: str, checkout: Path, work: Path, base_url: str) -> None:
+        self.name, self.checkout, self.work = name, checkout, work
+        self.env = _env(checkout, work / "data", base_url)
+        self.alone: list[tuple[float, bool]] = []
+        self.during: list[tuple[float, bool]] = []
+        self.ingest_alone: list[tuple[float, bool]] = []
+        self.ingest_during: list[tuple[float, bool]] = []
+        self.other: list[tuple[float, bool]] = []
+        self.ingest_other: list[tuple[float, bool]] = []
+        self.reported: list[int] = [1]  # the castle's chunk
+
+    def setup(self) -> None:
+        """The one-chunk castle knowledge base that every ``ask`` searches."""
+        castle = self.work / "castle"
+        castle.mkdir(parents=True)
+        (castle / "castle.txt").write_text("Castle Varen was built in 1412 on the river bank.")
+        subprocess.run(_cli("ingest", str(castle), "-q"), env=self.env, check=True, capture_output=True)
+
+    def round(self, r: int, pages: list[Path], asks: int) -> None:
+        """Asks alone, an ingest alone, an ingest with asks on the same folder, and on another folder."""
+        self.alone.extend(_ask(self.env) for _ in range(asks))
+        self.ingest_alone.append(_ingest(self.env, _copy(pages, self.work, f"alone{r}"), None, chunks=self.reported))
+        self.ingest_during.append(
+            _ingest(self.env, _copy(pages, self.work, f"during{r}"), self.during, chunks=self.reported)
+        )
+        elsewhere = {**self.env, "RAGS_EXPERT_DATA_DIR": str(self.work / f"other{r}")}  # same CPU load, own folder
+        self.ingest_other.append(_ingest(elsewhere, _copy(pages, self.work, f"other{r}"), self.other, ask_env=self.env))
+
+    def stored(self) -> int:
+        """Chunks the shared folder's store holds now."""
+        done = subprocess.run([sys.executable, "-c", COUNT], env=self.env, capture_output=True, text=True, check=True)
+        return int(done.stdout.strip())
+
+    def rows(self) -> list[str]:
+        """The table's rows for this checkout."""
+        base_ask = statistics.median(t for t, _ in self.alone)
+        base_ingest = statistics.median(t for t, _ in self.ingest_alone)
+        stored, reported = self.stored(), sum(self.reported)
+        kept = f"{stored} of {reported}" + ("" if stored == reported else f" ({reported - stored} lost)")
+        return [
+            _row(f"{self.name}: `ask` alone", self.alone, None) + f" {kept} |",
+            _row(f"{self.name}: `ask` while `ingest` runs", self.during, base_ask) + " |",
+            _row(f"{self.name}: `ingest` alone", self.ingest_alone, None) + " |",
+            _row(f"{self.name}: `ingest` while `ask`s run", self.ingest_during, base_ingest) + " |",
+            _row(f"{self.name}: `ask` while `ingest` runs on another folder (CPU only)", self.other, base_ask) + " |",
+            _row(f"{self.name}: `ingest` on another folder while `ask`s run (CPU only)", self.ingest_other, base_ingest)
+            + " |",
+        ]
+
+
 def main() -> None:
     """Run the rounds and print the markdown table."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,6 +249,7 @@ def main() -> None:
     ap.add_argument("--asks", type=int, default=3, help="asks alone per round")
     ap.add_argument("--files", type=int, default=4, help="docs/ pages per ingest")
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the code to run (default: this checkout)")
+    ap.add_argument("--before", type=Path, help="another checkout to run side by side (a 'before' row)")
     ap.add_argument("--open-cost", action="store_true", help="only time one opening of each embedded store")
     args = ap.parse_args()
     if args.open_cost:
@@ -186,37 +257,22 @@ def main() -> None:
         open_cost()
         return
     pages = sorted((ROOT / "docs").glob("*.md"), key=lambda p: p.stat().st_size)[: args.files]
-    alone: list[tuple[float, bool]] = []
-    during: list[tuple[float, bool]] = []
-    ingest_alone: list[tuple[float, bool]] = []
-    ingest_during: list[tuple[float, bool]] = []
-    other: list[tuple[float, bool]] = []
-    ingest_other: list[tuple[float, bool]] = []
+    checkouts = [("before", args.before.resolve())] if args.before else []
+    checkouts.append(("after" if args.before else "this", args.checkout.resolve()))
     with tempfile.TemporaryDirectory() as tmp, OpenAIServer(castle_script) as chat:
-        work = Path(tmp)
-        env = _env(args.checkout.resolve(), work / "data", chat.base_url)
-        castle = work / "castle"
-        castle.mkdir()
-        (castle / "castle.txt").write_text("Castle Varen was built in 1412 on the river bank.")
-        subprocess.run(_cli("ingest", str(castle), "-q"), env=env, check=True, capture_output=True)
+        runs = [Run(name, path, Path(tmp) / name, chat.base_url) for name, path in checkouts]
+        for run in runs:
+            run.setup()
         for r in range(args.rounds):
-            alone.extend(_ask(env) for _ in range(args.asks))
-            ingest_alone.append(_ingest(env, _copy(pages, work, f"alone{r}"), None))
-            ingest_during.append(_ingest(env, _copy(pages, work, f"during{r}"), during))
-            elsewhere = {**env, "RAGS_EXPERT_DATA_DIR": str(work / f"other{r}")}  # same CPU load, own folder
-            ingest_other.append(_ingest(elsewhere, _copy(pages, work, f"other{r}"), other, ask_env=env))
+            for run in runs:
+                run.round(r, pages, args.asks)
             print(f"round {r + 1}: done", file=sys.stderr, flush=True)
-    base_ask = statistics.median(t for t, _ in alone)
-    base_ingest = statistics.median(t for t, _ in ingest_alone)
-    print(f"checkout: {args.checkout.resolve()}; {len(pages)} docs/ pages per ingest; {args.rounds} rounds\n")
-    print("| run | n | succeeded | median s | min s | max s | / alone |")
-    print("|---|---|---|---|---|---|---|")
-    print(_row("`ask` alone", alone, None))
-    print(_row("`ask` while `ingest` runs", during, base_ask))
-    print(_row("`ingest` alone", ingest_alone, None))
-    print(_row("`ingest` while `ask`s run", ingest_during, base_ingest))
-    print(_row("`ask` while `ingest` runs on another folder (CPU only)", other, base_ask))
-    print(_row("`ingest` on another folder while `ask`s run (CPU only)", ingest_other, base_ingest))
+        print(json.dumps({run.name: str(run.checkout) for run in runs}))
+        print(f"{len(pages)} docs/ pages per ingest; {args.rounds} rounds\n")
+        print("| run | n | succeeded | median s | min s | max s | / alone | chunks stored (of reported) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for run in runs:
+            print("\n".join(run.rows()))
 
 
 if __name__ == "__main__":
