@@ -8,7 +8,6 @@ matched to its candidate by document uid and content. Same client, token, timeou
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from langchain_core.documents import Document
 
 from rags_expert.retrieval.knowledge_flow import KnowledgeFlowClient
 from rags_expert.retrieval.rerank.base import RerankError, by_indices
+from rags_expert.threads import in_daemon_thread
 
 OURS = ("source", "chunk_id", "tags")
 """Metadata keys our mapping adds to a hit (``hit_to_document``); not sent back."""
@@ -68,5 +68,6 @@ class KnowledgeFlowReranker:
             raise RerankError(f"knowledge-flow {where} answered a hit that was not sent") from None
 
     async def rerank(self, query: str, docs: Sequence[Document], top_k: int) -> list[Document]:
-        """The ``top_k`` best of ``docs`` by the service's cross-encoder."""
-        return by_indices(docs, await asyncio.to_thread(self.rank_sync, query, docs, top_k), top_k)
+        """The ``top_k`` best of ``docs`` by the service's cross-encoder (on a daemon thread of its own, as the HTTP
+        rerankers: a reply that never ends holds that thread only, never the loop's executor)."""
+        return by_indices(docs, await in_daemon_thread(self.rank_sync, query, docs, top_k), top_k)
