@@ -8,7 +8,7 @@ all chunks of a new version are stored, points with another hash or label are
 deleted, so a chunker upgrade or a chunk-size change re-chunks unchanged files
 without leaving duplicates (``ingest`` says so once per run). Killed at any
 moment, a rerun converges to exactly one copy of every chunk. ``prune`` removes files that disappeared under the
-ingested folders.
+ingested folders (or are no regular file any more: replaced by a folder, say).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from rags_expert.retrieval.loaders import (
     iter_files,
     load_file,
     read_source,
+    shown_path,
 )
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase
 
@@ -247,7 +248,7 @@ class Ingestor:
             data = read_source(path)
             records = file_records(path, data, self.tags, self.size, self.overlap)
             if not records:
-                raise EmptyFileError(f"{path}: no text to index")
+                raise EmptyFileError(f"{shown_path(path)}: no text to index")
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append((str(path), str(exc)))
@@ -285,17 +286,18 @@ class Ingestor:
         return {p.get("chunking") or LEGACY_CHUNKING for _, p in points}
 
     def prune(self, roots: list[Path], report: IngestReport) -> None:
-        """Delete the points of files under ``roots`` that no longer exist."""
+        """Delete the points of files under ``roots`` that are no longer regular files (deleted, or replaced by a
+        folder, a pipe …)."""
         prefixes = [str(r.resolve()) for r in roots]
         sources = {p.get("source") for _, p in self.kb.scroll_payloads(["source"])}
         for src in sorted(s for s in sources if s):
             under = any(src == pre or src.startswith(pre.rstrip("/") + "/") for pre in prefixes)
-            if under and not Path(src).exists():
+            if under and not Path(src).is_file():
                 n = len(self.kb.scroll_payloads(["source"], _source_filter(src)))
                 self.kb.delete(_source_filter(src))
                 report.files_pruned += 1
                 report.chunks_deleted += n
-                log.info("pruned %s (%d chunks)", src, n)
+                log.info("pruned %s (%d chunks)", shown_path(src), n)
 
     def run(self, paths: list[Path], prune: bool = False) -> IngestReport:
         """Ingest every supported file under ``paths``; optionally prune deleted files."""
@@ -303,7 +305,7 @@ class Ingestor:
         report = IngestReport()
         missing = [p for p in paths if not (p.exists() or p.is_symlink())]  # a broken link is reported as skipped
         if missing:
-            raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, missing))}")
+            raise FileNotFoundError(f"no such file or directory: {', '.join(map(shown_path, missing))}")
         self.kb.ensure_collection()
         ignored: list[Path] = []
         files = list(iter_files(paths, ignored))
@@ -316,7 +318,7 @@ class Ingestor:
             log.warning(
                 "ignoring %d file(s) of unsupported types: %s (supported: %s)",
                 len(ignored),
-                name_some(report.ignored),
+                name_some([shown_path(p) for p in ignored]),
                 " ".join(sorted(SUPPORTED_SUFFIXES)),
             )
         if prune:
