@@ -37,7 +37,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
-    progress = ingest_progress(args.quiet, sys.stderr)  # a bar on a terminal, else a line per 10 % of the files
+    # a bar on a terminal, else a line per 10 % of the files and, within a big file, every progress_interval seconds
+    progress = ingest_progress(args.quiet, sys.stderr, settings.ingestion.progress_interval)
     try:
         kb = KnowledgeBase(settings)
         report = Ingestor(kb, tags, progress=progress).run([Path(p) for p in args.paths], prune=args.prune)

@@ -91,6 +91,9 @@ class IngestProgress(Protocol):
     def start(self, files: int) -> None:
         """The files to ingest are listed: ``files`` of them."""
 
+    def file_chunks(self, name: str, total: int) -> None:
+        """The file ``name`` (its name, not its path) is read: ``total`` chunks of it are to be stored."""
+
     def chunks(self, n: int) -> None:
         """``n`` more chunks are stored (embedded now, or found already stored)."""
 
@@ -105,6 +108,9 @@ class _ChunkCallback:
         self.report = report
 
     def start(self, files: int) -> None:
+        """Not reported."""
+
+    def file_chunks(self, name: str, total: int) -> None:
         """Not reported."""
 
     def chunks(self, n: int) -> None:
@@ -262,6 +268,7 @@ class Ingestor:
         if previous:
             report.rechunked += 1
             report.previous_chunkings |= previous
+        self.progress.file_chunks(path.name, len(records))
         embedded = self.store(records)
         report.chunks_embedded += embedded
         if embedded == 0:
