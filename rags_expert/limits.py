@@ -3,6 +3,8 @@
 * :func:`check_question`: the one check of a question's length every entry point makes (both graphs'
   ``prepare``, hence Fred, the LangGraph Server and MCP ``ask``; the CLI before it loads anything; MCP
   ``search``), before any model or embedding call (``max_question_chars``).
+* :func:`printable`: a value as text that stays on one line of output (a file name with a newline, a terminal
+  escape, a megabyte uid), used by every message and log line that names a file or echoes a value.
 * :func:`clip_text`: the beginning of a text, cut by characters (cheap: before any tokenizer sees it);
   the embedding models read at most ``embeddings.max_input_chars`` of a query, and the model's reply is
   read up to ``llm.max_reply_chars`` (:func:`clip_reply`).
@@ -105,3 +107,13 @@ def _clip_args(args: Any, chars: int) -> Any:
     if not isinstance(args, dict):
         return args
     return {k: clip_text(v, chars) if isinstance(v, str) else v for k, v in args.items()}
+
+
+def printable(value: object, limit: int | None = 80) -> str:
+    """``value`` as text safe on one line of output: each unprintable character (a newline in a file name, a
+    terminal escape, a lone surrogate) escaped as ``repr`` writes it (``\\n``, ``\\x1b``); over ``limit``
+    characters (None: no limit), the first ``limit`` and ``… (N chars)``."""
+    text = str(value)
+    cut = limit is not None and len(text) > limit
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in (text[:limit] if cut else text))
+    return f"{shown}… ({len(text)} chars)" if cut else shown

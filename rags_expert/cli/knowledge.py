@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.support import args_settings, printable, setting_type, text_arg
-from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES
+from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES, shown_path
 from rags_expert.secrets import redact
 from rags_expert.settings import KnowledgeBaseSettings
 
@@ -37,7 +37,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
-    progress = ingest_progress(args.quiet, sys.stderr)  # a bar on a terminal, else a line per 10 % of the files
+    # a bar on a terminal, else a line per 10 % of the files and, within a big file, every progress_interval seconds
+    progress = ingest_progress(args.quiet, sys.stderr, settings.ingestion.progress_interval)
     try:
         kb = KnowledgeBase(settings)
         report = Ingestor(kb, tags, progress=progress).run([Path(p) for p in args.paths], prune=args.prune)
@@ -47,7 +48,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return 2
     progress.close()
     if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
-        print(f"nothing was ingested from {', '.join(args.paths)}: {_nothing_reason(report)}", file=sys.stderr)
+        named = ", ".join(map(shown_path, args.paths))
+        print(f"nothing was ingested from {named}: {_nothing_reason(report)}", file=sys.stderr)
         return 1
     print(
         f"{report.files} files, {report.chunks_total} chunks ({report.chunks_embedded} new, "

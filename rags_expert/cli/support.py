@@ -33,7 +33,11 @@ from typing import Annotated, Any, NoReturn, cast, get_origin
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
-from rags_expert.limits import QuestionTooLongError, check_question
+from rags_expert.limits import (
+    QuestionTooLongError,
+    check_question,
+    printable,  # noqa: F401 - re-exported: the CLI's one-line values
+)
 from rags_expert.secrets import install_log_redaction
 from rags_expert.settings import AgentSettings, RagsExpertSettings
 from rags_expert.settings.environment import AGENT_SETTINGS, SecretBook, field_annotation
@@ -183,16 +187,6 @@ def question_error(question: str, settings: AgentSettings) -> str | None:
     except QuestionTooLongError as exc:
         return f"error: {exc}"
     return None
-
-
-def printable(value: object, limit: int | None = 80) -> str:
-    """``value`` as text safe on one line of output: each unprintable character (a newline in a file name, a
-    terminal escape, a lone surrogate) escaped as ``repr`` writes it (``\\n``, ``\\x1b``); over ``limit``
-    characters (None: no limit), the first ``limit`` and ``… (N chars)``."""
-    text = str(value)
-    cut = limit is not None and len(text) > limit
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in (text[:limit] if cut else text))
-    return f"{shown}… ({len(text)} chars)" if cut else shown
 
 
 def env_name(loc: tuple[Any, ...]) -> str:

@@ -10,7 +10,9 @@ error) is shown through :func:`rags_expert.events.display_text`: the prompts' ma
 chat-template tokens) removed, whitespace collapsed, cut with an ellipsis. A small model echoes its prompt.
 
 ``rags-expert ingest`` shows its progress through :func:`ingest_progress`: a tqdm bar on a terminal, one
-plain line per 10 % of the files otherwise (a log keeps no carriage returns or colour codes).
+plain line per 10 % of the files otherwise (a log keeps no carriage returns or colour codes). Within a big file,
+the chunks stored of its total show too: in the bar, and in a line at most every ``ingestion.progress_interval``
+seconds otherwise (a 50 MB file took hours with no line at all).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from rags_expert.events import display_text
+from rags_expert.retrieval.loaders import shown_path
 
 LINE_LIMIT = 240
 """Characters of a whole progress line."""
@@ -122,19 +125,33 @@ class IngestCounts:
 
     def __init__(self) -> None:
         self.files = self.total = self.chunks_done = 0
-        self.started = time.monotonic()
+        self.started = self.file_started = time.monotonic()
+        self.file_name, self.file_total, self.file_stored = "", 0, 0
+        """The file being stored: its name (control characters escaped), its chunks, those stored so far."""
 
     def start(self, files: int) -> None:
         """The files are listed: ``files`` of them; the clock starts."""
         self.total, self.started = files, time.monotonic()
 
+    def file_chunks(self, name: str, total: int) -> None:
+        """The file ``name`` has ``total`` chunks to store."""
+        self.file_name, self.file_total, self.file_stored = shown_path(name), total, 0
+        self.file_started = time.monotonic()
+
     def chunks(self, n: int) -> None:
         """``n`` more chunks stored."""
         self.chunks_done += n
+        self.file_stored += n
 
     def file_done(self) -> None:
         """One more file done."""
         self.files += 1
+        self.file_total = 0
+
+    @property
+    def storing(self) -> bool:
+        """Whether a file has chunks stored and some still to store."""
+        return 0 < self.file_stored < self.file_total
 
     def close(self) -> None:
         """Nothing to close."""
@@ -159,13 +176,40 @@ class IngestCounts:
             f"{self.chunk_rate()}{timing})"
         )
 
+    def file_part(self) -> str:
+        """``big.md: 640/41000 chunks, ~3h08m left`` (the file being stored)."""
+        seconds = (time.monotonic() - self.file_started) / self.file_stored * (self.file_total - self.file_stored)
+        return f"{self.file_name}: {self.file_stored}/{self.file_total} chunks, ~{_duration(seconds)} left"
+
+    def file_line(self) -> str:
+        """``ingest: 0% (0/1 files, 640 chunks, 3.6 chunks/s; big.md: 640/41000 chunks, ~3h08m left)``."""
+        percent = 100 * self.files // max(self.total, 1)
+        return display_text(
+            f"ingest: {percent}% ({self.files}/{self.total} files, {self.chunks_done} chunks, "
+            f"{self.chunk_rate()}; {self.file_part()})",
+            LINE_LIMIT,
+        )
+
 
 class PlainIngestProgress(IngestCounts):
-    """One line per 10 % step of the files reached, for a log: no carriage returns, no colour codes."""
+    """One line per 10 % step of the files reached, for a log: no carriage returns, no colour codes; and while a
+    file's chunks are stored, a line about them when ``interval`` seconds have passed since the last line."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], interval: float = 30.0) -> None:
         super().__init__()
-        self.stream, self.step = stream, 0
+        self.stream, self.step, self.interval = stream, 0, interval
+        self.printed = time.monotonic()
+
+    def start(self, files: int) -> None:
+        """The files are listed; the interval counts from now."""
+        super().start(files)
+        self.printed = self.started
+
+    def chunks(self, n: int) -> None:
+        """Count the chunks; print a line about the file's chunks when the interval has passed."""
+        super().chunks(n)
+        if n and self.storing and time.monotonic() - self.printed >= self.interval:
+            self._print(self.file_line())
 
     def file_done(self) -> None:
         """Count the file; print a line when it reaches a new 10 % step."""
@@ -173,7 +217,12 @@ class PlainIngestProgress(IngestCounts):
         step = 10 * self.files // max(self.total, 1)
         if step > self.step:
             self.step = step
-            print(self.line(), file=self.stream, flush=True)
+            self._print(self.line())
+
+    def _print(self, line: str) -> None:
+        """Write one line and note when."""
+        print(line, file=self.stream, flush=True)
+        self.printed = time.monotonic()
 
 
 class BarIngestProgress(IngestCounts):
@@ -213,8 +262,8 @@ class BarIngestProgress(IngestCounts):
         self._redirect_logging()
 
     def _postfix(self) -> str:
-        """``153 chunks, 12.3 chunks/s``."""
-        return f"{self.chunks_done} chunks, {self.chunk_rate()}"
+        """``153 chunks, 12.3 chunks/s``, and ``; big.md: 640/41000 chunks, ~3h08m left`` while a file is stored."""
+        return f"{self.chunks_done} chunks, {self.chunk_rate()}" + (f"; {self.file_part()}" if self.storing else "")
 
     def chunks(self, n: int) -> None:
         """Count the chunks; redraw at most every :attr:`REFRESH` seconds."""
@@ -278,10 +327,11 @@ class _BarWriter:
         self.stream.flush()
 
 
-def ingest_progress(quiet: bool, stream: IO[str] | None = None) -> IngestCounts:
-    """How ``ingest`` shows progress on ``stream`` (stderr): nothing when quiet, a bar on a terminal, else lines."""
+def ingest_progress(quiet: bool, stream: IO[str] | None = None, interval: float = 30.0) -> IngestCounts:
+    """How ``ingest`` shows progress on ``stream`` (stderr): nothing when quiet, a bar on a terminal, else lines
+    (a big file's chunks at most every ``interval`` seconds: ``ingestion.progress_interval``)."""
     stream = stream or sys.stderr
     if quiet:
         return IngestCounts()
     isatty = getattr(stream, "isatty", None)
-    return BarIngestProgress(stream) if isatty is not None and isatty() else PlainIngestProgress(stream)
+    return BarIngestProgress(stream) if isatty is not None and isatty() else PlainIngestProgress(stream, interval)

@@ -46,9 +46,12 @@ _MONTHS = frozenset(
 _NOT_A_NAME = re.compile(r"(?:[A-Z][a-z]+(?:ish|ese|ian|ean|an|ch|i)|\d.*|[A-Z][a-z]?)")
 """A single word that names nothing to search: a nationality adjective ("British", "Italian"), a number, an
 initial."""
+MAX_NAME_CHARS = 80
+"""The longest name searched for: a longer run of capitalised words (a title-case headline, a table of names) or
+quoted text names no one thing, and it would become the follow-up search and the hop's progress line whole."""
 _CAPITAL = r"[A-Z0-9][\w'’.\-]*"
 _NAME = re.compile(rf"(?<![\w'’]){_CAPITAL}(?:\s+(?:{_CONNECTOR}\s+)*{_CAPITAL})*")
-_QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”]{1,79})[\"”]")
+_QUOTED = re.compile(rf"[\"“]([A-Z0-9][^\"“”]{{1,{MAX_NAME_CHARS - 1}}})[\"”]")
 MAX_SENTENCES = 3
 """Best matching sentences of the relevant chunks searched for a bridge, best first."""
 MAX_NAMES = 3
@@ -72,7 +75,8 @@ class Bridge:
 
 
 def bridge_names(sentence: str, question: str, subject: str = "", text: str = "") -> list[str]:
-    """Names (runs of capitalised words, quoted titles) of ``sentence`` whose terms are not all in ``question`` nor
+    """Names (runs of capitalised words, quoted titles; at most :data:`MAX_NAME_CHARS` characters each) of
+    ``sentence`` whose terms are not all in ``question`` nor
     in ``subject`` (the chunk's title: what the sentence is about), in order. With ``text`` (the chunks the sentence
     was found in), a single word is no name when ``text`` also writes it in lower case or capitalises it only where
     a sentence starts (:func:`_common_word`)."""
@@ -82,7 +86,7 @@ def bridge_names(sentence: str, question: str, subject: str = "", text: str = ""
     found += [m.group(0).strip(" .'’-") for m in _NAME.finditer(sentence)]
     for name in found:
         own = terms(name)
-        if not own or own <= known or name in out or _names_nothing(name):
+        if len(name) > MAX_NAME_CHARS or not own or own <= known or name in out or _names_nothing(name):
             continue
         if text and " " not in name and _common_word(name, text):
             continue

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
@@ -52,10 +54,16 @@ _SEPARATORS = [
     "",
 ]
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
-_MD = MarkdownIt("commonmark")
+_MD = MarkdownIt("commonmark").disable("inline")  # block structure; a heading's inline markup is parsed alone
+_INLINE = MarkdownIt("commonmark")
+WINDOW_LINES = 4096
+"""Lines parsed at a time (:func:`_blocks`): only a window's tokens are in memory, not the whole text's (a
+million ``#`` lines made three million tokens, 1.5 GB)."""
 # a heading's trailing {#anchor .class} (attr_list), tried from the start of a whitespace run only (linear)
 _ATTRIBUTES = re.compile(r"(?<!\s)\s*+\{\s*+[#.:][^{}]*+\}\s*+$")  # {#anchor}, { #anchor }, {: .class }
 _TAG = re.compile(r"<[^<>]*+>")
+# a line that may be a top-level heading with text: "# Title" (not "#" nor "# ##"), or a setext underline
+_MAY_BE_TITLE = re.compile(r"^ {0,3}(?:#{1,6}[ \t]+(?!#*[ \t]*$)\S|(?:=+|-+)[ \t]*$)", re.MULTILINE)
 
 
 @dataclass
@@ -76,9 +84,25 @@ def is_markdown(path: Path) -> bool:
     return path.suffix.lower() not in PLAIN_TEXT_SUFFIXES
 
 
+class _Splitter(RecursiveCharacterTextSplitter):
+    """LangChain's recursive splitter, but a text that no separator splits is cut into windows directly: the
+    parent splits it into single characters and merges them back one at a time (84 s and 1 GB for 50 MB
+    without a space). The windows are the chunks the parent makes: ``size`` characters every ``size - overlap``."""
+
+    def _split_text(self, text: str, separators: list[str]) -> list[str]:
+        """The parent's split, or the windows of a text none of ``separators`` but the last ("") splits."""
+        if separators[-1:] != [""] or any(re.search(s, text) for s in separators[:-1]):
+            return super()._split_text(text, separators)
+        size, step = self._chunk_size, self._chunk_size - self._chunk_overlap
+        if len(text) <= size:
+            return [text] if text else []
+        full = (len(text) - size - 1) // step + 1  # windows followed by at least one more character
+        return [text[i * step : i * step + size] for i in range(full)] + [text[full * step :]]
+
+
 def _splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:
     """The recursive splitter: regex separators kept at the end of each piece, whitespace untouched."""
-    return RecursiveCharacterTextSplitter(
+    return _Splitter(
         separators=_SEPARATORS,
         is_separator_regex=True,
         keep_separator="end",
@@ -142,12 +166,45 @@ def _code_parts(lines: list[str], markup: str, limit: int) -> list[str]:
     return [f"{opener}\n" + "\n".join(g) + f"\n{closer}" for g in _cut_lines(body, room)]
 
 
-def _parse(lines: list[str]) -> tuple[int, list[Token]]:
-    """The number of lines of a leading YAML front matter, and the markdown-it tokens of the lines (that
-    front matter blanked, so that its ``---`` lines are not read as a rule and a setext heading)."""
+def _front_matter(lines: list[str]) -> int:
+    """The number of lines of a leading YAML front matter (0: none)."""
+    if not lines or lines[0].rstrip(" \t") != "---":
+        return 0
     front = _FRONT_MATTER.match("\n".join(lines) + "\n")
-    skip = front.group(0).count("\n") if front else 0
-    return skip, _MD.parse("\n".join([""] * skip + lines[skip:]))
+    return front.group(0).count("\n") if front else 0
+
+
+def _blocks(lines: list[str], env: dict[str, Any]) -> Iterator[Token]:
+    """The block tokens of a Markdown text's lines after its front matter (not read as a rule and a setext
+    heading), their ``map`` in the text's line numbers, parsed :data:`WINDOW_LINES` lines at a time.
+
+    A window's tokens are kept up to the last top-level block (or item of a top-level list) that starts in it,
+    which may go on past the window; the next window is parsed from there, so block structure is what a parse
+    of the whole text finds. A block longer than a window is parsed in a window doubled until it fits. ``env``
+    collects the link reference definitions seen so far.
+    """
+    start, size = _front_matter(lines), WINDOW_LINES
+    while start < len(lines):
+        end = min(len(lines), start + size)
+        tokens = _MD.parse("\n".join(lines[start:end]), env)
+        cut = end - start
+        if end < len(lines):
+            cut = max((t.map[0] for t in tokens if t.map and _restarts(t)), default=0)
+            if cut == 0:  # one block fills the window
+                size *= 2
+                continue
+        for tok in tokens:
+            if tok.map and tok.map[0] >= cut:
+                break
+            if tok.map:
+                tok.map = [tok.map[0] + start, tok.map[1] + start]
+            yield tok
+        start, size = start + cut, WINDOW_LINES
+
+
+def _restarts(tok: Token) -> bool:
+    """Whether a parse may start afresh where ``tok`` starts: a top-level block, or an item of a top-level list."""
+    return tok.nesting >= 0 and (tok.level == 0 or (tok.level == 1 and tok.type == "list_item_open"))
 
 
 def _plain_text(inline: Token) -> str:
@@ -178,13 +235,21 @@ def _front_matter_title(lines: list[str], skip: int) -> str:
 def markdown_title(text: str) -> str:
     """A Markdown document's title ('' if it has none): the ``title:`` of its YAML front matter, else the
     text of its first heading (ATX or setext) outside code blocks, fenced or indented, and outside quotes and
-    lists; a trailing attribute list (``{#anchor}``) is dropped."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    skip, tokens = _parse(lines)
-    if title := _front_matter_title(lines, skip):
+    lists; a trailing attribute list (``{#anchor}``) is dropped. The text is parsed only up to that heading."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if title := _front_matter_title(lines, _front_matter(lines)):
         return title
-    headings = (tokens[i + 1] for i, tok in enumerate(tokens) if tok.type == "heading_open" and tok.level == 0)
-    return next((title for inline in headings if (title := _ATTRIBUTES.sub("", _plain_text(inline)))), "")
+    if not _MAY_BE_TITLE.search(text):  # no parse at all (a million "#" lines took 20 s)
+        return ""
+    env: dict[str, Any] = {}
+    tokens = _blocks(lines, env)
+    for tok in tokens:
+        if tok.type == "heading_open" and tok.level == 0:
+            content = next(tokens).content
+            if content.strip() and (title := _ATTRIBUTES.sub("", _plain_text(_INLINE.parseInline(content, env)[0]))):
+                return title
+    return ""
 
 
 def _visible(lines: list[str]) -> list[str]:
@@ -195,34 +260,35 @@ def _visible(lines: list[str]) -> list[str]:
     return [" ".join(line.split()) for line in text.split("\n") if line.strip()]
 
 
-@dataclass
-class _Structure:
-    """Where a Markdown text's top-level headings, code blocks and HTML blocks start, by line."""
+@dataclass(frozen=True)
+class _Block:
+    """A top-level heading (``kind`` "heading", with its level and title), a code block ("code", with its fence
+    markup, '' when indented; a front matter is one) or a top-level HTML block ("html") over lines ``start`` to
+    ``end``."""
 
-    headings: dict[int, tuple[int, int, str]]
-    """{start: (end, level, title)}"""
-    code: dict[int, tuple[int, str]]
-    """{start: (end, fence markup or '')}; a front matter is a code block"""
-    html: dict[int, int]
-    """{start: end}"""
+    start: int
+    end: int
+    kind: str
+    level: int = 0
+    title: str = ""
+    markup: str = ""
 
 
-def _structure(lines: list[str]) -> _Structure:
-    """The top-level headings, code blocks and HTML blocks of a Markdown text's lines."""
-    skip, tokens = _parse(lines)
-    found = _Structure({}, {0: (skip, "")} if skip else {}, {})
-    for i, tok in enumerate(tokens):
-        if tok.map and tok.type == "heading_open" and tok.level == 0:
-            found.headings[tok.map[0]] = (
-                tok.map[1],
-                int(tok.tag[1]),
-                _ATTRIBUTES.sub("", tokens[i + 1].content).strip(),
-            )
-        elif tok.map and tok.type in ("fence", "code_block"):
-            found.code[tok.map[0]] = (tok.map[1], tok.markup)
-        elif tok.map and tok.type == "html_block" and tok.level == 0:
-            found.html[tok.map[0]] = tok.map[1]
-    return found
+def _structure(lines: list[str]) -> Iterator[_Block]:
+    """The top-level headings, code blocks and HTML blocks of a Markdown text's lines, in order."""
+    if skip := _front_matter(lines):
+        yield _Block(0, skip, "code")
+    tokens = _blocks(lines, {})
+    for tok in tokens:
+        if not tok.map:
+            continue
+        if tok.type == "heading_open" and tok.level == 0:
+            title = _ATTRIBUTES.sub("", next(tokens).content).strip()
+            yield _Block(tok.map[0], tok.map[1], "heading", level=int(tok.tag[1]), title=title)
+        elif tok.type in ("fence", "code_block"):
+            yield _Block(tok.map[0], tok.map[1], "code", markup=tok.markup)
+        elif tok.type == "html_block" and tok.level == 0:
+            yield _Block(tok.map[0], tok.map[1], "html")
 
 
 def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms]:
@@ -232,29 +298,29 @@ def split_sections(text: str, limit: int) -> tuple[list[tuple[str, str]], _Atoms
     are cut into parts of at most ``limit`` characters, each with its own placeholder line.
     """
     lines = text.split("\n")
-    found = _structure(lines)
-    headings, code = found.headings, found.code
+    blocks = _structure(lines)
     atoms = _Atoms(text)
     out: list[tuple[str, str]] = []
     stack: list[tuple[int, str]] = []
     body: list[str] = []
+    block = next(blocks, None)
     i = 0
     while i < len(lines):
-        if i in headings:
-            out.append((" > ".join(h for _, h in stack if h), "\n".join(body)))
-            end, level, title = headings[i]
-            stack = [(lvl, h) for lvl, h in stack if lvl < level] + [(level, title)]
-            body, i = [], end
-        elif i in code:
-            end, markup = code[i]
-            body.extend(atoms.add(part) for part in _code_parts(lines[i:end], markup, limit))
-            i = end
-        elif i in found.html:
-            body.extend(_visible(lines[i : found.html[i]]))
-            i = found.html[i]
-        else:
+        if block is None or block.start != i:
             body.append(lines[i])
             i += 1
+            continue
+        if block.kind == "heading":
+            if any(line.strip() for line in body):
+                out.append((" > ".join(h for _, h in stack if h), "\n".join(body)))
+            stack = [(lvl, h) for lvl, h in stack if lvl < block.level] + [(block.level, block.title)]
+            body = []
+        elif block.kind == "code":
+            body.extend(atoms.add(part) for part in _code_parts(lines[i : block.end], block.markup, limit))
+        else:
+            body.extend(_visible(lines[i : block.end]))
+        i = block.end
+        block = next((b for b in blocks if b.start >= i), None)
     out.append((" > ".join(h for _, h in stack if h), "\n".join(body)))
     return [(path, b) for path, b in out if b.strip()], atoms
 

@@ -8,7 +8,7 @@ all chunks of a new version are stored, points with another hash or label are
 deleted, so a chunker upgrade or a chunk-size change re-chunks unchanged files
 without leaving duplicates (``ingest`` says so once per run). Killed at any
 moment, a rerun converges to exactly one copy of every chunk. ``prune`` removes files that disappeared under the
-ingested folders.
+ingested folders (or are no regular file any more: replaced by a folder, say).
 
 The store is its own manifest: a file counts as done when its chunk ids are in the store. Before a run says
 it is done it flushes and closes the store and reads every file's chunk ids back (:meth:`Ingestor.verify`); a
@@ -38,6 +38,7 @@ from rags_expert.retrieval.loaders import (
     iter_files,
     load_file,
     read_source,
+    shown_path,
 )
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, KnowledgeBaseError
 
@@ -101,6 +102,9 @@ class IngestProgress(Protocol):
     def start(self, files: int) -> None:
         """The files to ingest are listed: ``files`` of them."""
 
+    def file_chunks(self, name: str, total: int) -> None:
+        """The file ``name`` (its name, not its path) is read: ``total`` chunks of it are to be stored."""
+
     def chunks(self, n: int) -> None:
         """``n`` more chunks are stored (embedded now, or found already stored)."""
 
@@ -115,6 +119,9 @@ class _ChunkCallback:
         self.report = report
 
     def start(self, files: int) -> None:
+        """Not reported."""
+
+    def file_chunks(self, name: str, total: int) -> None:
         """Not reported."""
 
     def chunks(self, n: int) -> None:
@@ -260,7 +267,7 @@ class Ingestor:
             data = read_source(path)
             records = file_records(path, data, self.tags, self.size, self.overlap)
             if not records:
-                raise EmptyFileError(f"{path}: no text to index")
+                raise EmptyFileError(f"{shown_path(path)}: no text to index")
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append((str(path), str(exc)))
@@ -275,6 +282,7 @@ class Ingestor:
         if previous:
             report.rechunked += 1
             report.previous_chunkings |= previous
+        self.progress.file_chunks(path.name, len(records))
         embedded = self.store(records)
         report.chunks_embedded += embedded
         if embedded == 0:
@@ -308,7 +316,7 @@ class Ingestor:
         log.warning(
             "%d file(s) had chunks missing from the store after writing, writing them again: %s",
             len(lacking),
-            name_some([str(p) for p in lacking]),
+            name_some([shown_path(p) for p in lacking]),
         )
         progress, self.progress = self.progress, _ChunkCallback()
         try:
@@ -323,7 +331,7 @@ class Ingestor:
         if still:
             raise IngestIncompleteError(
                 f"{sum(still.values())} chunk(s) of {len(still)} file(s) are still missing from the store after "
-                f"writing them twice: {name_some([str(p) for p in still])}; run the same ingest again"
+                f"writing them twice: {name_some([shown_path(p) for p in still])}; run the same ingest again"
             )
 
     def _drop_versions(
@@ -343,17 +351,18 @@ class Ingestor:
         return {p.get("chunking") or LEGACY_CHUNKING for _, p in points}
 
     def prune(self, roots: list[Path], report: IngestReport) -> None:
-        """Delete the points of files under ``roots`` that no longer exist."""
+        """Delete the points of files under ``roots`` that are no longer regular files (deleted, or replaced by a
+        folder, a pipe …)."""
         prefixes = [str(r.resolve()) for r in roots]
         sources = {p.get("source") for _, p in self.kb.scroll_payloads(["source"])}
         for src in sorted(s for s in sources if s):
             under = any(src == pre or src.startswith(pre.rstrip("/") + "/") for pre in prefixes)
-            if under and not Path(src).exists():
+            if under and not Path(src).is_file():
                 n = len(self.kb.scroll_payloads(["source"], _source_filter(src)))
                 self.kb.delete(_source_filter(src))
                 report.files_pruned += 1
                 report.chunks_deleted += n
-                log.info("pruned %s (%d chunks)", src, n)
+                log.info("pruned %s (%d chunks)", shown_path(src), n)
 
     def run(self, paths: list[Path], prune: bool = False) -> IngestReport:
         """Ingest every supported file under ``paths``; optionally prune deleted files."""
@@ -361,7 +370,7 @@ class Ingestor:
         report = IngestReport()
         missing = [p for p in paths if not (p.exists() or p.is_symlink())]  # a broken link is reported as skipped
         if missing:
-            raise FileNotFoundError(f"no such file or directory: {', '.join(map(str, missing))}")
+            raise FileNotFoundError(f"no such file or directory: {', '.join(map(shown_path, missing))}")
         self.kb.ensure_collection()
         ignored: list[Path] = []
         files = list(iter_files(paths, ignored))
@@ -374,7 +383,7 @@ class Ingestor:
             log.warning(
                 "ignoring %d file(s) of unsupported types: %s (supported: %s)",
                 len(ignored),
-                name_some(report.ignored),
+                name_some([shown_path(p) for p in ignored]),
                 " ".join(sorted(SUPPORTED_SUFFIXES)),
             )
         if prune:

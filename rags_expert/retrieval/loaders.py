@@ -1,23 +1,34 @@
 """Read files into text units: Markdown, plain text, HTML, PDF (one unit per page) and JSONL (one per line).
 
 Files that cannot be ingested raise :class:`UnreadableFileError` naming the reason
-(binary, not UTF-8, empty, symlink loop, dangling symlink, unreadable, malformed);
-ingestion skips them with one warning each and goes on with the rest.
+(binary, not UTF-8, empty, symlink loop, dangling symlink, not a regular file, unreadable, malformed, a parser
+failure); ingestion skips them with one warning each and goes on with the rest. Every message names its file
+through :func:`shown_path`: control characters escaped, so a file name cannot forge a second log line.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from rags_expert.limits import printable
+
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl"})
 TEXT_KEYS = ("content", "text", "page_content", "body")
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` for a log line or a message, on one line: non-printable characters (a newline, an escape code)
+    written as Python escapes (``\\n``, ``\\x1b``), never cut (:func:`rags_expert.limits.printable`)."""
+    return printable(path, limit=None)
 
 
 class UnreadableFileError(ValueError):
@@ -42,11 +53,11 @@ class TextUnit:
 def _decode(data: bytes, path: Path) -> str:
     """UTF-8 text, or an error for binary content (NUL bytes) and undecodable bytes."""
     if b"\x00" in data[:8192]:
-        raise UnreadableFileError(f"{path}: binary content (NUL bytes), not text")
+        raise UnreadableFileError(f"{shown_path(path)}: binary content (NUL bytes), not text")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UnreadableFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise UnreadableFileError(f"{shown_path(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def _markdown_title(text: str, path: Path) -> str:
@@ -126,23 +137,19 @@ def load_html(path: Path, data: bytes) -> list[TextUnit]:
 
 
 def load_pdf(path: Path, data: bytes) -> list[TextUnit]:
-    """PDF: one unit per page with text (pages numbered from 1)."""
+    """PDF: one unit per page with text (pages numbered from 1); a parser failure is :func:`load_file`'s to report."""
     import io
 
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        meta_title = (reader.metadata.title if reader.metadata else None) or path.stem
-        units = []
-        for number, page in enumerate(reader.pages, start=1):
-            text = (page.extract_text() or "").strip()
-            if text:
-                units.append(TextUnit(text=text, title=str(meta_title), page=number, key=f"p{number}"))
-        return units
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise UnreadableFileError(f"{path}: not a readable PDF ({exc})") from exc
+    reader = PdfReader(io.BytesIO(data))
+    meta_title = (reader.metadata.title if reader.metadata else None) or path.stem
+    units = []
+    for number, page in enumerate(reader.pages, start=1):
+        text = (page.extract_text() or "").strip()
+        if text:
+            units.append(TextUnit(text=text, title=str(meta_title), page=number, key=f"p{number}"))
+    return units
 
 
 def load_jsonl(path: Path, data: bytes) -> list[TextUnit]:
@@ -154,12 +161,12 @@ def load_jsonl(path: Path, data: bytes) -> list[TextUnit]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise UnreadableFileError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+            raise UnreadableFileError(f"{shown_path(path)}:{lineno}: invalid JSON ({exc.msg})") from exc
         if not isinstance(obj, dict):
-            raise UnreadableFileError(f"{path}:{lineno}: expected a JSON object per line")
+            raise UnreadableFileError(f"{shown_path(path)}:{lineno}: expected a JSON object per line")
         text = next((obj[k] for k in TEXT_KEYS if isinstance(obj.get(k), str)), None)
         if text is None:
-            raise UnreadableFileError(f"{path}:{lineno}: no text field (one of {', '.join(TEXT_KEYS)})")
+            raise UnreadableFileError(f"{shown_path(path)}:{lineno}: no text field (one of {', '.join(TEXT_KEYS)})")
         extra = {k: v for k, v in obj.items() if k not in TEXT_KEYS and k not in ("title", "page")}
         page = obj.get("page") if isinstance(obj.get("page"), int) else None
         units.append(
@@ -174,6 +181,9 @@ def load_jsonl(path: Path, data: bytes) -> list[TextUnit]:
     return units
 
 
+KINDS = {".html": "HTML", ".htm": "HTML", ".pdf": "PDF", ".jsonl": "JSONL"}
+"""What a parser failure calls a file of this type (others: "text")."""
+
 LOADERS = {
     ".md": load_markdown,
     ".markdown": load_markdown,
@@ -185,31 +195,62 @@ LOADERS = {
 }
 
 
+NOT_REGULAR = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
 def read_source(path: Path) -> bytes:
-    """The bytes of a file to ingest; an :class:`UnreadableFileError` saying why it cannot be read."""
+    """The bytes of a regular file to ingest; an :class:`UnreadableFileError` saying why it cannot be read.
+
+    Anything else (a named pipe, a socket, a device, a directory) is refused before it is read: reading a pipe
+    would wait for a writer forever. The file is opened without blocking and checked again once open.
+    """
     try:
-        data = path.read_bytes()
+        kind = stat.S_IFMT(path.stat().st_mode)
+        if kind == stat.S_IFREG:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            with open(fd, "rb") as file:
+                kind = stat.S_IFMT(os.fstat(fd).st_mode)  # replaced between the two looks: refused too
+                data = file.read() if kind == stat.S_IFREG else b""
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             reason = "symlink loop"
         elif exc.errno == errno.ENOENT and path.is_symlink():
             reason = "dangling symlink (its target does not exist)"
-        elif exc.errno == errno.EISDIR:
-            reason = "a directory, not a file"
         else:
             reason = f"unreadable ({exc.strerror or type(exc).__name__})"
-        raise UnreadableFileError(f"{path}: {reason}") from exc
+        raise UnreadableFileError(f"{shown_path(path)}: {reason}") from exc
+    if kind != stat.S_IFREG:
+        what = NOT_REGULAR.get(kind, "not a regular file")
+        raise UnreadableFileError(f"{shown_path(path)}: not a regular file ({what})")
     if not data.strip():
-        raise EmptyFileError(f"{path}: empty file" + (" (whitespace only)" if data else ""))
+        raise EmptyFileError(f"{shown_path(path)}: empty file" + (" (whitespace only)" if data else ""))
     return data
 
 
 def load_file(path: Path, data: bytes | None = None) -> list[TextUnit]:
-    """The text units of one supported file."""
+    """The text units of one supported file.
+
+    Any failure of the file's parser (pypdf's ``LimitReachedError`` on a decompression bomb, a recursion error
+    on a self-referencing object or deeply nested JSON) is an :class:`UnreadableFileError` naming the error's
+    type: one bad file never stops an ingestion.
+    """
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
-        raise UnreadableFileError(f"{path}: unsupported file type {path.suffix!r}")
-    return loader(path, read_source(path) if data is None else data)
+        raise UnreadableFileError(f"{shown_path(path)}: unsupported file type {path.suffix!r}")
+    data = read_source(path) if data is None else data
+    try:
+        return loader(path, data)
+    except UnreadableFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a third-party parser on untrusted bytes may raise anything
+        kind = KINDS.get(path.suffix.lower(), "text")
+        raise UnreadableFileError(f"{shown_path(path)}: unreadable {kind} ({type(exc).__name__})") from exc
 
 
 def iter_files(paths: list[Path], ignored: list[Path] | None = None) -> Iterator[Path]:

@@ -163,6 +163,13 @@ class IngestionSettings(SettingsSection):
     chunk_size: int = Field(1200, ge=100, le=20000, description="Target characters per chunk.")
     chunk_overlap: int = Field(200, ge=0, le=5000, description="Characters shared by consecutive chunks.")
     upsert_batch_size: int = Field(64, ge=1, le=10000, description="Points per Qdrant upsert.")
+    progress_interval: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="When stderr is not a terminal: seconds at least between two progress lines about the chunks "
+        "of a file still being stored (a big file; 0: one line per batch). The line per 10 % of the files is kept.",
+    )
 
 
 class KnowledgeFlowSettings(SettingsSection):

@@ -99,6 +99,36 @@ def test_ingest_into_a_pipe_prints_a_line_per_ten_percent(tmp_path, docs):
     assert SUMMARY.match(done.stdout) and _untimed(done.stdout) == _untimed(quiet.stdout)  # the summary as before
 
 
+FILE_LINE = re.compile(
+    r"ingest: 0% \(0/1 files, (\d+) chunks, \d+\.\d chunks/s; one-line\.md: (\d+)/(\d+) chunks, ~\w+ left\)"
+)
+
+
+@pytest.mark.slow
+def test_a_big_file_shows_its_chunks_stored_into_a_pipe(tmp_path):
+    """One file of many chunks (a one-line Markdown file): lines of its chunks stored out of its total, at most
+    every ingestion.progress_interval seconds (0 here: one per batch of 5), before the line of the files."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "one-line.md").write_text(" ".join(f"Sentence {i} says something about topic {i}." for i in range(600)))
+    env = cli_env(
+        tmp_path / "data", RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE="5", RAGS_EXPERT_INGESTION__PROGRESS_INTERVAL="0"
+    )
+    done = run_cli(["ingest", str(folder)], env)
+    assert done.returncode == 0, done.stderr
+    total = int(re.match(r"1 files, (\d+) chunks", done.stdout).group(1))  # type: ignore[union-attr]
+    *within, last = done.stderr.splitlines()
+    matches = [FILE_LINE.fullmatch(line) for line in within]
+    assert total > 10 and all(matches), done.stderr
+    assert [int(m.group(2)) for m in matches] == list(range(5, total, 5))  # type: ignore[union-attr]
+    assert all(m.group(1) == m.group(2) and int(m.group(3)) == total for m in matches)  # type: ignore[union-attr]
+    assert LINE.fullmatch(last) and last.startswith(f"ingest: 100% (1/1 files, {total} chunks, ")
+    default = run_cli(
+        ["ingest", str(folder)], cli_env(tmp_path / "default", RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE="5")
+    )
+    assert len(default.stderr.splitlines()) == 1  # a file stored within progress_interval (30 s) needs no line
+
+
 def _untimed(summary: str) -> str:
     return re.sub(r"in \d+\.\ds", "in _s", summary)
 
@@ -132,6 +162,9 @@ class _Recorder:
     def start(self, files: int) -> None:
         self.calls.append(("start", files))
 
+    def file_chunks(self, name: str, total: int) -> None:
+        self.calls.append((f"file_chunks {name}", total))
+
     def chunks(self, n: int) -> None:
         self.calls.append(("chunks", n))
 
@@ -162,5 +195,8 @@ def test_ingestor_reports_files_listed_chunks_and_files_done(tmp_path, docs):
     for calls, report in runs:
         assert calls[0] == ("start", 3) and calls.count(("file_done", 0)) == 3
         assert sum(n for kind, n in calls if kind == "chunks") == report.chunks_total > 0
+        told = [(kind, n) for kind, n in calls if kind.startswith("file_chunks")]
+        assert [kind for kind, _ in told] == ["file_chunks doc01.md", "file_chunks doc02.md"]  # not the binary one
+        assert sum(n for _, n in told) == report.chunks_total
     first = [n for kind, n in runs[0][0] if kind == "chunks" and n]
     assert set(first) == {1}  # one report per batch of one chunk

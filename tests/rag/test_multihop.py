@@ -229,3 +229,20 @@ async def test_a_chunk_the_hop_finds_that_the_user_may_not_read_is_never_graded_
     assert "quill" not in [s["uid"] for s in meta["sources"]]
     assert [h["hop"] for h in meta["hops"]] == [2]  # the hop was searched ...
     assert not any("Lowfield" in str(call) for call in model.calls)  # ... and its denied chunk reached no prompt
+
+
+async def test_a_name_longer_than_the_cap_is_no_bridge() -> None:
+    """A 5,000-character run of capitalised words names no one thing: no follow-up search is made for it, nor is
+    it shown (``small`` profile, bridge.MAX_NAME_CHARS); a name under the cap in the same sentence still is."""
+    from rags_expert.rag.bridge import bridge_names
+
+    run = "Mara" + " Quill" * 830
+    assert len(run) > 4_900 and bridge_names(f"It was {run} and Ines Harrow.", QUESTION) == ["Ines Harrow"]
+    docs = DOCS | {"zorvan": f"Zorvan is a 1987 adventure film. The director of Zorvan was {run}."}
+    retriever = KeywordRetriever(docs=make_docs(docs), calls=[])
+    script = Script(generate=lambda text: "I do not know.")
+    _, msg, _, _, lines, _ = await ask(
+        script, retriever=retriever, evidence={"profile": "small", "use_embeddings": False}
+    )
+    assert "hops" not in msg.response_metadata and [c["query"] for c in retriever.calls] == [QUESTION]
+    assert not any(line.startswith("hop 2") for line in lines)

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from rags_expert.retrieval.chunking import CHUNKER_VERSION, chunk_text, chunking_label
+from rags_expert.retrieval import chunking
+from rags_expert.retrieval.chunking import CHUNKER_VERSION, chunk_text, chunking_label, markdown_title
 from rags_expert.retrieval.ingest import ChunkRecord, Ingestor, chunk_id, file_records
 from rags_expert.retrieval.loaders import iter_files
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
@@ -181,6 +182,37 @@ def test_property_fences_whole_sizes_bounded_comments_never_sections(blocks, siz
         assert any(fence in c.text for c in chunks)
     for c in chunks:  # every chunk holds whole fences only: its fence lines pair up
         assert len(re.findall(r"^(?:```|~~~)", c.text, re.MULTILINE)) % 2 == 0, c.text
+
+
+_LINE = st.sampled_from(
+    ["# Top", "## Sub {#a}", "Setext", "=====", "---", "```py", "```", "~~~", "    code", "- item", "  - nested",
+     "1. one", "2. two", "> quote", "> # quoted", "", "", "Text line.", "<div>", "</div>", "<!-- c", "-->", "***",
+     "   # three", "- ```", "  code in an item", "  ```", "Para *em* `x`."]
+)  # fmt: skip
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(lines=st.lists(_LINE, min_size=1, max_size=60), window=st.integers(1, 9))
+def test_property_parsing_in_windows_finds_what_one_parse_finds(lines, window):
+    """Sections, code blocks and titles do not depend on how many lines are parsed at a time (chunking.WINDOW_LINES)."""
+    text = "\n".join(lines)
+    whole = (chunk_text(text, 120, 30), markdown_title(text))
+    chunking.WINDOW_LINES, default = window, chunking.WINDOW_LINES
+    try:
+        assert (chunk_text(text, 120, 30), markdown_title(text)) == whole
+    finally:
+        chunking.WINDOW_LINES = default
+
+
+@pytest.mark.parametrize("overlap", [0, 30, 99])
+def test_a_text_no_separator_splits_is_cut_into_the_windows_langchain_makes(overlap):
+    """The direct cut (chunking._Splitter) gives LangChain's own chunks, without a list of single characters."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    langchain = RecursiveCharacterTextSplitter(separators=[""], chunk_size=100, chunk_overlap=overlap)
+    for n in [1, 99, 100, 101, 169, 170, 171, 172, 250, 1000, 1001]:
+        text = "".join(chr(97 + i % 26) for i in range(n))
+        assert [c.text for c in chunk_text(text, 100, overlap, markdown=False)] == langchain.split_text(text)
 
 
 # --- through ingest -----------------------------------------------------------------------------------
