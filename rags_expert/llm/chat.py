@@ -303,7 +303,7 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
             "could not build the chat model: "
             + redact(str(exc))
             + " (set RAGS_EXPERT_LLM__API_KEY or OPENAI_API_KEY, point RAGS_EXPERT_LLM__BASE_URL at an "
-            "OpenAI-compatible server, or run offline with the bundled model: the command's --local flag)"
+            "OpenAI-compatible server, or, on the command line, run offline with the bundled model: --local)"
         ) from None
 
 

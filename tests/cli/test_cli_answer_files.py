@@ -184,7 +184,7 @@ def test_stale_reask_without_a_model_points_at_its_own_local_flag(castle, tmp_pa
     assert done.returncode == 2
     (line,) = lines_of(done.stderr)
     assert line.startswith("error: ValueError: could not build the chat model: ")
-    assert line.endswith("or run offline with the bundled model: the command's --local flag)")
+    assert line.endswith("or, on the command line, run offline with the bundled model: --local)")
     assert "--local " in run_cli(["stale", "--help"], env).stdout
 
 
