@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.support import args_settings, question_error, setting_type, text_arg
 from rags_expert.hosts.progress import RAG_PROGRESS
+from rags_expert.outcomes import exit_code
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
     from rags_expert.rag import RagsExpert
     from rags_expert.settings import RagsExpertSettings
 
-NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
-"""Failure reasons that are an honest "not in the knowledge base" (exit 1); the others, ``budget_exceeded``
-included (a larger budget might have found an answer), are errors (exit 2)."""
 ASK_FLAGS = {
     "model": "llm.model",
     "base_url": "llm.base_url",
@@ -45,15 +43,6 @@ ASK_FLAGS = {
 """Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
 THREAD_FLAGS = {"checkpointer_url": "checkpointer.url"}
 """Flags of ``ask`` alone: where the conversation threads live."""
-
-
-def exit_code(metadata: dict[str, Any]) -> int:
-    """0 for an answer, 1 for an honest not-found, 2 when the run failed on an error."""
-    if metadata.get("outcome") == "success":
-        return 0
-    if metadata.get("error") or metadata.get("reason") not in NOT_FOUND_REASONS:
-        return 2
-    return 1
 
 
 async def ask(args: argparse.Namespace) -> int:
