@@ -65,6 +65,7 @@ class Result:
     verdict: str
     code: int
     answer: str
+    answer_kind: str
     cited: bool
     cited_expected: bool | None
     judged_by: str
@@ -120,8 +121,31 @@ def expected_cited(q: Question, sources: list[dict[str, Any]]) -> bool | None:
     return False
 
 
+def needs_fact_check(q: Question, reply: Reply) -> bool:
+    """Whether the verdict turns on whether the answer states the fact: an answerable question answered."""
+    return q.kind == "answerable" and reply.code == 0 and not reply.error
+
+
 async def score(q: Question, reply: Reply, judge: JudgeFn | None = None) -> Result:
-    """The verdict of ``reply`` to ``q`` (see the module docstring)."""
+    """The verdict of ``reply`` to ``q`` (see the module docstring), asking ``judge`` where it decides."""
+    stated: tuple[bool | None, str] = (None, "")
+    if needs_fact_check(q, reply):
+        stated = await states_fact(q, strip_citations(reply.answer), judge)
+    return result_of(q, reply, stated)
+
+
+def score_plain(q: Question, reply: Reply) -> Result:
+    """The verdict of ``reply`` to ``q`` without a judge: patterns, else containment."""
+    text = strip_citations(reply.answer)
+    stated = (
+        (plain_fact(q, text), "patterns" if q.patterns else "contains") if needs_fact_check(q, reply) else (None, "")
+    )
+    return result_of(q, reply, stated)
+
+
+def result_of(q: Question, reply: Reply, stated: tuple[bool | None, str]) -> Result:
+    """The :class:`Result` of ``reply``, given whether its answer states the fact and how that was decided
+    (read only for an answerable question answered)."""
     meta = reply.metadata
     sources = [s for s in meta.get("sources") or [] if isinstance(s, dict)]
     text = strip_citations(reply.answer)
@@ -133,8 +157,8 @@ async def score(q: Question, reply: Reply, judge: JudgeFn | None = None) -> Resu
     elif reply.code == 1:
         verdict = "partial" if plain_fact(q, text) else "not_found"
     else:
-        stated, judged_by = await states_fact(q, text, judge)
-        verdict = "unjudged" if stated is None else "right" if stated else "wrong"
+        judged_by = stated[1]
+        verdict = "unjudged" if stated[0] is None else "right" if stated[0] else "wrong"
     cited = bool(sources) and (not q.patterns or any(matches(q.patterns, str(s.get("content") or "")) for s in sources))
     usage = meta.get("usage") or {}
     return Result(
@@ -145,6 +169,7 @@ async def score(q: Question, reply: Reply, judge: JudgeFn | None = None) -> Resu
         verdict=verdict,
         code=reply.code,
         answer=reply.answer,
+        answer_kind=str(meta.get("answer_kind") or ""),
         cited=cited,
         cited_expected=expected_cited(q, sources),
         judged_by=judged_by,
