@@ -44,7 +44,9 @@ def model(castle_year: str = "1412", judge: Any = '{"same": false}'):
         question = tag_content(body, "question").lower()
         if kind == "relevance":
             chunk = tag_content(body, "chunk").lower()
-            return {"relevant": ("castle" in question and "castle" in chunk) or ("cheese" in question and "cheese" in chunk)}
+            return {
+                "relevant": ("castle" in question and "castle" in chunk) or ("cheese" in question and "cheese" in chunk)
+            }
         if kind == "grounded":
             return {"grounded": True}
         if kind == "useful":
@@ -88,7 +90,9 @@ def first_run(kb) -> tuple[Any, list[Any], Path]:
     root, env = kb
     questions = write_jsonl(root / "questions.jsonl", QUESTIONS)
     out = root / "run1"
-    done, requests = evaluate(env, model(), [str(questions), "--out", str(out), "--min-right", "30%", "--max-wrong", "0.25"])
+    done, requests = evaluate(
+        env, model(), [str(questions), "--out", str(out), "--min-right", "30%", "--max-wrong", "0.25"]
+    )
     return done, requests, out
 
 
@@ -194,4 +198,6 @@ def test_a_compare_file_that_is_no_report_is_an_error_before_any_question(tmp_pa
     old.write_text('{"results": []}')
     done = run_cli(["eval", str(questions), "--compare", str(old)], cli_env(tmp_path / "data"), timeout=120)
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"error: {old}: not a report.json of rags-expert eval (format rags-expert-eval/1)"]
+    assert done.stderr.splitlines() == [
+        f"error: {old}: not a report.json of rags-expert eval (format rags-expert-eval/1)"
+    ]
