@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.ask import ASK_FLAGS
+from rags_expert.cli.ask import ASK_FLAGS, model_path_option
 from rags_expert.cli.support import args_settings, positive_int, setting_type
 from rags_expert.settings import RagsExpertSettings
 
@@ -122,7 +122,7 @@ def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[JudgeFn | Non
 def model_label(settings: RagsExpertSettings, local: bool) -> str:
     """The model the answers came from (``local NAME (profile P)`` with ``--local``)."""
     if local:
-        return f"local {settings.llm.model} (profile {settings.local.profile})"
+        return f"local {settings.llm.model} (profile {settings.evidence.profile})"
     return settings.llm.model
 
 
@@ -239,6 +239,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
+    model_path_option(p)
     hotpotqa = p.add_argument_group("hotpotqa")
     hotpotqa.add_argument("--split", choices=["dev", "test"], default="dev")
     hotpotqa.add_argument(
