@@ -26,7 +26,7 @@ from rags_expert.cli.support import args_settings, positive_int, setting_type
 from rags_expert.settings import RagsExpertSettings
 
 if TYPE_CHECKING:
-    from rags_expert.evaluation.scoring import JudgeFn
+    from rags_expert.evaluation.judge import Judge
 
 EVAL_FLAGS = {**ASK_FLAGS, "judge_model": "evaluation.judge_model"}
 """Flags of ``eval`` that override settings (argparse dest -> settings path)."""
@@ -65,6 +65,7 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     async with maybe_local(settings, args.local) as local:
         judge, judging = pick_judge(local.settings, args.local)
+        judge_fn = judge.same_fact if judge is not None else None
         if not args.quiet:
             print(
                 f"[{len(questions)} questions, model {model_label(local.settings, args.local)}; {judging}]",
@@ -76,7 +77,7 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
             results = await ask_questions(
                 local.settings,
                 questions,
-                judge=judge,
+                judge=judge_fn,
                 on_result=lambda r: progress.result(r.verdict, r.seconds, r.question),
             )
         finally:
@@ -87,6 +88,7 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
         "model": model_label(local.settings, args.local),
         "local": bool(args.local),
         "judging": judging,
+        "judge": judge.summary() if judge is not None else None,
         "collection": local.settings.store.collection,
         "top_k": local.settings.retrieval.top_k,
     }
@@ -101,14 +103,14 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
         else "plot skipped: matplotlib is not installed (pip install 'rags-expert[bench]')"
     )
     if old is not None:
-        print("\n" + comparison(old, report))
+        print("\n" + comparison(old, report, str(args.compare)))
     if results and all(r.verdict == "error" for r in results):
         return fail(f"every question ended in an error (the first: {results[0].error or results[0].reason})")
     return gate(report["summary"], args)
 
 
-def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[JudgeFn | None, str]:
-    """The judge for answer-text questions and how the report names the judging."""
+def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[Judge | None, str]:
+    """The judge for answer-text questions (None: containment decides) and how the report names the judging."""
     from rags_expert.evaluation.judge import Judge
 
     if local:
@@ -116,7 +118,7 @@ def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[JudgeFn | Non
     if not settings.evaluation.judge:
         return None, "patterns, else exact containment of the answer text (evaluation.judge is off)"
     judge = Judge.from_settings(settings)
-    return judge.same_fact, f"patterns, else the {judge.label}"
+    return judge, f"patterns, else the {judge.label}"
 
 
 def model_label(settings: RagsExpertSettings, local: bool) -> str:

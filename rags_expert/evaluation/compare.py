@@ -68,10 +68,11 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def comparison(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """The text ``--compare`` prints."""
+def comparison(old: dict[str, Any], new: dict[str, Any], name: str = "the old report") -> str:
+    """The text ``--compare`` prints (``name``: the old report's file)."""
     changes = question_changes(old, new)
-    head = f"compared with {old.get('meta', {}).get('started', 'the old report')}:"
+    started = old.get("meta", {}).get("started")
+    head = f"compared with {name}" + (f" (run at {started}):" if started else ":")
     body = changes or ["no question changed its verdict"]
     return "\n".join([head, *body, "", "metrics (old -> new):", *metric_deltas(old, new)])
 

@@ -61,7 +61,14 @@ class Judge:
             self.faults.append(" ".join(redact(f"{type(exc).__name__}: {exc}", secrets).split())[:300])
             log.warning("the judge failed: %s", self.faults[-1])
             return None
-        return read_verdict(message_text(reply))
+        verdict = read_verdict(message_text(reply))
+        if verdict is None:
+            self.faults.append("unreadable reply: " + " ".join(message_text(reply).split())[:200])
+        return verdict
+
+    def summary(self) -> dict[str, object]:
+        """What ``report.json``'s ``meta.judge`` says: the model, its calls, and why questions went unjudged."""
+        return {"model": self.model_name, "calls": self.calls, "faults": self.faults[:50]}
 
 
 def read_verdict(text: str) -> bool | None:

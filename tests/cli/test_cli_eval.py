@@ -108,6 +108,7 @@ def test_a_run_scores_right_wrong_partial_and_honest(first_run):
     assert report["summary"]["right_cited"] == 1 and report["summary"]["honest_rate"] == 1.0
     # only the answer-text question reached the judge, once
     assert sum("<expected>" in prompt_text(r.body) for r in requests) == 1
+    assert report["meta"]["judge"] == {"model": "gpt-4o-mini", "calls": 1, "faults": []}
     lines = done.stdout.splitlines()
     assert lines[0] == "judged by: patterns, else the model judge (gpt-4o-mini)"
     assert lines[1].split()[:5] == ["group", "n", "right+cited", "right", "wrong"]
@@ -131,6 +132,7 @@ def test_compare_lists_the_regression_first_and_the_gate_fails(kb, first_run):
     assert done.returncode == 1, done.stderr
     assert verdicts(out)["castle"] == "wrong" and verdicts(out)["cheese"] == "right"
     after = done.stdout.split("compared with ", 1)[1].splitlines()
+    assert after[0].startswith(f"{first_run[2] / 'report.json'} (run at 20")
     assert after[1:3] == ["regression: castle: right -> wrong", "newly right: cheese: wrong -> right"]
     assert "right: 1 -> 1 (+0)" in done.stdout.splitlines() and "wrong: 1 -> 1 (+0)" in done.stdout.splitlines()
     assert done.stderr.splitlines()[-1] == (
@@ -153,8 +155,11 @@ def test_a_judge_that_fails_or_answers_garbage_leaves_the_question_unjudged(kb):
     done, _ = evaluate(env, model(judge=judge), [str(questions), "--out", str(root / "run3"), "-q"])
     assert done.returncode == 0, done.stderr
     assert verdicts(root / "run3") == {"garbage": "unjudged", "failing": "unjudged"}
-    summary = json.loads((root / "run3" / "report.json").read_text())["summary"]
-    assert summary["right"] == 0 and summary["unjudged"] == 2
+    report = json.loads((root / "run3" / "report.json").read_text())
+    assert report["summary"]["right"] == 0 and report["summary"]["unjudged"] == 2
+    garbage, failing = report["meta"]["judge"]["faults"]
+    assert garbage == "unreadable reply: Well, it could be the same."
+    assert failing == "OpenAIAPIError: Error code: 500 - judge down"
 
 
 @pytest.mark.parametrize(
