@@ -225,12 +225,21 @@ def register(subparsers: Any) -> None:
     p.add_argument("--ingest", type=Path, metavar="DIR", help="ingest DIR into the knowledge base first")
     p.add_argument("--compare", type=Path, metavar="OLD.json", help="print what changed since this earlier report")
     p.add_argument(
-        "--min-right", type=rate, help="exit 1 unless this share of answerable questions is right+cited (0.8, 80%%)"
+        "--min-right",
+        type=rate,
+        metavar="SHARE",
+        help="exit 1 unless this share of answerable questions is right+cited (0.8, 80%%)",
     )
-    p.add_argument("--max-wrong", type=rate, help="exit 1 when more than this share of questions is answered wrong")
+    p.add_argument(
+        "--max-wrong",
+        type=rate,
+        metavar="SHARE",
+        help="exit 1 when more than this share of questions is answered wrong",
+    )
     p.add_argument(
         "--judge-model",
         type=setting_type("evaluation.judge_model"),
+        metavar="MODEL",
         help="chat model judging answer texts (default: the answering model; RAGS_EXPERT_EVALUATION__JUDGE_MODEL)",
     )
     p.add_argument("--limit", type=positive_int, help="the first N questions only")
