@@ -98,3 +98,27 @@ async def test_the_judge_decides_only_answered_answerable_questions(tmp_path):
 )
 def test_changes_are_ranked_worst_first(old, new, kind):
     assert change(old, new) == kind
+
+
+def test_the_example_set_over_our_docs_is_answered_there():
+    """examples/eval/docs-questions.jsonl (docs/evaluation.md): each answerable question's fact is in the file it
+    names under docs/ (the README's knowledge base), no pattern matches its own question, and the set lives outside
+    docs/ so it is not ingested as its own answer."""
+    import re
+    from pathlib import Path
+
+    from rags_expert.evaluation.scoring import normalise
+
+    root = Path(__file__).resolve().parents[1]
+    questions = load_question_set(root / "examples" / "eval" / "docs-questions.jsonl")
+    assert {q.kind for q in questions} == {"answerable", "unanswerable"}
+    for q in questions:
+        if q.kind == "unanswerable":
+            continue
+        (source,) = q.sources
+        text = (root / "docs" / source).read_text(encoding="utf-8")
+        if q.patterns:
+            assert any(re.search(p, text, re.IGNORECASE) for p in q.patterns), q.id
+            assert not any(re.search(p, q.question, re.IGNORECASE) for p in q.patterns), q.id
+        else:
+            assert all(normalise(a) in normalise(text) for a in q.answers), q.id
