@@ -223,6 +223,7 @@ class LocalModelSettings(SettingsSection):
     small_below_params: int = Field(
         3_000_000_000,
         ge=0,
+        le=10**15,
         description="profile 'auto': a GGUF model with fewer parameters than this (3B) gets the 'small' profile "
         "(the bundled SmolLM2-135M does), a larger one 'standard'.",
     )
