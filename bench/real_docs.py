@@ -14,7 +14,9 @@ the local model server, answers, stops it; the default, reported mode). ``--in-p
 every question through the agent's compiled graph in this process with one local model server started once:
 the same graph and settings, much faster for tuning, but its seconds leave out the start-up.
 
-Scored per question (patterns are case-insensitive regular expressions; any one is enough):
+Scored per question by ``rags-expert eval``'s scoring (:mod:`rags_expert.evaluation.scoring`: every row is a
+question of that format, its corpus, kind and split as tags); patterns are case-insensitive regular expressions,
+any one is enough, read on the answer without its ``[n]`` markers:
 
 * **right+cited**: answerable, exit 0, a pattern matches the answer, and the content of at least one cited
   source matches a pattern too (the cited chunk states the fact; a chunk of another file that states it
@@ -57,6 +59,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from single_fact import cli  # noqa: E402  (the CLI runner of the benchmark on our own documents)
 
+from rags_expert.evaluation.questions import Question, to_question  # noqa: E402
+from rags_expert.evaluation.scoring import Reply, Result, matches, right_cited, score_plain  # noqa: E402
+
 CACHE = Path(os.environ.get("RAGS_EXPERT_BENCH_CORPORA", "~/.cache/rags-expert/bench-corpora")).expanduser()
 KINDS = ("literal", "paraphrased", "unanswerable")
 NOT_FOUND = (
@@ -94,9 +99,20 @@ def select(rows: list[dict[str, Any]], split: str, corpora: list[str], limit: in
     return rows
 
 
-def matches(patterns: list[str], text: str) -> bool:
-    """Whether any of the (case-insensitive) patterns occurs in ``text``."""
-    return any(re.search(p, text or "", re.IGNORECASE) for p in patterns)
+def as_question(row: dict[str, Any]) -> Question:
+    """A row of the set as a question of ``rags-expert eval`` (its corpus, kind and split as tags)."""
+    answerable = row["kind"] != "unanswerable"
+    return to_question(
+        {
+            "id": row["id"],
+            "question": row["question"],
+            "patterns": row["patterns"] if answerable else None,
+            "sources": [row["file"]] if answerable else None,
+            "kind": "answerable" if answerable else "unanswerable",
+            "tags": [row["corpus"], row["kind"], row["split"]],
+        },
+        where=row["id"],
+    )
 
 
 # --- the documents ------------------------------------------------------------------------------------------
@@ -205,31 +221,35 @@ class environ:  # noqa: N801 - used like a function
 
 
 def score(row: dict[str, Any], code: int, reply: dict[str, Any] | None, top: list[str]) -> dict[str, Any]:
-    """The outcome of one question (see the module docstring)."""
-    answerable = row["kind"] != "unanswerable"
-    result: dict[str, Any] = {k: row[k] for k in ("id", "corpus", "split", "kind", "question")} | {"code": code}
+    """The outcome of one question (see the module docstring), by the verdict of ``rags-expert eval``'s scoring."""
     if reply is None:
-        return result | {"error": True, "answer": ""}
-    answer = str(reply.get("answer") or "")
-    sources = reply.get("sources") or []
-    patterns = row["patterns"]
-    right = answerable and matches(patterns, answer)
-    cited_fact = any(matches(patterns, str(s.get("content") or "")) for s in sources)
+        return as_row(row, score_plain(as_question(row), Reply(code, error="unreadable output")), top)
+    meta = {k: v for k, v in reply.items() if k != "answer"}
+    return as_row(row, score_plain(as_question(row), Reply(code, str(reply.get("answer") or ""), meta)), top)
+
+
+def as_row(row: dict[str, Any], result: Result, top: list[str]) -> dict[str, Any]:
+    """The table's fields of one question from its shared verdict, and recall@5 from the retriever's ``top``."""
+    answerable = row["kind"] != "unanswerable"
+    out: dict[str, Any] = {k: row[k] for k in ("id", "corpus", "split", "kind", "question")} | {"code": result.code}
+    if result.error == "unreadable output":
+        return out | {"error": True, "answer": ""}
     expected = "/" + row["file"] if answerable else "\0"
-    return result | {
-        "error": code not in (0, 1),
-        "answer": answer,
-        "answer_kind": reply.get("answer_kind") or "",
-        "reason": reply.get("reason") or "",
-        "right_cited": code == 0 and right and cited_fact,
-        "cited_expected_file": any(str(s.get("source") or "").endswith(expected) for s in sources),
-        "wrong_success": answerable and code == 0 and not right,
-        "right_but_failed": answerable and code == 1 and right,
-        "honest": not answerable and code == 1,
+    return out | {
+        "error": result.verdict == "error",
+        "answer": result.answer,
+        "answer_kind": result.answer_kind,
+        "reason": result.reason,
+        "verdict": result.verdict,
+        "right_cited": right_cited(result),
+        "cited_expected_file": bool(result.cited_expected),
+        "wrong_success": answerable and result.verdict == "wrong",
+        "right_but_failed": result.verdict == "partial",
+        "honest": result.verdict == "honest",
         "recall5": answerable and any(s.endswith(expected) for s in top),
         "sources": [
             {"n": s.get("n"), "source": short(str(s.get("source") or "")), "content": str(s.get("content") or "")}
-            for s in sources
+            for s in result.sources
         ],
         "top5": [short(s) for s in top],
     }
@@ -282,9 +302,9 @@ def data_env(folder: Path) -> dict[str, str]:
 
 
 async def ask_in_process(corpora: list[tuple[str, Path, list[dict[str, Any]]]], env: dict[str, str]) -> list[tuple]:
-    """(row, exit code, reply, seconds) per question: every corpus's questions through ``RagsExpert``'s graph,
-    the way ``ask`` runs them, on one local model server started once."""
-    from rags_expert.cli.ask import exit_code
+    """(row, exit code, reply, seconds) per question: every corpus's questions through ``rags-expert eval``'s
+    runner (the agent's graph, as ``ask`` runs it), on one local model server started once."""
+    from rags_expert.evaluation.runner import ask_one
     from rags_expert.local.server import maybe_local
     from rags_expert.rag import RagsExpert
     from rags_expert.retrieval.qdrant import close_client
@@ -301,16 +321,11 @@ async def ask_in_process(corpora: list[tuple[str, Path, list[dict[str, Any]]]], 
             try:
                 graph = agent.get_compiled_graph()
                 for row in rows:
-                    began = time.monotonic()
-                    config = {"configurable": {"thread_id": f"{name}-{row['id']}"}}
-                    state = await graph.ainvoke({"messages": [("user", row["question"])]}, config)
-                    seconds = time.monotonic() - began
-                    final = state["messages"][-1]
-                    meta = final.response_metadata
-                    reply = json.loads(json.dumps({"answer": final.content, **meta}, default=str))
-                    code = exit_code(meta)
-                    print(f"  {row['id']} exit={code} {seconds:.1f}s {str(final.content)[:90]!r}", flush=True)
-                    out.append((row, code, reply, seconds))
+                    reply = await ask_one(graph, row["question"], f"{name}-{row['id']}")
+                    payload = None if reply.error else {"answer": reply.answer, **reply.metadata}
+                    payload = json.loads(json.dumps(payload, default=str))
+                    print(f"  {row['id']} exit={reply.code} {reply.seconds:.1f}s {reply.answer[:90]!r}", flush=True)
+                    out.append((row, reply.code, payload, reply.seconds))
             finally:
                 await agent.aclose()
                 close_client(settings.store)

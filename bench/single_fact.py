@@ -10,6 +10,9 @@ the documents are ingested once into a private data directory with ``rags-expert
 question is one ``rags-expert ask --local --json`` subprocess (it starts the local model server, answers,
 stops it). Reported per variant:
 
+Scored by ``rags-expert eval``'s scoring (:mod:`rags_expert.evaluation.scoring`, gold strings as answer texts,
+containment without a judge: lower case, thousands separators dropped, the answer's ``[n]`` markers removed):
+
 * **right+cited**: answerable, exit 0, a gold string in the answer, and a cited source from the gold document;
 * **right**: a gold string in a successful answer, cited or not;
 * **not found**: answerable but exit 1 (the honest "could not find");
@@ -25,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SET = ROOT / "bench" / "single_fact"
+sys.path.insert(0, str(ROOT))
+
+from rags_expert.evaluation.questions import Question, to_question  # noqa: E402
+from rags_expert.evaluation.scoring import Reply, score_plain  # noqa: E402
 
 VARIANTS: dict[str, dict[str, str]] = {
     "before": {"RAGS_EXPERT_LOCAL__PROFILE": "standard", "RAGS_EXPERT_EVIDENCE__ATTRIBUTION": "false"},
@@ -59,11 +65,6 @@ sentences per chunk); small: the default of --local (with the fallback; one focu
 small-norerank: the same without the evidence reranker the small profile turns on (issue 25)."""
 
 
-def normalise(text: str) -> str:
-    """Lower case, thousands separators dropped, spaces collapsed."""
-    return " ".join(re.sub(r"(?<=\d),(?=\d{3})", "", text.lower()).split())
-
-
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str, float]:
     """Run ``rags-expert ARGS``; (exit code, stdout, stderr, seconds)."""
     began = time.monotonic()
@@ -73,22 +74,34 @@ def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - began
 
 
+def as_question(row: dict[str, Any]) -> Question:
+    """A row of the set as a question of ``rags-expert eval``: its gold strings as answer texts."""
+    return to_question(
+        {
+            "id": row["id"],
+            "question": row["question"],
+            "answer": row["answers"] or None,
+            "sources": [row["source"]] if row["source"] else None,
+        },
+        where=row["id"],
+    )
+
+
 def score(row: dict[str, Any], code: int, out: str) -> dict[str, Any]:
-    """The outcome of one question."""
+    """The outcome of one question, by the verdict of ``rags-expert eval``'s scoring (containment: no judge)."""
     result: dict[str, Any] = {"id": row["id"], "code": code, "answerable": bool(row["answers"])}
     try:
         reply = json.loads(out)
     except ValueError:
         return result | {"error": True, "answer": out[-300:]}
-    answer = normalise(reply.get("answer", ""))
-    right = code == 0 and any(normalise(a) in answer for a in row["answers"])
-    cited = any(str(s.get("source") or "").endswith(row["source"] or "\0") for s in reply.get("sources", []))
+    meta = {k: v for k, v in reply.items() if k != "answer"}
+    verdict = score_plain(as_question(row), Reply(code, str(reply.get("answer") or ""), meta))
     return result | {
-        "error": code not in (0, 1),
-        "right": right,
-        "right_cited": right and cited,
-        "kind": reply.get("answer_kind", ""),
-        "answer": reply.get("answer", "")[:300],
+        "error": verdict.verdict == "error",
+        "right": verdict.verdict == "right",
+        "right_cited": verdict.verdict == "right" and bool(verdict.cited_expected),
+        "kind": verdict.answer_kind,
+        "answer": verdict.answer[:300],
     }
 
 

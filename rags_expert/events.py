@@ -26,6 +26,7 @@ PROMPT_TAGS = frozenset(
         "conversation",
         "document",
         "documents",
+        "expected",
         "failed_attempt",
         "lesson",
         "lessons",

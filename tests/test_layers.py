@@ -23,6 +23,7 @@ LAYERS = [
     "events",
     "lazy",
     "threads",
+    "outcomes",
     "testing",
     "prompts",
     # configuration, then the model and the knowledge base

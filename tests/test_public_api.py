@@ -75,6 +75,7 @@ SETTINGS_MODELS = [
     "RerankSettings",
     "KGSettings",
     "McpSettings",
+    "EvaluationSettings",
     "SettingsSection",
 ]
 

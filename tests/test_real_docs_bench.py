@@ -73,3 +73,21 @@ def test_scoring_counts_a_cited_fact_and_an_honest_failure() -> None:
     assert wrong["wrong_success"] and not wrong["right_cited"]
     absent = next(r for r in ROWS if r["kind"] == "unanswerable")
     assert real_docs.score(absent, 1, {"answer": "I could not find an answer.", "sources": []}, [])["honest"]
+
+
+def test_single_fact_scores_through_the_shared_scoring() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import single_fact
+
+    row = {"id": "a01", "question": "When was it built?", "answers": ["1,871"], "source": "zephyr-lighthouse.md"}
+    cited = {"n": 1, "source": "/d/zephyr-lighthouse.md", "content": "Built in 1871."}
+    good = single_fact.score(
+        row, 0, json.dumps({"answer": "In 1871 [1].", "answer_kind": "extractive", "sources": [cited]})
+    )
+    assert good["right_cited"] and good["right"] and good["kind"] == "extractive"
+    other_file = single_fact.score(
+        row, 0, json.dumps({"answer": "In 1871 [1].", "sources": [cited | {"source": "/d/x.md"}]})
+    )
+    assert other_file["right"] and not other_file["right_cited"]
+    assert not single_fact.score(row, 0, json.dumps({"answer": "In 1872.", "sources": []}))["right"]
+    assert single_fact.score(row, 0, "Traceback ...")["error"]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.support import args_settings, question_error, setting_type, text_arg
 from rags_expert.hosts.progress import RAG_PROGRESS
+from rags_expert.outcomes import exit_code
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -33,27 +34,16 @@ if TYPE_CHECKING:
     from rags_expert.rag import RagsExpert
     from rags_expert.settings import RagsExpertSettings
 
-NOT_FOUND_REASONS = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
-"""Failure reasons that are an honest "not in the knowledge base" (exit 1); the others, ``budget_exceeded``
-included (a larger budget might have found an answer), are errors (exit 2)."""
 ASK_FLAGS = {
     "model": "llm.model",
     "base_url": "llm.base_url",
     "top_k": "retrieval.top_k",
     "collection": "store.collection",
+    "model_path": "local.model_path",
 }
 """Flags of ``ask`` and ``eval`` that override settings (argparse dest -> settings path)."""
 THREAD_FLAGS = {"checkpointer_url": "checkpointer.url"}
 """Flags of ``ask`` alone: where the conversation threads live."""
-
-
-def exit_code(metadata: dict[str, Any]) -> int:
-    """0 for an answer, 1 for an honest not-found, 2 when the run failed on an error."""
-    if metadata.get("outcome") == "success":
-        return 0
-    if metadata.get("error") or metadata.get("reason") not in NOT_FOUND_REASONS:
-        return 2
-    return 1
 
 
 async def ask(args: argparse.Namespace) -> int:
@@ -65,9 +55,21 @@ async def ask(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         return 2
     if args.local and not args.quiet and not args.json:
-        print("[starting the local model]", file=sys.stderr, flush=True)
+        print(f"[starting the local model{local_note(settings)}]", file=sys.stderr, flush=True)
     async with maybe_local(settings, args.local) as local:
         return await answer(args, local)
+
+
+def local_note(settings: RagsExpertSettings) -> str:
+    """``: SmolLM2-135M-Instruct.Q4_1.gguf, 135M parameters: profile small`` ('' when the model is not found: the
+    server's start then says why)."""
+    from rags_expert.local.command import LocalModelError
+    from rags_expert.local.gguf import local_profile
+
+    try:
+        return ": " + local_profile(settings.local)[1]
+    except LocalModelError:
+        return ""
 
 
 async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) -> int:
@@ -133,6 +135,15 @@ def print_quotes(citations: list[dict[str, Any]], n: int) -> None:
         print(f'    "{" ".join(quote.split())}"')
 
 
+def model_path_option(p: argparse.ArgumentParser) -> None:
+    """``--model-path X.gguf``: the local model file (with ``--local``)."""
+    p.add_argument(
+        "--model-path",
+        type=setting_type("local.model_path"),
+        help="with --local: the GGUF model file to serve; its size picks the profile (RAGS_EXPERT_LOCAL__MODEL_PATH)",
+    )
+
+
 def register(subparsers: Any) -> None:
     """Add the ``ask`` subcommand to the top-level CLI."""
     p = subparsers.add_parser("ask", help="answer a question from the knowledge base")
@@ -141,6 +152,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
     p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")
     p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
+    model_path_option(p)
     p.add_argument("--tags", help="comma-separated library tags to filter on")
     p.add_argument("--thread", default="cli", help="conversation thread id")
     p.add_argument(

@@ -1,7 +1,14 @@
-"""The ``eval`` subcommand of ``rags-expert``: run a benchmark (HotpotQA) through the agent.
+"""The ``eval`` subcommand of ``rags-expert``: the agent on a question set of yours, or on HotpotQA.
 
-Writes a JSON report (and a PNG plot when matplotlib is installed); exit 0 when the
-benchmark ran, 2 on an error.
+``rags-expert eval QUESTIONS.jsonl`` (or ``.yaml``, ``.csv``) asks every question of the set against the configured
+knowledge base (``--ingest DIR`` ingests DIR first), scores each reply (docs/evaluation.md), shows a progress bar,
+prints a table grouped by kind and tag and writes ``<out>/report.json`` and ``<out>/report.png``. ``--compare
+OLD.json`` prints what changed since an earlier run; ``--min-right`` / ``--max-wrong`` make it a CI gate.
+
+``rags-expert eval hotpotqa [--split dev]`` runs the built-in HotpotQA set (:mod:`rags_expert.evaluation.hotpotqa`).
+
+Exit codes: 0 the evaluation ran (and its gates held); 1 a gate was not met; 2 an error (a malformed question
+file or report, a failed ingestion, every question ending in an error).
 """
 
 from __future__ import annotations
@@ -10,17 +17,168 @@ import argparse
 import asyncio
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.ask import ASK_FLAGS
+from rags_expert.cli.ask import ASK_FLAGS, model_path_option
 from rags_expert.cli.support import args_settings, positive_int, setting_type
 from rags_expert.settings import RagsExpertSettings
 
+if TYPE_CHECKING:
+    from rags_expert.evaluation.judge import Judge
 
-async def evaluate(args: argparse.Namespace) -> int:
-    """Run a benchmark through the agent and write the report."""
-    from rags_expert.evaluation import run_hotpotqa, write_report
+EVAL_FLAGS = {**ASK_FLAGS, "judge_model": "evaluation.judge_model"}
+"""Flags of ``eval`` that override settings (argparse dest -> settings path)."""
+
+
+def is_hotpotqa(args: argparse.Namespace) -> bool:
+    """Whether the positional argument names the built-in HotpotQA set (not a file called ``hotpotqa``)."""
+    return str(args.questions) == "hotpotqa" and not Path("hotpotqa").is_file()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch: HotpotQA, or a question set of the user's."""
+    return asyncio.run(evaluate_hotpotqa(args) if is_hotpotqa(args) else evaluate_questions(args))
+
+
+# --- a question set of yours --------------------------------------------------------------------------------
+
+
+async def evaluate_questions(args: argparse.Namespace) -> int:
+    """Ask the question set, print the table (and the comparison), write the report; the exit code."""
+    from rags_expert.evaluation.compare import comparison
+    from rags_expert.evaluation.questions import QuestionSetError, load_question_set
+    from rags_expert.evaluation.report import build_report, load_report, table, write_json, write_plot
+    from rags_expert.evaluation.runner import ask_questions
+    from rags_expert.hosts.progress import EvalProgress
+    from rags_expert.local.server import maybe_local
+
+    settings = cast(RagsExpertSettings, args_settings(args))
+    try:
+        questions = load_question_set(Path(args.questions))[: args.limit]
+        old = load_report(args.compare) if args.compare else None
+    except (QuestionSetError, ValueError) as exc:
+        return fail(str(exc))
+    if args.ingest and (code := ingest(args)) != 0:
+        return code
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    async with maybe_local(settings, args.local) as local:
+        judge, judging = pick_judge(local.settings, args.local)
+        judge_fn = judge.same_fact if judge is not None else None
+        if not args.quiet:
+            print(
+                f"[{len(questions)} questions, model {model_label(local.settings, args.local)}; {judging}]",
+                file=sys.stderr,
+            )
+        await local.ready()
+        progress = EvalProgress(len(questions), sys.stderr, args.quiet)
+        try:
+            results = await ask_questions(
+                local.settings,
+                questions,
+                judge=judge_fn,
+                on_result=lambda r: progress.result(r.verdict, r.seconds, r.question),
+            )
+        finally:
+            progress.close()
+    meta = {
+        "questions_file": str(args.questions),
+        "started": started,
+        "model": model_label(local.settings, args.local),
+        "local": bool(args.local),
+        "judging": judging,
+        "judge": judge.summary() if judge is not None else None,
+        "collection": local.settings.store.collection,
+        "top_k": local.settings.retrieval.top_k,
+    }
+    report = build_report(results, meta)
+    json_path, png_path = write_json(report, args.out), write_plot(report, args.out)
+    print(f"judged by: {judging}")
+    print(table(report))
+    print(f"\nreport: {json_path}")
+    print(
+        f"plot: {png_path}"
+        if png_path
+        else "plot skipped: matplotlib is not installed (pip install 'rags-expert[bench]')"
+    )
+    if old is not None:
+        print("\n" + comparison(old, report, str(args.compare)))
+    if results and all(r.verdict == "error" for r in results):
+        return fail(f"every question ended in an error (the first: {results[0].error or results[0].reason})")
+    return gate(report["summary"], args)
+
+
+def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[Judge | None, str]:
+    """The judge for answer-text questions (None: containment decides) and how the report names the judging."""
+    from rags_expert.evaluation.judge import Judge
+
+    if local:
+        return None, "patterns, else exact containment of the answer text (--local: no model judge)"
+    if not settings.evaluation.judge:
+        return None, "patterns, else exact containment of the answer text (evaluation.judge is off)"
+    judge = Judge.from_settings(settings)
+    return judge, f"patterns, else the {judge.label}"
+
+
+def model_label(settings: RagsExpertSettings, local: bool) -> str:
+    """The model the answers came from (``local NAME (profile P)`` with ``--local``)."""
+    if local:
+        return f"local {settings.llm.model} (profile {settings.evidence.profile})"
+    return settings.llm.model
+
+
+def ingest(args: argparse.Namespace) -> int:
+    """``rags-expert ingest DIR`` before the questions (``--ingest``); 0, or 2 when it stored nothing or failed."""
+    from rags_expert.cli.knowledge import cmd_ingest
+
+    code = cmd_ingest(argparse.Namespace(**{**vars(args), "paths": [str(args.ingest)], "tags": "", "prune": False}))
+    return 0 if code == 0 else 2
+
+
+def gate(summary: dict[str, Any], args: argparse.Namespace) -> int:
+    """1 when ``--min-right`` or ``--max-wrong`` is not met (one line each on stderr), else 0."""
+    unmet = []
+    right, wrong = summary["right_cited_rate"], summary["wrong_rate"]
+    if args.min_right is not None and (right is None or right < args.min_right):
+        unmet.append(f"right+cited {_pct(right)} of answerable questions is below --min-right {_pct(args.min_right)}")
+    if args.max_wrong is not None and (wrong or 0.0) > args.max_wrong:
+        unmet.append(f"wrong {_pct(wrong)} of questions is above --max-wrong {_pct(args.max_wrong)}")
+    for line in unmet:
+        print(f"gate not met: {line}", file=sys.stderr)
+    if args.min_right is not None or args.max_wrong is not None:
+        print("gate: not met" if unmet else "gate: met")
+    return 1 if unmet else 0
+
+
+def _pct(rate: float | None) -> str:
+    """``75%`` (``–`` for none)."""
+    return "–" if rate is None else f"{rate:.0%}"
+
+
+def fail(message: str) -> int:
+    """``error: message`` on stderr, on one line; the exit code 2."""
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+    return 2
+
+
+def rate(text: str) -> float:
+    """An argparse ``type`` for a share: ``0.8`` or ``80%``, between 0 and 1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share (0.8 or 80%)") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1 (0%..100%)")
+    return value
+
+
+# --- HotpotQA --------------------------------------------------------------------------------------------
+
+
+async def evaluate_hotpotqa(args: argparse.Namespace) -> int:
+    """Run HotpotQA through the agent and write its report."""
+    from rags_expert.evaluation.hotpotqa import run_hotpotqa, write_report
 
     settings = cast(RagsExpertSettings, args_settings(args))  # eval builds the RAG agent's settings
     questions_file = args.data / f"{args.split}.jsonl"
@@ -57,20 +215,48 @@ def _default_hotpotqa_dir() -> Path:
 
 def register(subparsers: Any) -> None:
     """Add the ``eval`` subcommand to the top-level CLI."""
-    p = subparsers.add_parser("eval", help="evaluate the agent on a benchmark (HotpotQA)")
-    p.add_argument("benchmark", choices=["hotpotqa"])
-    p.add_argument("--split", choices=["dev", "test"], default="dev")
-    p.add_argument("--limit", type=positive_int, help="the first N questions only")
+    p = subparsers.add_parser("eval", help="evaluate the agent on your question set (JSONL, YAML, CSV) or on HotpotQA")
     p.add_argument(
+        "questions",
+        metavar="QUESTIONS",
+        type=Path,
+        help="a question file (.jsonl, .yaml, .csv: docs/evaluation.md), or hotpotqa for the built-in set",
+    )
+    p.add_argument("--ingest", type=Path, metavar="DIR", help="ingest DIR into the knowledge base first")
+    p.add_argument("--compare", type=Path, metavar="OLD.json", help="print what changed since this earlier report")
+    p.add_argument(
+        "--min-right",
+        type=rate,
+        metavar="SHARE",
+        help="exit 1 unless this share of answerable questions is right+cited (0.8, 80%%)",
+    )
+    p.add_argument(
+        "--max-wrong",
+        type=rate,
+        metavar="SHARE",
+        help="exit 1 when more than this share of questions is answered wrong",
+    )
+    p.add_argument(
+        "--judge-model",
+        type=setting_type("evaluation.judge_model"),
+        metavar="MODEL",
+        help="chat model judging answer texts (default: the answering model; RAGS_EXPERT_EVALUATION__JUDGE_MODEL)",
+    )
+    p.add_argument("--limit", type=positive_int, help="the first N questions only")
+    p.add_argument("--out", type=Path, default=Path("eval-out"), help="where the JSON report and PNG plot go")
+    p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
+    p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")
+    p.add_argument("--collection", type=setting_type("store.collection"), help="knowledge-base collection")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
+    model_path_option(p)
+    hotpotqa = p.add_argument_group("hotpotqa")
+    hotpotqa.add_argument("--split", choices=["dev", "test"], default="dev")
+    hotpotqa.add_argument(
         "--data",
         type=Path,
         default=_default_hotpotqa_dir(),
         help="folder with <split>.jsonl (default: $RAGS_EXPERT_HOTPOTQA_DIR or ../shared/data/hotpotqa)",
     )
-    p.add_argument("--out", type=Path, default=Path("eval-out"), help="where the JSON report and PNG plot go")
-    p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
-    p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
-    p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")
-    p.add_argument("-q", "--quiet", action="store_true", help="no per-question lines on stderr")
-    p.add_argument("--local", action="store_true", help="run on the bundled offline model (needs the 'local' extra)")
-    p.set_defaults(func=lambda a: asyncio.run(evaluate(a)), collection=None, settings_flags=ASK_FLAGS)
+    p.set_defaults(func=run, settings_flags=EVAL_FLAGS)

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rags_expert.cli.ask import THREAD_FLAGS, exit_code
+from rags_expert.cli.ask import THREAD_FLAGS, exit_code, local_note
 from rags_expert.cli.knowledge import FLAGS as KB_FLAGS
 from rags_expert.cli.knowledge import store_options
 from rags_expert.cli.support import args_settings, printable, setting_type
@@ -118,7 +118,7 @@ def print_reasked(stale: Stale, settings: RagsExpertSettings, local: bool) -> bo
     Whether every re-ask that was made succeeded (an answer without a question is not asked)."""
     questions = {name: q for name, answer, _ in stale if isinstance(q := answer.get("question"), str) and q.strip()}
     if questions and local:
-        print("[starting the local model]", file=sys.stderr, flush=True)
+        print(f"[starting the local model{local_note(settings)}]", file=sys.stderr, flush=True)
     answers = asyncio.run(reask(settings, list(questions.values()), local)) if questions else []
     new = dict(zip(questions, answers, strict=True))
     succeeded = True

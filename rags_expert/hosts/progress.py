@@ -335,3 +335,40 @@ def ingest_progress(quiet: bool, stream: IO[str] | None = None, interval: float 
         return IngestCounts()
     isatty = getattr(stream, "isatty", None)
     return BarIngestProgress(stream) if isatty is not None and isatty() else PlainIngestProgress(stream, interval)
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+
+class EvalProgress:
+    """``rags-expert eval``'s progress on ``stream``: a tqdm bar on a terminal (questions done, the verdicts so far,
+    the time left), else one line per question (``eval 3/10: right 1.2s When was ...?``); nothing when quiet."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, quiet: bool = False) -> None:
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.stream = stream or sys.stderr
+        self.counts: dict[str, int] = {}
+        self.bar: Any = None
+        isatty = getattr(self.stream, "isatty", None)
+        if not quiet and isatty is not None and isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="eval", unit="q", file=self.stream, dynamic_ncols=True)
+
+    def result(self, verdict: str, seconds: float, question: str) -> None:
+        """One more question scored."""
+        self.done += 1
+        self.counts[verdict] = self.counts.get(verdict, 0) + 1
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.counts.items()), refresh=False)
+            self.bar.update(1)
+            return
+        line = f"eval {self.done}/{self.total}: {verdict} {seconds:.1f}s {question}"
+        print(display_text(line, LINE_LIMIT), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """Close the bar (its last state stays on the terminal)."""
+        if self.bar is not None:
+            self.bar.close()

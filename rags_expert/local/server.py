@@ -64,6 +64,7 @@ from rags_expert.local.command import (
     server_env,
     thread_counts,
 )
+from rags_expert.local.gguf import local_profile
 from rags_expert.settings import AgentSettings, LocalModelSettings
 
 log = logging.getLogger(__name__)
@@ -304,7 +305,7 @@ def local_settings(base: S, base_url: str) -> S:
     update: dict[str, object] = {"llm": llm, "grading": grading}
     evidence = getattr(base, "evidence", None)  # the RAG agent's model profile (the KG agent has none)
     if evidence is not None:
-        update["evidence"] = evidence.model_copy(update={"profile": loc.profile})
+        update["evidence"] = evidence.model_copy(update={"profile": local_profile(loc)[0]})
         # the server answers one request at a time: a draft cannot overlap the grading, it only adds a call
         # (measured on HotpotQA dev in the standard profile: 0 of 20 drafts kept, +3.8 s a question)
         update["speculative_draft"] = False

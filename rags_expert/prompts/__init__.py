@@ -38,7 +38,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
 
 
 _TAGLIKE = re.compile(
-    r"<\s*/?\s*(chunk|chunks|chunk_title|strip|strips|question|answer|system|document|documents|task|result|failed_attempt|conversation|lesson|lessons)\b",
+    r"<\s*/?\s*(chunk|chunks|chunk_title|strip|strips|question|answer|expected|system|document|documents|task|result|failed_attempt|conversation|lesson|lessons)\b",
     re.I,
 )
 

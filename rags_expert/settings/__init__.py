@@ -25,6 +25,7 @@ from rags_expert.settings.agents import (
     coerce_settings,
 )
 from rags_expert.settings.authorization import AuthorizationSettings
+from rags_expert.settings.evaluation import EvaluationSettings
 from rags_expert.settings.evidence import EvidenceSettings, ModelProfileName, RefinementMethod, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
@@ -80,6 +81,7 @@ __all__ = [
     "KnowledgeFlowApi",
     "KnowledgeFlowSettings",
     "LLMSettings",
+    "EvaluationSettings",
     "MultihopSettings",
     "LessonSettings",
     "LocalModelSettings",

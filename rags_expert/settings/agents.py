@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rags_expert.secrets import url_secrets
 from rags_expert.settings.authorization import AuthorizationSettings
+from rags_expert.settings.evaluation import EvaluationSettings
 from rags_expert.settings.evidence import EvidenceSettings, RefinementSettings
 from rags_expert.settings.kg import KGSettings
 from rags_expert.settings.knowledge import (
@@ -232,6 +233,7 @@ class RagsExpertSettings(AgentSettings, KnowledgeBaseSettings):
     multihop: MultihopSettings = Field(default_factory=MultihopSettings)
     authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
 
     def llm_call_bound(self, with_history: bool = True, fallback: bool | None = None) -> int:
         """Maximum LLM requests for one question (not counting transport retries).

@@ -214,10 +214,18 @@ class LocalModelSettings(SettingsSection):
         le=128,
         description="grading.concurrency used with the local model (the server answers one request at a time).",
     )
-    profile: ModelProfileName = Field(
-        "small",
+    profile: ModelProfileName | Literal["auto"] = Field(
+        "auto",
         description="evidence.profile used with the local model: 'small' lets the evidence grade and keeps the "
-        "model to writing a short answer (its own graders are at chance); 'standard' trusts it like an API model.",
+        "model to writing a short answer (its own graders are at chance); 'standard' trusts it like an API model; "
+        "'auto' picks by the GGUF's own parameter count: 'small' below small_below_params, else 'standard'.",
+    )
+    small_below_params: int = Field(
+        3_000_000_000,
+        ge=0,
+        le=10**15,
+        description="profile 'auto': a GGUF model with fewer parameters than this (3B) gets the 'small' profile "
+        "(the bundled SmolLM2-135M does), a larger one 'standard'.",
     )
 
 

@@ -9,6 +9,7 @@ progress lines come in order on stderr and a rejected draft is never printed as 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -56,7 +57,7 @@ def test_an_answerable_question_gets_the_fact_with_a_citation(env):
     assert "Mara Quill" in answer and re.search(r"\[1\]", answer), done.stdout
     assert "zephyr.md" in sources
     progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
-    assert progress[0] == "[starting the local model]"
+    assert progress[0] == "[starting the local model: SmolLM2-135M-Instruct.Q4_1.gguf, 135M parameters: profile small]"
     order = ["[searching the knowledge base]", "[grading the chunks]", "[keeping the relevant parts of the chunks]"]
     assert [line for line in progress if line in order] == order
     assert "Traceback" not in done.stderr
@@ -82,3 +83,22 @@ def test_a_runner_that_is_not_installed_is_one_line_and_exit_2(env):
         "error: LocalModelError: the local model runner 'llama_cpp_python' is not installed (missing: "
     ), done.stderr
     assert "pip install 'rags-expert[local-compiled]'" in error[0]
+
+
+def test_eval_local_has_no_model_judge_and_says_so(env, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "builder", "question": "Who built the Zephyr lighthouse?", "answer": "Mara Quill"}\n'
+        '{"id": "painter", "question": "Who painted the Zephyr lighthouse?", "kind": "unanswerable"}\n'
+    )
+    done = run_cli(["eval", str(questions), "--local", "--out", str(tmp_path / "out")], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "judged by: patterns, else exact containment of the answer text (--local: no model judge)"
+    )
+    assert done.stderr.splitlines()[0].startswith("[2 questions, model local smollm2-135m-instruct (profile small);")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["meta"]["local"] is True
+    builder = next(r for r in report["results"] if r["id"] == "builder")
+    assert builder["judged_by"] in ("contains", "")  # containment, never a model (or no answer to judge)
+    assert "Traceback" not in done.stderr
