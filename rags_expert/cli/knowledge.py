@@ -87,7 +87,6 @@ def _nothing_reason(report: IngestReport) -> str:
     parts = []
     if report.skipped:
         parts.append(f"{len(report.skipped)} file(s) skipped (reasons above)")
-        parts.extend(line.strip() for line in format_lines(report) if "pip install" in line)
     if report.ignored:
         parts.append(
             f"{len(report.ignored)} file(s) of unsupported types (supported: {' '.join(sorted(SUPPORTED_SUFFIXES))})"

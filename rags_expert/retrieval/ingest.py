@@ -396,10 +396,11 @@ class Ingestor:
     def _missing_extras(self, report: IngestReport) -> None:
         """One warning per suffix whose files were skipped for a missing extra, naming the ``pip install``; a
         note on PDFs read without their tables' columns (pdfplumber missing)."""
-        for counts in report.formats.values():
-            for suffix, paths in sorted(counts.missing_extra.items()):
-                n = len(paths)
-                log.warning("skipped %d %s file%s: %s", n, suffix, "" if n == 1 else "s", install_hint(counts.extra))
+        missing = sorted(
+            (suffix, len(paths), c.extra) for c in report.formats.values() for suffix, paths in c.missing_extra.items()
+        )
+        for suffix, n, extra in missing:
+            log.warning("skipped %d %s file%s: %s", n, suffix, "" if n == 1 else "s", install_hint(extra))
         pdf = report.formats.get("PDF")
         if pdf is not None and pdf.files and not has_table_extractor():
             pdf.note = f"tables read as plain text: {install_hint(PDF_TABLES_EXTRA)}"

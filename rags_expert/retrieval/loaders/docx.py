@@ -54,13 +54,14 @@ def load_docx(path: Path, data: bytes) -> list[TextUnit]:
 
     document = docx.Document(io.BytesIO(data))
     lines: list[str] = []
-    depth, first_heading, caption = 0, "", ""
+    depth, heading, first_heading, caption = 0, "", "", ""
     for block in document.iter_inner_content():
         if isinstance(block, Table):
-            if caption:
-                lines += [f"{'#' * min(6, depth + 1)} {caption}", ""]
-                caption = ""
+            lines += [f"{'#' * min(6, depth + 1)} {caption}", ""] if caption else []
             lines += [table_text(_rows(block)), ""]
+            if caption and heading:  # what follows the table is the section's again
+                lines += [f"{'#' * min(6, depth)} {heading}", ""]
+            caption = ""
             continue
         text = " ".join(block.text.split())
         if not text:
@@ -72,7 +73,7 @@ def load_docx(path: Path, data: bytes) -> list[TextUnit]:
             lines += [caption, ""]
             caption = ""
         if level := _level(block):
-            depth = level
+            depth, heading = level, text
             first_heading = first_heading or text
             lines += [f"{'#' * min(6, level)} {text}", ""]
         elif _is_list(block):

@@ -38,12 +38,15 @@ class _HTMLText(HTMLParser):
         """The text of the first heading element (the title when the page has no ``<title>``)."""
         self.level = 0
         """The level of the last heading (a table caption goes one below it)."""
+        self.last_heading: list[str] = []
+        """The text of the last heading (re-opened after a captioned table: what follows is its section again)."""
         self._skip = 0
         self._in_title = False
         self._in_heading = False
         self._tables: list[_Table] = []
         self._cell: list[str] | None = None
         self._in_caption = False
+        self._heading_open = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         """Track skipped elements, titles, headings, tables and block breaks."""
@@ -59,6 +62,8 @@ class _HTMLText(HTMLParser):
             self.level = int(tag[1])
             self.parts.append("\n\n" + "#" * self.level + " ")
             self._in_heading = not self.heading.strip()
+            self.last_heading = []
+            self._heading_open = True
         elif tag in self.BLOCK:
             self.parts.append("\n\n" if tag != "br" else "\n")
 
@@ -91,6 +96,7 @@ class _HTMLText(HTMLParser):
             self._table_end(tag)
         elif re.fullmatch(r"h[1-6]", tag) or tag in self.BLOCK:
             self._in_heading = False
+            self._heading_open = self._heading_open and not re.fullmatch(r"h[1-6]", tag)
             self.parts.append("\n\n")
 
     def _table_end(self, tag: str) -> None:
@@ -110,7 +116,9 @@ class _HTMLText(HTMLParser):
             self._tables.pop()
             caption = " ".join(table.caption.split())
             heading = f"\n\n{'#' * min(6, self.level + 1)} {caption}\n\n" if caption else "\n\n"
-            self.parts.append(heading + table_text(table.rows, table.header) + "\n\n")
+            section = " ".join("".join(self.last_heading).split())
+            again = f"{'#' * self.level} {section}\n\n" if caption and self.level and section else ""
+            self.parts.append(heading + table_text(table.rows, table.header) + "\n\n" + again)
 
     def handle_data(self, data: str) -> None:
         """Keep visible text (in a table: in its cell or caption)."""
@@ -126,6 +134,8 @@ class _HTMLText(HTMLParser):
             self.parts.append(data)
             if self._in_heading:
                 self.heading += data
+            if self._heading_open:
+                self.last_heading.append(data)
 
     def text(self) -> str:
         """The collected text with whitespace tidied."""

@@ -105,6 +105,8 @@ class _Writer:
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
+        self.titles: list[str] = []
+        """The titles of the sections being written (a captioned table's heading is closed by the last)."""
 
     def blocks(self, node: Any) -> Iterator[str]:
         """The Markdown lines of ``node``'s children, a blank line after each block."""
@@ -143,6 +145,9 @@ class _Writer:
             return ""
         if isinstance(node, nodes.image):
             return str(node.get("alt", ""))
+        if isinstance(node, nodes.substitution_reference):
+            definition = node.document.substitution_defs.get(node.get("refname", "")) if node.document else None
+            return self.inline(definition) if definition is not None else node.astext()
         return "".join(self.inline(child) for child in node.children)
 
     def _section(self, node: Any) -> Iterator[str]:
@@ -151,12 +156,15 @@ class _Writer:
 
         self.depth += 1
         title = next((c for c in node.children if isinstance(c, nodes.title)), None)
-        if title is not None:
-            yield f"{'#' * min(6, self.depth)} {' '.join(self.inline(title).split())}"
+        shown = " ".join(self.inline(title).split()) if title is not None else ""
+        if shown:
+            yield f"{'#' * min(6, self.depth)} {shown}"
             yield ""
+        self.titles.append(shown)
         for child in node.children:
             if child is not title:
                 yield from self.block(child)
+        self.titles.pop()
         self.depth -= 1
 
     def _title(self, node: Any) -> Iterator[str]:
@@ -268,6 +276,9 @@ class _Writer:
                         rows.append(cells)
         yield table_text(rows, header)
         yield ""
+        if title is not None and self.titles and self.titles[-1]:  # what follows the table is the section's again
+            yield f"{'#' * min(6, self.depth)} {self.titles[-1]}"
+            yield ""
 
     def _system_message(self, node: Any) -> Iterator[str]:
         """A directive docutils does not know (Sphinx's): its text as Sphinx shows it; other messages: nothing."""
@@ -304,11 +315,12 @@ class _Writer:
         argument = " ".join([argument, *continued]).strip()
         if short in LABELS:
             version, _, said = argument.partition(" ")
+            said = rst_to_markdown(said).strip() if said.strip() else ""
             yield " ".join(f"{LABELS[short]} {version}:".replace(" :", ":").split() + said.split())
         elif DESCRIPTIONS.fullmatch(name):
             yield f"`{argument}`" if argument else ""
         elif argument:
-            yield argument
+            yield " ".join(rst_to_markdown(argument).split())
         yield ""
         if body:
             yield from rst_to_markdown(body, depth=self.depth).split("\n")
