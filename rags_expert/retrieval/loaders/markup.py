@@ -14,6 +14,7 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
   body kept, a ``title``/``caption`` argument kept as text;
 * MDX: ``import``/``export`` lines dropped, component tags (``<Tabs>``, ``<TabItem label="Py">``) replaced by
   their label or title;
+* footnotes: ``[^1]: text`` → ``1. text``, a reference ``[^1]`` removed;
 * include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
   lone attribute lists (``{ .annotate }``) and icon shortcodes (``:material-check:``): removed;
 * inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
@@ -44,6 +45,8 @@ _MDX_LINE = re.compile(
 _MDX_TAG = re.compile(r"^[ \t]*<(?P<close>/)?(?P<name>[A-Z][\w.]*)(?P<attrs>(?:\s[^<>]*)?)/?>[ \t]*$")
 _INCLUDE = re.compile(r"""^[ \t]*(?:-{1,2}8<-{1,2}(?:[ \t]+["'].*["'])?|\{!.*!\})[ \t]*$""")
 _LINK_DEFINITION = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]]+\]:[ \t]*\S+.*$")
+_FOOTNOTE_DEFINITION = re.compile(r"^(?P<indent>[ ]{0,3})\[\^(?P<name>[^\]]+)\]:[ \t]*")
+_FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
 _MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
@@ -99,6 +102,8 @@ def reduce_inline(line: str) -> str:
     """A line's roles reduced to their text, and its shortcodes and icons outside code spans removed."""
     line = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
     line = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
+    line = _FOOTNOTE_DEFINITION.sub(lambda m: f"{m.group('indent')}{m.group('name')}. ", line)
+    line = _FOOTNOTE_REFERENCE.sub("", line)
     parts = re.split(r"(`+[^`]*`+)", line)  # odd parts: code spans, kept as they are
     return "".join(
         p if i % 2 else _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), p))
@@ -291,9 +296,8 @@ def reduce_lines(lines: list[str]) -> list[str]:
             body, index = _indented_body(lines, index + 1, indent)
             pad = " " * indent
             shown = admonition.group("tab")[1:-1] if admonition.group("tab") else None
-            out.extend(
-                [pad + (shown if shown is not None else _title(admonition.group("type"), admonition.group("rest"))), ""]
-            )
+            title = shown if shown is not None else _title(admonition.group("type"), admonition.group("rest"))
+            out.extend([pad + reduce_inline(title).strip(), ""])
             out.extend(pad + b if b.strip() else "" for b in reduce_lines(body))
             out.append("")
             continue
