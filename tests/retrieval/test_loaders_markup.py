@@ -231,3 +231,47 @@ def test_a_row_found_alone_still_names_its_columns(tmp_path):
         body = chunk["content"].split("\n", 1)[1]
         for line in filter(None, body.split("\n")):
             assert re.fullmatch(r"option: opt\d+; default: \d+; notes: (word ?)+", line), line
+
+
+def test_myst_glossary_eval_rst_and_roles_across_lines(tmp_path):
+    page = """# Terms
+
+::::{glossary}
+
+Bound logger
+    What `get_logger` returns.
+
+    :::{seealso}
+    {doc}`bound-loggers`
+    :::
+
+Processor
+    A callable in the chain.
+::::
+
+```{eval-rst}
+.. function:: hook(cls, fields)
+
+   Called with the class and its fields.
+
+.. caution::
+
+   Writing to ``params`` directly bypasses validation.
+```
+
+Arguments can be {ref}`documented in the
+docstring <documenting-arguments>` too.
+"""
+    (chunk,) = chunks(tmp_path, "terms.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "Bound logger\n\nWhat `get_logger` returns.",
+        "Seealso\n\nbound-loggers",
+        "Processor\n\nA callable in the chain.",
+        "`hook(cls, fields)`\n\nCalled with the class and its fields.",
+        "Caution:\n\nWriting to `params` directly bypasses validation.",
+        "Arguments can be documented in the\ndocstring too.",
+    ):
+        assert shown in text, shown
+    assert "    What" not in text  # definitions are paragraphs, not indented code

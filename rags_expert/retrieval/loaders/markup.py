@@ -25,6 +25,7 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
 from __future__ import annotations
 
 import re
+import textwrap
 
 from rags_expert.retrieval.loaders.tables import table_text
 
@@ -207,18 +208,53 @@ def _directive(lines: list[str], start: int, opened: re.Match[str]) -> tuple[lis
     end = _fence_end(lines, start, opened.group("fence"))
     name_args = re.match(r"\{([\w:.-]+)\}[ \t]*(.*)", opened.group("info").strip())
     assert name_args is not None
-    name, args = name_args.group(1).lower(), name_args.group(2).strip()
-    body = lines[start + 1 : end]
+    fence = (opened.group("indent"), opened.group("fence"))
+    return _myst(name_args.group(1), name_args.group(2).strip(), lines[start + 1 : end], fence), end + 1
+
+
+def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "```")) -> list[str]:
+    """A MyST directive (a backtick or colon fence) as a reader sees it: dropped (a table of contents), code,
+    reStructuredText (``eval-rst``) converted, a glossary's definitions, or its title then its body."""
     while body and re.match(r"^[ \t]*:[\w-]+:", body[0]):  # the directive's options
         body = body[1:]
-    after = end + 1
-    if name.split(":")[-1] in DROPPED_DIRECTIVES:
-        return [], after
-    if name.split(":")[-1] in CODE_DIRECTIVES:
-        fence = opened.group("fence")
-        return [f"{opened.group('indent')}{fence}{args}", *body, f"{opened.group('indent')}{fence}"], after
-    title = args if args else name.replace("-", " ").capitalize()
-    return [title, "", *reduce_lines(body), ""], after
+    short = name.lower().split(":")[-1]
+    if short in DROPPED_DIRECTIVES:
+        return []
+    if short in CODE_DIRECTIVES:
+        return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
+    if short == "eval-rst":
+        return _eval_rst(body)
+    if short == "glossary":
+        return [*reduce_lines(_glossary(body)), ""]
+    title = reduce_inline(args).strip() if args else short.replace("-", " ").capitalize()
+    return [title, "", *reduce_lines(body), ""]
+
+
+def _eval_rst(body: list[str]) -> list[str]:
+    """An ``eval-rst`` block's reStructuredText as Markdown (:mod:`~rags_expert.retrieval.loaders.rst`); without
+    docutils (the ``rst`` extra), its lines with roles reduced."""
+    try:
+        from rags_expert.retrieval.loaders.rst import rst_to_markdown
+
+        return ["", *rst_to_markdown(textwrap.dedent("\n".join(body))).split("\n"), ""]
+    except ImportError:
+        return reduce_lines(body)
+
+
+def _glossary(body: list[str]) -> list[str]:
+    """A glossary's lines (terms at the margin, definitions indented under them) with the definitions dedented, so
+    they read as paragraphs under their term, not as indented code."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*body, "end"]:
+        if line.strip() and not line[:1].isspace():
+            if block:
+                out.extend(["", *textwrap.dedent("\n".join(block)).strip("\n").split("\n"), ""])
+                block = []
+            out.append(line)
+        else:
+            block.append(line)
+    return out[:-1]
 
 
 def _pipe_table(lines: list[str], start: int) -> tuple[list[str], int] | None:
@@ -303,9 +339,12 @@ def reduce_lines(lines: list[str]) -> list[str]:
             continue
         if opened := _COLON_OPEN.match(line):
             end = _closing(lines, index + 1, _COLON_CLOSE, len(opened.group("colons")))
-            out.extend([_title(opened.group("type"), opened.group("rest")), ""])
-            out.extend(reduce_lines(lines[index + 1 : end]))
-            out.append("")
+            if "{" in line:  # a MyST directive: {name} and its arguments
+                out.extend(_myst(opened.group("type"), opened.group("rest").strip(), lines[index + 1 : end]))
+            else:  # Docusaurus: :::type Title
+                out.extend(
+                    [_title(opened.group("type"), opened.group("rest")), "", *reduce_lines(lines[index + 1 : end]), ""]
+                )
             index = end + 1
             continue
         if opened := _SLASH_OPEN.match(line):
@@ -342,7 +381,19 @@ def reduce_lines(lines: list[str]) -> list[str]:
 def reduce_markup(text: str) -> str:
     """A Markdown text without front matter and with docs-site markup reduced to its visible text."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return "\n".join(_single_blank_lines(reduce_lines(lines[_front_matter_end(lines) :])))
+    text = "\n".join(_single_blank_lines(reduce_lines(lines[_front_matter_end(lines) :])))
+    return _roles_across_lines(text)
+
+
+def _roles_across_lines(text: str) -> str:
+    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code."""
+    if "`" not in text:
+        return text
+    parts = re.split(r"(?ms)(^[ \t]*(?:`{3,}|~{3,}).*?^[ \t]*(?:`{3,}|~{3,})[ \t]*$)", text)
+    for index in range(0, len(parts), 2):
+        part = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), parts[index])
+        parts[index] = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), part)
+    return "".join(parts)
 
 
 def _single_blank_lines(lines: list[str]) -> list[str]:

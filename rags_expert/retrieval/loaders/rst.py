@@ -39,7 +39,8 @@ CODE_DIRECTIVES = frozenset(
         "parsed-literal",
     }
 )
-"""Sphinx directives whose body is code."""
+"""Sphinx directives whose body is code (also an extension's ``click:example``/``click:run``: the part after the
+last colon counts)."""
 LABELS = {
     "versionadded": "New in version",
     "versionchanged": "Changed in version",
