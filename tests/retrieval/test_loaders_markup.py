@@ -234,7 +234,9 @@ def test_a_row_found_alone_still_names_its_columns(tmp_path):
 
 
 def test_myst_glossary_eval_rst_and_roles_across_lines(tmp_path):
-    page = """# Terms
+    page = """(terms)=
+
+# Terms
 
 ::::{glossary}
 
@@ -275,3 +277,4 @@ docstring <documenting-arguments>` too.
     ):
         assert shown in text, shown
     assert "    What" not in text  # definitions are paragraphs, not indented code
+    assert "(terms)=" not in text

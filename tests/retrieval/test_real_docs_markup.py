@@ -28,7 +28,8 @@ MARKUP = re.compile(
     r"|:(?:func|class|meth|mod|attr|ref|doc|term|data|exc|obj|py:\w+):`"  # reST roles
     r"|\{(?:func|class|meth|mod|attr|ref|doc|term|py:\w+)\}`"  # MyST roles
     r"|^\[[^\]^]+\]:[ \t]+\S"  # reference-style link definitions
-    r"|^\[\^[^\]]+\]:",  # footnote definitions
+    r"|^\[\^[^\]]+\]:"  # footnote definitions
+    r"|^[ \t]*\([\w.:-]+\)=[ \t]*$",  # MyST targets
     re.MULTILINE,
 )
 FENCED = re.compile(r"(?ms)^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$")

@@ -16,7 +16,7 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
   their label or title;
 * footnotes: ``[^1]: text`` → ``1. text``, a reference ``[^1]`` removed;
 * include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
-  lone attribute lists (``{ .annotate }``) and icon shortcodes (``:material-check:``): removed;
+  lone attribute lists (``{ .annotate }``), MyST targets (``(label)=``) and icon shortcodes (``:material-check:``): removed;
 * inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
   ``title <target>`` → ``title``);
 * pipe tables: one line per row with its column names (:mod:`rags_expert.retrieval.loaders.tables`).
@@ -48,6 +48,7 @@ _INCLUDE = re.compile(r"""^[ \t]*(?:-{1,2}8<-{1,2}(?:[ \t]+["'].*["'])?|\{!.*!\}
 _LINK_DEFINITION = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]]+\]:[ \t]*\S+.*$")
 _FOOTNOTE_DEFINITION = re.compile(r"^(?P<indent>[ ]{0,3})\[\^(?P<name>[^\]]+)\]:[ \t]*")
 _FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
+_MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
 _MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
@@ -365,7 +366,12 @@ def reduce_lines(lines: list[str]) -> list[str]:
                     index += 1
                 index += 1
             continue
-        if _MDX_LINE.match(line) or _LINK_DEFINITION.match(line) or _ATTRIBUTE_LINE.match(line):
+        if (
+            _MDX_LINE.match(line)
+            or _LINK_DEFINITION.match(line)
+            or _ATTRIBUTE_LINE.match(line)
+            or _MYST_TARGET.match(line)
+        ):
             continue
         if tag := _MDX_TAG.match(line):
             out.extend(_mdx_tag(tag))
