@@ -4,6 +4,7 @@ is missing is one line naming the ``pip install`` (never a silent skip, never a 
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import re
@@ -20,7 +21,7 @@ def without(modules: list[str], root: Path) -> str:
     shadow = root / "shadow"
     for name in modules:
         (shadow / name).mkdir(parents=True)
-        (shadow / name / "__init__.py").write_text(f"raise ImportError('No module named {name!r}')\n")
+        (shadow / name / "__init__.py").write_text(f"raise ModuleNotFoundError({f'No module named {name!r}'!r})\n")
     return f"{shadow}:{ROOT}"
 
 
@@ -133,3 +134,23 @@ def test_an_ingest_of_a_thousand_mixed_files_shows_progress_and_ends_with_the_pe
         "  reStructuredText: 111 files, 111 chunks",
         "  text: 111 files, 111 chunks",
     ]
+
+
+@pytest.mark.slow
+def test_pdf_tables_without_the_pdf_extra_are_read_as_text_and_the_summary_says_how_to_get_them(tmp_path):
+    from helpers.pdf import ruled_table_pdf
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "limits.pdf").write_bytes(ruled_table_pdf())
+    env = cli_env(tmp_path / "data")
+    env["PYTHONPATH"] = without(["pdfplumber"], tmp_path)
+    done = run_cli(["ingest", str(folder), "-q"], env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "  PDF: 1 file, 1 chunk, tables read as plain text: pip install 'rags-expert[pdf]'"
+    ]
+    if importlib.util.find_spec("pdfplumber") is not None:  # with the extra: the page and its table, no remark
+        env["PYTHONPATH"] = str(ROOT)
+        again = run_cli(["ingest", str(folder), "-q"], env)
+        assert again.returncode == 0 and again.stdout.splitlines()[1:] == ["  PDF: 1 file, 2 chunks"]

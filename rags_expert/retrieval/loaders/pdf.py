@@ -16,12 +16,10 @@ CAPTION_GAP = 40.0
 
 
 def has_table_extractor() -> bool:
-    """Whether pdfplumber (the ``pdf`` extra) can be imported."""
-    try:
-        import pdfplumber  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether pdfplumber (the ``pdf`` extra) can be imported (a broken install counts as missing)."""
+    from rags_expert.retrieval.loaders.registry import importable
+
+    return importable("pdfplumber")
 
 
 def load_pdf(path: Path, data: bytes) -> list[TextUnit]:

@@ -39,11 +39,11 @@ class Format:
 
     def available(self) -> bool:
         """Whether the module of this format's extra can be imported (always, without an extra)."""
-        return not self.module or _importable(self.module)
+        return not self.module or importable(self.module)
 
 
 @cache
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
     """Whether ``module`` imports (an import that fails for any reason counts as missing)."""
     try:
         importlib.import_module(module)
