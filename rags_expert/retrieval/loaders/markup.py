@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+from rags_expert.retrieval.loaders.roles import CODE_DIRECTIVES, CODE_ROLES, DROPPED_DIRECTIVES, role_text
 from rags_expert.retrieval.loaders.tables import table_text
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -55,49 +56,6 @@ _MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
 _RST_ROLE = re.compile(r"(?<![\w`]):(?P<role>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>[^`]+)`")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
-DROPPED_DIRECTIVES = frozenset(
-    {
-        "toctree",
-        "include",
-        "literalinclude",
-        "contents",
-        "index",
-        "autosummary",
-        "currentmodule",
-        "module",
-        "highlight",
-        "tabularcolumns",
-        "only-html",
-        "meta",
-        "raw",
-        "image",
-        "figure",
-        "automodule",
-        "autoclass",
-        "autofunction",
-        "automethod",
-        "autoattribute",
-        "autodata",
-        "autoexception",
-        "autodoc",
-        "mermaid",
-    }
-)
-"""MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include)."""
-CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "doctest", "testcode", "ipython"})
-"""MyST directives that are code fences: kept as a fence with their language."""
-
-
-def role_text(role: str, text: str) -> str:
-    """What a role shows: ``title <target>`` → ``title``; ``~a.b.c`` → ``c``; ``!x`` → ``x``."""
-    named = re.fullmatch(r"(?s)(.*?)\s*<([^<>]+)>", text)
-    if named and named.group(1).strip():
-        return named.group(1).strip()
-    target = named.group(2) if named else text
-    target = target.lstrip("!")
-    if target.startswith("~"):
-        target = re.split(r"[.:]", target[1:])[-1]
-    return target
 
 
 def reduce_inline(line: str) -> str:
@@ -111,12 +69,6 @@ def reduce_inline(line: str) -> str:
         p if i % 2 else _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), p))
         for i, p in enumerate(parts)
     )
-
-
-CODE_ROLES = re.compile(
-    r"(?:py:|c:|cpp:|js:)?(?:func|meth|class|attr|mod|obj|data|exc|const|type|member|var|envvar|option|program|command|file|samp|code|literal|setting|confval)"
-)
-"""Roles whose text reads as code: kept in a code span."""
 
 
 def _role(role: str, text: str) -> str:

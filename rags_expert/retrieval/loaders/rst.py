@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rags_expert.retrieval.loaders.base import TextUnit, decode
-from rags_expert.retrieval.loaders.markup import CODE_ROLES, DROPPED_DIRECTIVES, role_text
+from rags_expert.retrieval.loaders.roles import CODE_ROLES, DROPPED_DIRECTIVES, role_text
 from rags_expert.retrieval.loaders.tables import table_text
 
 CODE_DIRECTIVES = frozenset(
