@@ -183,3 +183,25 @@ def test_a_literal_value_under_a_code_named_section_is_about_that_section() -> N
     labels = {u.text: u.label for u in _chunk_units(Document(page_content=text, metadata={"section": section}))}
     assert labels["Default: `2048`"] == labels["Default: `'sync'`"] == "`backlog`"
     assert labels["Command line: `--backlog INT`"] == ""
+
+
+def test_a_row_written_with_its_column_names_is_one_unit_even_with_sentences_in_its_cells() -> None:
+    text = (
+        "Keepalive > Options\n"
+        "Options: `KEEPALIVE_TIME`; Description: The interval in milliseconds between PING frames.; "
+        "Server Default: 7200000 (2 hours)\n\n"
+        "option: retries; default: 3\n\n"
+        "A sentence. Another one."
+    )
+    found = [(u.text, u.kind) for u in units(text)]
+    assert found == [
+        ("Keepalive > Options", "heading"),
+        (
+            "Options: `KEEPALIVE_TIME`; Description: The interval in milliseconds between PING frames.; "
+            "Server Default: 7200000 (2 hours)",
+            "row",
+        ),
+        ("option: retries; default: 3", "row"),
+        ("A sentence.", "prose"),
+        ("Another one.", "prose"),
+    ]
