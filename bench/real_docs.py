@@ -394,6 +394,13 @@ def failures(res: list[dict[str, Any]]) -> list[str]:
 # --- checking the set against the documents -----------------------------------------------------------------
 
 
+def loaded_text(path: Path) -> str:
+    """A kept file's text as ingestion reads it (reStructuredText as Markdown, docs-site markup reduced)."""
+    from rags_expert.retrieval.loaders import load_file
+
+    return "\n\n".join(unit.text for unit in load_file(path))
+
+
 def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache: Path, verbose: bool) -> int:
     """Every answerable question's patterns against its file (some pattern must match it, and one of its chunks),
     none against the question or a not-found reply; unanswerable questions' best matching lines printed with -v."""
@@ -403,10 +410,7 @@ def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache:
     ing = RagsExpertSettings().ingestion
     template = (ROOT / "rags_expert" / "prompts" / "failure_not_found.txt").read_text(encoding="utf-8").strip()
     problems = []
-    texts = {
-        name: {f: (extract(m, cache) / f).read_text(encoding="utf-8") for f in m["files"]}
-        for name, m in corpora.items()
-    }
+    texts = {name: {f: loaded_text(extract(m, cache) / f) for f in m["files"]} for name, m in corpora.items()}
     for r in rows:
         docs = texts[r["corpus"]]
         generic = [*NOT_FOUND, template.format(question=r["question"], partial="")]

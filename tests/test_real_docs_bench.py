@@ -56,7 +56,9 @@ def test_the_manifest_pins_every_corpus() -> None:
         assert re.fullmatch(r"[0-9a-f]{64}", meta["sha256"])
         assert meta["sdist"] == f"{meta['package']}-{meta['version']}.tar.gz"
         assert meta["repo"].startswith("https://github.com/") and meta["tag"] and meta["license"]
-        assert meta["files"] and all(f.startswith("docs/") and f.endswith(".md") for f in meta["files"])
+        assert meta["files"] and all(
+            f.startswith("docs/") and f.endswith((".md", ".rst", ".ipynb")) for f in meta["files"]
+        )
 
 
 def test_scoring_counts_a_cited_fact_and_an_honest_failure() -> None:

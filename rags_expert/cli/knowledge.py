@@ -57,7 +57,29 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"{len(report.skipped)} skipped{_ignored_note(report)}{_repaired_note(report)}) into "
         f"{settings.store.collection!r} in {report.seconds:.1f}s"
     )
+    for line in format_lines(report):
+        print(line)
     return 0
+
+
+def format_lines(report: IngestReport) -> list[str]:
+    """One line per format met: ``  Markdown: 12 files, 80 chunks, 1 skipped``, with why files were skipped
+    (``pip install 'rags-expert[rst]'``) or how they were read."""
+    from rags_expert.retrieval.loaders import install_hint
+
+    lines = []
+    for name, c in sorted(report.formats.items()):
+        parts = [f"{c.files} file{'' if c.files == 1 else 's'}, {c.chunks} chunk{'' if c.chunks == 1 else 's'}"]
+        if c.skipped:
+            missing = sum(map(len, c.missing_extra.values()))
+            why = [f"{missing} need {install_hint(c.extra)}"] if missing else []
+            if c.skipped - missing:
+                why.append(f"{c.skipped - missing} unreadable, reasons above")
+            parts.append(f"{c.skipped} skipped ({'; '.join(why)})")
+        if c.note:
+            parts.append(c.note)
+        lines.append(f"  {name}: {', '.join(parts)}")
+    return lines
 
 
 def _nothing_reason(report: IngestReport) -> str:

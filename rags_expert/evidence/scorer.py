@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -121,9 +122,21 @@ def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
     if not name or len(name) > _MAX_LABEL or not code_names(name):
         return chunk_units
     return [
-        u if u.label or u.kind not in ("prose", "item") or code_names(u.text) else replace(u, label=name)
+        u if u.label or u.kind not in ("prose", "item") or _names_code(u.text) else replace(u, label=name)
         for u in chunk_units
     ]
+
+
+_LITERAL_SPAN = re.compile(
+    r"""`(?:-?\d[\d_.,]*|true|false|none|null|'[^'`]*'|"[^"`]*"|\[\]|\{\}|\(\))`""", re.IGNORECASE
+)
+"""A code span that is a literal value, not a name: ``2048``, ``'sync'``, ``False``, ``[]``."""
+
+
+def _names_code(text: str) -> bool:
+    """Whether ``text`` names code of its own, literal values left out: a setting's ``Default: `2048``` (Sphinx
+    settings pages, rendered from reStructuredText) names none, so it is about the section's setting."""
+    return bool(code_names(_LITERAL_SPAN.sub(" ", text)))
 
 
 def _chunk_header(doc: Document) -> str:

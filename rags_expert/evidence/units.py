@@ -35,6 +35,9 @@ _ADMONITION = re.compile(
 _VERSION_WORDS = {"versionadded": "Added", "versionchanged": "Changed", "deprecated": "Deprecated"}
 _DIRECTIVE_OPTION = re.compile(r"^\s*:[\w-]+:(?:\s|$)")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_QUALIFIED_ROW = re.compile(r"^[^:;|`]{1,60}: [^;]+(?:; [^:;|`]{1,60}: [^;]+)+$")
+"""A table row as the loaders write it, each value with its column's name (``option: timeout; default: 15``):
+one unit, never cut at the sentence ends inside its cells."""
 _ROW = re.compile(r"^\s*\|")
 _TABLE_RULE = re.compile(r"^\s*+\|?\s*+:?-{2,}:?\s*+(?:\|\s*+:?-{2,}:?\s*+)*+\|?\s*+$")  # possessive: linear
 _ATX = re.compile(r"^\s{0,3}#{1,6}\s+")
@@ -223,6 +226,10 @@ class _Reader:
         if _ROW.match(line):
             return self.row(line)
         self.header = self.last_row = ""
+        if _QUALIFIED_ROW.match(line.strip()):
+            self.flush()
+            self.out.append(Unit(_collapse(line), "row"))
+            return None
         if _ATX.match(line):
             self.flush()
             self.out.append(Unit(_collapse(_ATX.sub("", line)).rstrip("#").strip(), "heading"))

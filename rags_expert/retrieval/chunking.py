@@ -21,7 +21,8 @@
 
 MarkdownHeaderTextSplitter was not used: it strips every line (code and nested lists lose their indentation)
 and joins lines with ``"  \\n"``; the experimental Markdown splitter drops an unterminated fence's text.
-Changing anything here that changes chunk texts must bump :data:`CHUNKER_VERSION` (ingest re-chunks on it).
+Changing anything here or in the loaders that changes chunk texts must bump :data:`CHUNKER_VERSION` (ingest
+re-chunks on it).
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v3"
-"""Version of the chunking rules, recorded with every point (see :func:`chunking_label`)."""
+CHUNKER_VERSION = "v4"
+"""Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
+v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36)."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
-PLAIN_TEXT_SUFFIXES = frozenset({".txt", ".pdf"})
-"""File types chunked as plain text; every other type is chunked as Markdown (HTML is converted to it)."""
 
 # Tried in order; each is a regex, kept at the end of the piece it closes.
 _SEPARATORS = [
@@ -80,8 +80,12 @@ def chunking_label(size: int, overlap: int) -> str:
 
 
 def is_markdown(path: Path) -> bool:
-    """Whether a file's text units are chunked as Markdown (else as plain text)."""
-    return path.suffix.lower() not in PLAIN_TEXT_SUFFIXES
+    """Whether a file's text units are chunked as Markdown (else as plain text: .txt, PDF pages), as the loaders'
+    registry says (:mod:`rags_expert.retrieval.loaders.registry`)."""
+    from rags_expert.retrieval.loaders.registry import format_of
+
+    fmt = format_of(path)
+    return fmt is None or fmt.markdown
 
 
 class _Splitter(RecursiveCharacterTextSplitter):

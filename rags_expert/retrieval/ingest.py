@@ -34,12 +34,18 @@ from rags_expert.retrieval.chunking import LEGACY_CHUNKING, chunk_text, chunking
 from rags_expert.retrieval.loaders import (
     SUPPORTED_SUFFIXES,
     EmptyFileError,
+    LoadOptions,
+    MissingExtraError,
     UnreadableFileError,
+    format_of,
+    install_hint,
     iter_files,
     load_file,
     read_source,
     shown_path,
 )
+from rags_expert.retrieval.loaders.pdf import has_table_extractor
+from rags_expert.retrieval.loaders.registry import PDF_TABLES_EXTRA
 from rags_expert.retrieval.qdrant import DENSE, SPARSE, KnowledgeBase, KnowledgeBaseError
 
 log = logging.getLogger(__name__)
@@ -71,6 +77,21 @@ class ChunkRecord:
 
 
 @dataclass
+class FormatCount:
+    """What one ingestion read of one format: files and chunks, files skipped, and why when an extra was missing."""
+
+    files: int = 0
+    chunks: int = 0
+    skipped: int = 0
+    missing_extra: dict[str, list[str]] = field(default_factory=dict)
+    """Suffix → the files of it skipped because the format's extra is not installed."""
+    extra: str = ""
+    """The extra those files need."""
+    note: str = ""
+    """A remark on how the files were read (PDF without its tables' columns)."""
+
+
+@dataclass
 class IngestReport:
     """What one ingestion run did."""
 
@@ -89,6 +110,13 @@ class IngestReport:
     rechunked: int = 0
     previous_chunkings: set[str] = field(default_factory=set)
     seconds: float = 0.0
+    formats: dict[str, FormatCount] = field(default_factory=dict)
+    """Per format (its name: "Markdown", "reStructuredText" …): files and chunks read, files skipped and why."""
+
+    def of(self, path: Path) -> FormatCount:
+        """The counts of ``path``'s format (a file of no supported type counts as "other")."""
+        fmt = format_of(path)
+        return self.formats.setdefault(fmt.name if fmt else "other", FormatCount())
 
     @property
     def chunks_per_second(self) -> float:
@@ -143,16 +171,19 @@ def doc_id(source: str) -> str:
     return str(uuid.uuid5(NAMESPACE, source))
 
 
-def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: int) -> list[ChunkRecord]:
+def file_records(
+    path: Path, data: bytes, tags: list[str], size: int, overlap: int, options: LoadOptions | None = None
+) -> list[ChunkRecord]:
     """The chunk records of one file (raises UnreadableFileError)."""
     source = str(path.resolve())
     file_hash = hashlib.sha256(data).hexdigest()
     chunking = chunking_label(size, overlap)
     records: list[ChunkRecord] = []
-    for unit in load_file(path, data):
+    for unit in load_file(path, data, options):
         for index, chunk in enumerate(chunk_text(unit.text, size, overlap, markdown=is_markdown(path))):
+            section = " > ".join(s for s in (unit.section, chunk.section) if s)  # a PDF table's caption first
             # The section heading is part of the embedded text: it often names the subject.
-            text = f"{chunk.section}\n{chunk.text}" if chunk.section else chunk.text
+            text = f"{section}\n{chunk.text}" if section else chunk.text
             cid = chunk_id(source, unit.key, index, text)
             payload = dict(unit.metadata)
             payload.update(
@@ -161,7 +192,7 @@ def file_records(path: Path, data: bytes, tags: list[str], size: int, overlap: i
                 source=source,
                 page=unit.page,
                 chunk_index=index,
-                section=chunk.section,
+                section=section,
                 tags=list(tags),
                 doc_id=doc_id(source),
                 file_hash=file_hash,
@@ -202,6 +233,7 @@ class Ingestor:
         self.progress: IngestProgress = _ChunkCallback(progress) if progress is None or callable(progress) else progress
         s = kb.settings.ingestion
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
+        self.options = LoadOptions(notebook_output_chars=s.notebook_output_chars)
         self.written: dict[Path, list[str]] = {}
         """The chunk ids each file of this run should have in the store (read back by :meth:`verify`)."""
 
@@ -263,20 +295,31 @@ class Ingestor:
         A file without text (empty, or nothing extractable) is skipped too, and the chunks of
         its earlier versions are removed: the knowledge base follows the file.
         """
+        counts = report.of(path)
         try:
             data = read_source(path)
-            records = file_records(path, data, self.tags, self.size, self.overlap)
+            records = file_records(path, data, self.tags, self.size, self.overlap, self.options)
             if not records:
                 raise EmptyFileError(f"{shown_path(path)}: no text to index")
+        except MissingExtraError as exc:  # one line per format at the end of the run, not one per file
+            report.skipped.append((str(path), str(exc)))
+            counts.skipped += 1
+            counts.missing_extra.setdefault(exc.suffix, []).append(str(path))
+            counts.extra = exc.extra
+            self.written.pop(path, None)
+            return
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append((str(path), str(exc)))
+            counts.skipped += 1
             self.written.pop(path, None)
             if isinstance(exc, EmptyFileError):
                 self._drop_versions(path, None, report)
             return
         report.files += 1
         report.chunks_total += len(records)
+        counts.files += 1
+        counts.chunks += len(records)
         source, chunking = str(path.resolve()), chunking_label(self.size, self.overlap)
         previous = self._older_chunkings(source, chunking)
         if previous:
@@ -350,6 +393,18 @@ class Ingestor:
         points = self.kb.scroll_payloads(["chunking"], _source_filter(source, keep_chunking=chunking))
         return {p.get("chunking") or LEGACY_CHUNKING for _, p in points}
 
+    def _missing_extras(self, report: IngestReport) -> None:
+        """One warning per suffix whose files were skipped for a missing extra, naming the ``pip install``; a
+        note on PDFs read without their tables' columns (pdfplumber missing)."""
+        missing = sorted(
+            (suffix, len(paths), c.extra) for c in report.formats.values() for suffix, paths in c.missing_extra.items()
+        )
+        for suffix, n, extra in missing:
+            log.warning("skipped %d %s file%s: %s", n, suffix, "" if n == 1 else "s", install_hint(extra))
+        pdf = report.formats.get("PDF")
+        if pdf is not None and pdf.files and not has_table_extractor():
+            pdf.note = f"tables read as plain text: {install_hint(PDF_TABLES_EXTRA)}"
+
     def prune(self, roots: list[Path], report: IngestReport) -> None:
         """Delete the points of files under ``roots`` that are no longer regular files (deleted, or replaced by a
         folder, a pipe …)."""
@@ -379,6 +434,7 @@ class Ingestor:
             self.ingest_file(path, report)
             self.progress.file_done()
         report.ignored = [str(p) for p in ignored]
+        self._missing_extras(report)
         if ignored:  # named like the skipped ones (one warning each), in one line: there may be thousands
             log.warning(
                 "ignoring %d file(s) of unsupported types: %s (supported: %s)",

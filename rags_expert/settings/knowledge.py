@@ -170,6 +170,13 @@ class IngestionSettings(SettingsSection):
         description="When stderr is not a terminal: seconds at least between two progress lines about the chunks "
         "of a file still being stored (a big file; 0: one line per batch). The line per 10 % of the files is kept.",
     )
+    notebook_output_chars: int = Field(
+        2000,
+        ge=0,
+        le=1_000_000,
+        description="Characters of a Jupyter notebook code cell's text outputs ingested after its code (longer "
+        "outputs are cut with an ellipsis; 0: outputs left out).",
+    )
 
 
 class KnowledgeFlowSettings(SettingsSection):

@@ -310,11 +310,11 @@ def test_ingest_of_nothing_ingestible_says_so_warns_once_per_file_and_exits_1(tm
         assert len(warned) == 1 and reason in warned[0] and warned[0].startswith("WARNING skipping"), lines
     assert lines[-2] == (
         f"WARNING ignoring 1 file(s) of unsupported types: {folder / 'photo.png'} "
-        "(supported: .htm .html .jsonl .markdown .md .pdf .txt)"
+        "(supported: .csv .docx .htm .html .ipynb .jsonl .markdown .md .mdx .pdf .rst .tsv .txt)"
     )
     assert lines[-1] == (
         f"nothing was ingested from {folder}: {len(reasons)} file(s) skipped (reasons above); "
-        "1 file(s) of unsupported types (supported: .htm .html .jsonl .markdown .md .pdf .txt)"
+        "1 file(s) of unsupported types (supported: .csv .docx .htm .html .ipynb .jsonl .markdown .md .mdx .pdf .rst .tsv .txt)"
     )
     assert len(lines) == len(reasons) + 2 and "Traceback" not in done.stderr
 
@@ -355,15 +355,15 @@ def test_ingest_names_the_unsupported_files_like_the_skipped_ones_up_to_five(tmp
     folder.mkdir()
     (folder / "good.md").write_text("# Good\n\nA document with text in it.\n")
     (folder / "empty.md").write_text("")
-    (folder / "table.csv").write_text("a,b\n")
+    (folder / "table.xlsx").write_text("a,b\n")
     (folder / "photo.png").write_bytes(b"\x89PNG")
     env = cli_env(tmp_path / "data")
     done = run_cli(["ingest", str(folder), "-q"], env)
     assert done.returncode == 0 and "1 skipped, 2 unsupported ignored)" in done.stdout
     assert done.stderr.splitlines() == [
         f"WARNING skipping {folder / 'empty.md'}: empty file",
-        f"WARNING ignoring 2 file(s) of unsupported types: {folder / 'photo.png'}, {folder / 'table.csv'} "
-        "(supported: .htm .html .jsonl .markdown .md .pdf .txt)",
+        f"WARNING ignoring 2 file(s) of unsupported types: {folder / 'photo.png'}, {folder / 'table.xlsx'} "
+        "(supported: .csv .docx .htm .html .ipynb .jsonl .markdown .md .mdx .pdf .rst .tsv .txt)",
     ]
     for i in range(5):
         (folder / f"scan{i}.tiff").write_bytes(b"II*")

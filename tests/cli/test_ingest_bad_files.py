@@ -98,13 +98,13 @@ def test_a_newline_in_a_file_name_cannot_forge_a_log_line(tmp_path):
     folder.mkdir()
     (folder / "good.md").write_text(GOOD.format(word="apples"))
     (folder / "x\nWARNING forged.md").write_bytes(b"a\x00b")
-    (folder / "y\x1b[31m\nred.csv").write_text("a,b\n")
+    (folder / "y\x1b[31m\nred.xlsx").write_text("a,b\n")
     done = run_cli(["ingest", str(folder), "-q"], cli_env(tmp_path / "data"))
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [
         f"WARNING skipping {folder}/x\\nWARNING forged.md: binary content (NUL bytes), not text",
-        f"WARNING ignoring 1 file(s) of unsupported types: {folder}/y\\x1b[31m\\nred.csv "
-        "(supported: .htm .html .jsonl .markdown .md .pdf .txt)",
+        f"WARNING ignoring 1 file(s) of unsupported types: {folder}/y\\x1b[31m\\nred.xlsx "
+        "(supported: .csv .docx .htm .html .ipynb .jsonl .markdown .md .mdx .pdf .rst .tsv .txt)",
     ]
     alone = run_cli(["ingest", str(folder / "x\nWARNING forged.md"), "-q"], cli_env(tmp_path / "data"))
     assert alone.returncode == 1

@@ -169,3 +169,39 @@ def test_a_pointer_to_another_page_is_no_fact(text: str) -> None:
 def test_a_sentence_that_merely_starts_alike_is_a_fact() -> None:
     (unit,) = units("Seeding the cache is done by `warm()`.")
     assert not unit.pointer and unit.factual
+
+
+def test_a_literal_value_under_a_code_named_section_is_about_that_section() -> None:
+    """A Sphinx settings page (reStructuredText): ``Default: `2048``` names no code of its own, so it is labelled
+    with its section's setting; a line naming code (``--backlog``) keeps no label."""
+    from langchain_core.documents import Document
+
+    from rags_expert.evidence.scorer import _chunk_units
+
+    section = "Settings > Server Socket > `backlog`"
+    text = f"{section}\nCommand line: `--backlog INT`\n\nDefault: `2048`\n\nDefault: `'sync'`\n\nThe maximum number of pending connections."
+    labels = {u.text: u.label for u in _chunk_units(Document(page_content=text, metadata={"section": section}))}
+    assert labels["Default: `2048`"] == labels["Default: `'sync'`"] == "`backlog`"
+    assert labels["Command line: `--backlog INT`"] == ""
+
+
+def test_a_row_written_with_its_column_names_is_one_unit_even_with_sentences_in_its_cells() -> None:
+    text = (
+        "Keepalive > Options\n"
+        "Options: `KEEPALIVE_TIME`; Description: The interval in milliseconds between PING frames.; "
+        "Server Default: 7200000 (2 hours)\n\n"
+        "option: retries; default: 3\n\n"
+        "A sentence. Another one."
+    )
+    found = [(u.text, u.kind) for u in units(text)]
+    assert found == [
+        ("Keepalive > Options", "heading"),
+        (
+            "Options: `KEEPALIVE_TIME`; Description: The interval in milliseconds between PING frames.; "
+            "Server Default: 7200000 (2 hours)",
+            "row",
+        ),
+        ("option: retries; default: 3", "row"),
+        ("A sentence.", "prose"),
+        ("Another one.", "prose"),
+    ]

@@ -1,0 +1,98 @@
+"""Read files into text units, one module per format and one registry of suffixes
+(:mod:`rags_expert.retrieval.loaders.registry`).
+
+Markdown (docs-site markup reduced: :mod:`~rags_expert.retrieval.loaders.markup`), plain text, HTML, PDF (a unit
+per page; tables too with the ``pdf`` extra), JSONL (a unit per line), reStructuredText (``rst`` extra), Word
+``.docx`` (``docx`` extra), Jupyter notebooks, CSV and TSV. Tables of every format become a line per row with its
+column names (:mod:`~rags_expert.retrieval.loaders.tables`). Files that cannot be ingested raise
+:class:`UnreadableFileError` naming the reason; a format whose extra is missing raises
+:class:`MissingExtraError` naming the ``pip install`` that adds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from rags_expert.retrieval.loaders.base import (
+    EmptyFileError,
+    LoadOptions,
+    MissingExtraError,
+    TextUnit,
+    UnreadableFileError,
+    install_hint,
+    read_source,
+    shown_path,
+)
+from rags_expert.retrieval.loaders.html import load_html
+from rags_expert.retrieval.loaders.jsonl import TEXT_KEYS, load_jsonl
+from rags_expert.retrieval.loaders.markdown import load_markdown, load_text
+from rags_expert.retrieval.loaders.pdf import load_pdf
+from rags_expert.retrieval.loaders.registry import FORMATS, Format, format_of
+
+__all__ = [
+    "FORMATS",
+    "SUPPORTED_SUFFIXES",
+    "TEXT_KEYS",
+    "EmptyFileError",
+    "Format",
+    "LoadOptions",
+    "MissingExtraError",
+    "TextUnit",
+    "UnreadableFileError",
+    "format_of",
+    "install_hint",
+    "iter_files",
+    "load_file",
+    "load_html",
+    "load_jsonl",
+    "load_markdown",
+    "load_pdf",
+    "load_text",
+    "read_source",
+    "shown_path",
+]
+
+SUPPORTED_SUFFIXES = frozenset(FORMATS)
+
+
+def load_file(path: Path, data: bytes | None = None, options: LoadOptions | None = None) -> list[TextUnit]:
+    """The text units of one supported file.
+
+    A format whose optional extra is not installed raises :class:`MissingExtraError` before the file is read.
+    Any failure of the file's parser (pypdf's ``LimitReachedError`` on a decompression bomb, a recursion error
+    on a self-referencing object or deeply nested JSON) is an :class:`UnreadableFileError` naming the error's
+    type: one bad file never stops an ingestion.
+    """
+    fmt = format_of(path)
+    if fmt is None:
+        raise UnreadableFileError(f"{shown_path(path)}: unsupported file type {path.suffix!r}")
+    if not fmt.available():
+        raise MissingExtraError(path, path.suffix.lower(), fmt.extra)
+    data = read_source(path) if data is None else data
+    try:
+        return fmt.load(path, data, options or LoadOptions())
+    except UnreadableFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a third-party parser on untrusted bytes may raise anything
+        raise UnreadableFileError(f"{shown_path(path)}: unreadable {fmt.name} ({type(exc).__name__})") from exc
+
+
+def iter_files(paths: list[Path], ignored: list[Path] | None = None) -> Iterator[Path]:
+    """Files to ingest under the given files and folders (sorted; hidden entries skipped).
+
+    A path named explicitly is always yielded (so that why it cannot be read is reported). Under a
+    folder, files of a supported type are yielded, symlinks among them even when broken or looping;
+    files of other types are appended to ``ignored``.
+    """
+    for root in paths:
+        if not root.is_dir():
+            yield root
+            continue
+        for p in sorted(root.rglob("*")):
+            if any(x.startswith(".") for x in p.relative_to(root).parts) or p.is_dir():
+                continue
+            if p.suffix.lower() in SUPPORTED_SUFFIXES:
+                yield p
+            elif ignored is not None and (p.is_file() or p.is_symlink()):
+                ignored.append(p)

@@ -1,0 +1,114 @@
+"""What every loader shares: the text unit, the errors, and reading a file's bytes safely.
+
+Files that cannot be ingested raise :class:`UnreadableFileError` naming the reason (binary, not UTF-8, empty,
+symlink loop, dangling symlink, not a regular file, unreadable, malformed, a parser failure); ingestion skips
+them with one warning each and goes on with the rest. Every message names its file through :func:`shown_path`:
+control characters escaped, so a file name cannot forge a second log line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rags_expert.limits import printable
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` for a log line or a message, on one line: non-printable characters (a newline, an escape code)
+    written as Python escapes (``\\n``, ``\\x1b``), never cut (:func:`rags_expert.limits.printable`)."""
+    return printable(path, limit=None)
+
+
+class UnreadableFileError(ValueError):
+    """The file cannot be read as the kind of document its name says."""
+
+
+class EmptyFileError(UnreadableFileError):
+    """The file has no text to index (empty, whitespace only, or no text in any unit)."""
+
+
+class MissingExtraError(UnreadableFileError):
+    """The file's format needs an optional extra that is not installed (``pip install 'rags-expert[EXTRA]'``)."""
+
+    def __init__(self, path: Path, suffix: str, extra: str) -> None:
+        self.suffix, self.extra = suffix, extra
+        super().__init__(f"{shown_path(path)}: {suffix} files need {install_hint(extra)}")
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs an optional extra: ``pip install 'rags-expert[rst]'``."""
+    return f"pip install 'rags-expert[{extra}]'"
+
+
+@dataclass
+class TextUnit:
+    """A piece of a file to chunk: its text, title, page (PDF), extra metadata (JSONL) and, for a unit that is a
+    part of its page (a PDF table), the section it sits in (its caption), put before the chunks' own sections."""
+
+    text: str
+    title: str
+    page: int | None = None
+    key: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    section: str = ""
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Settings of the loaders (``ingestion.*``; the defaults are the settings' defaults)."""
+
+    notebook_output_chars: int = 2000
+    """Characters of a notebook code cell's text outputs kept (0: none)."""
+
+
+def decode(data: bytes, path: Path) -> str:
+    """UTF-8 text, or an error for binary content (NUL bytes) and undecodable bytes."""
+    if b"\x00" in data[:8192]:
+        raise UnreadableFileError(f"{shown_path(path)}: binary content (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFileError(f"{shown_path(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+NOT_REGULAR = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of a regular file to ingest; an :class:`UnreadableFileError` saying why it cannot be read.
+
+    Anything else (a named pipe, a socket, a device, a directory) is refused before it is read: reading a pipe
+    would wait for a writer forever. The file is opened without blocking and checked again once open.
+    """
+    try:
+        kind = stat.S_IFMT(path.stat().st_mode)
+        if kind == stat.S_IFREG:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            with open(fd, "rb") as file:
+                kind = stat.S_IFMT(os.fstat(fd).st_mode)  # replaced between the two looks: refused too
+                data = file.read() if kind == stat.S_IFREG else b""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            reason = "symlink loop"
+        elif exc.errno == errno.ENOENT and path.is_symlink():
+            reason = "dangling symlink (its target does not exist)"
+        else:
+            reason = f"unreadable ({exc.strerror or type(exc).__name__})"
+        raise UnreadableFileError(f"{shown_path(path)}: {reason}") from exc
+    if kind != stat.S_IFREG:
+        what = NOT_REGULAR.get(kind, "not a regular file")
+        raise UnreadableFileError(f"{shown_path(path)}: not a regular file ({what})")
+    if not data.strip():
+        raise EmptyFileError(f"{shown_path(path)}: empty file" + (" (whitespace only)" if data else ""))
+    return data

@@ -1,0 +1,368 @@
+"""Docs-site Markdown reduced to what its rendered page shows, before chunking.
+
+A site generator's markup is not what a page says, and left in a chunk it is noise to a retriever and to a model
+quoting it. Code (fenced, or indented outside the blocks below) is never touched. Reduced:
+
+* front matter (YAML ``---``, TOML ``+++``): removed (the title is read before);
+* MkDocs/Python-Markdown admonitions ``!!! note "Title"``, collapsible details ``???``/``???+`` and content
+  tabs ``=== "Tab"``: the title (or the type: "Note") as a line, the indented body dedented;
+* pymdownx blocks ``/// note | Title`` … ``///``, Docusaurus ``:::note Title`` … ``:::`` and MyST colon fences
+  ``:::{note}`` … ``:::``: the title, then the body;
+* MyST/Sphinx directive fences ```` ```{note} ````: the body (options ``:class: x`` dropped);
+  ```` ```{code-block} python ```` stays a code fence; ``{toctree}``/``{include}``-like ones are dropped;
+* Hugo/Docusaurus shortcodes ``{{% note %}}`` … ``{{% /note %}}`` and ``{{< x >}}``: the tags removed, their
+  body kept, a ``title``/``caption`` argument kept as text;
+* MDX: ``import``/``export`` lines dropped, component tags (``<Tabs>``, ``<TabItem label="Py">``) replaced by
+  their label or title;
+* footnotes: ``[^1]: text`` → ``1. text``, a reference ``[^1]`` removed;
+* include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
+  lone attribute lists (``{ .annotate }``), MyST targets (``(label)=``) and icon shortcodes (``:material-check:``): removed;
+* inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
+  ``title <target>`` → ``title``);
+* pipe tables: one line per row with its column names (:mod:`rags_expert.retrieval.loaders.tables`).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from rags_expert.retrieval.loaders.roles import CODE_DIRECTIVES, CODE_ROLES, DROPPED_DIRECTIVES, role_text
+from rags_expert.retrieval.loaders.tables import table_text
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_ADMONITION = re.compile(
+    r"""^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+(?P<type>[\w-]+)(?P<rest>.*)|===[+!]?[ \t]+(?P<tab>"[^"]*"|'[^']*')[ \t]*)$"""
+)
+_QUOTED = re.compile(r"""["'](.*?)["']""")
+_COLON_OPEN = re.compile(r"^[ \t]*(?P<colons>:{3,})[ \t]*\{?(?P<type>[\w-]+)\}?(?P<rest>.*)$")
+_COLON_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
+_SLASH_OPEN = re.compile(r"^[ \t]*/{3,}[ \t]*(?P<type>[\w-]+)[ \t]*(?:\|[ \t]*(?P<title>.*))?$")
+_SLASH_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
+_SHORTCODE = re.compile(r"\{\{[<%]/?\*?\s*(?P<body>.*?)\s*\*?/?[%>]\}\}")
+_SHORTCODE_TITLE = re.compile(r"""\b(?:title|caption|header|summary|label)\s*=\s*["']([^"']+)["']""")
+_MDX_LINE = re.compile(
+    r"^[ \t]*(?:import\s.+\sfrom\s.+|import\s+['\"].+|export\s+(?:default\s+)?(?:const|function|let)\b.*)$"
+)
+_MDX_TAG = re.compile(r"^[ \t]*<(?P<close>/)?(?P<name>[A-Z][\w.]*)(?P<attrs>(?:\s[^<>]*)?)/?>[ \t]*$")
+_INCLUDE = re.compile(r"""^[ \t]*(?:-{1,2}8<-{1,2}(?:[ \t]+["'].*["'])?|\{!.*!\})[ \t]*$""")
+_LINK_DEFINITION = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]]+\]:[ \t]*\S+.*$")
+_FOOTNOTE_DEFINITION = re.compile(r"^(?P<indent>[ ]{0,3})\[\^(?P<name>[^\]]+)\]:[ \t]*")
+_FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
+_MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
+_ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
+_ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
+_MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
+_RST_ROLE = re.compile(r"(?<![\w`]):(?P<role>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>[^`]+)`")
+_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
+_FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
+
+
+def reduce_inline(line: str) -> str:
+    """A line's roles reduced to their text, and its shortcodes and icons outside code spans removed."""
+    line = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
+    line = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
+    line = _FOOTNOTE_DEFINITION.sub(lambda m: f"{m.group('indent')}{m.group('name')}. ", line)
+    line = _FOOTNOTE_REFERENCE.sub("", line)
+    parts = re.split(r"(`+[^`]*`+)", line)  # odd parts: code spans, kept as they are
+    return "".join(
+        p if i % 2 else _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), p))
+        for i, p in enumerate(parts)
+    )
+
+
+def _role(role: str, text: str) -> str:
+    """A role's text, in a code span when it names code (``:func:``, ``{class}``)."""
+    shown = role_text(role, text)
+    return f"`{shown}`" if CODE_ROLES.fullmatch(role) else shown
+
+
+def _shortcode_text(body: str) -> str:
+    """What a shortcode shows: its ``title``/``caption`` argument, else nothing."""
+    found = _SHORTCODE_TITLE.search(body)
+    return found.group(1) if found else ""
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The number of lines of a leading YAML (``---``) or TOML (``+++``) front matter (0: none)."""
+    if not lines or lines[0].rstrip() not in _FRONT_MATTER:
+        return 0
+    closer = _FRONT_MATTER[lines[0].rstrip()]
+    for index in range(1, len(lines)):
+        if closer.match(lines[index]):
+            return index + 1
+    return 0
+
+
+def _indent(line: str) -> int:
+    """Columns of a line's leading whitespace (a tab counts 4)."""
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def _indented_body(lines: list[str], start: int, indent: int) -> tuple[list[str], int]:
+    """The lines from ``start`` indented deeper than ``indent`` (blank ones among them), dedented by 4 columns
+    past ``indent``, and the index after them."""
+    end, body = start, []
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and _indent(line) <= indent:
+            break
+        body.append(line)
+        end += 1
+    while body and not body[-1].strip():
+        body.pop()
+        end -= 1
+    cut = indent + 4
+    return [ln.expandtabs(4)[cut:] if _indent(ln) >= cut else ln.lstrip() for ln in body], end
+
+
+def _title(kind: str, rest: str) -> str:
+    """An admonition's shown title: its quoted title, else its type capitalised ('' for an empty title)."""
+    quoted = _QUOTED.search(rest)
+    if quoted:
+        return quoted.group(1).strip()
+    rest = rest.strip()
+    if rest and not rest.startswith(("{", "|")):
+        return rest
+    return kind.replace("-", " ").capitalize()
+
+
+def _closing(lines: list[str], start: int, pattern: re.Pattern[str], colons: int = 0) -> int:
+    """The index of the line closing a block opened before ``start`` (nested openers counted), or len(lines)."""
+    depth = 0
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if (
+            pattern is _COLON_CLOSE
+            and (opened := _COLON_OPEN.match(line))
+            and len(opened.group("colons")) >= colons
+            or pattern is _SLASH_CLOSE
+            and _SLASH_OPEN.match(line)
+        ):
+            depth += 1
+        elif pattern.match(line) and (not colons or line.strip().count(":") >= colons):
+            if depth == 0:
+                return index
+            depth -= 1
+    return len(lines)
+
+
+def _fence_end(lines: list[str], start: int, fence: str) -> int:
+    """The index of the line closing the fence opened at ``start`` (len(lines) when never closed)."""
+    closer = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
+    for index in range(start + 1, len(lines)):
+        if closer.match(lines[index]):
+            return index
+    return len(lines)
+
+
+def _directive(lines: list[str], start: int, opened: re.Match[str]) -> tuple[list[str], int]:
+    """A MyST directive fence (```` ```{name} args ````) reduced, and the index after it."""
+    end = _fence_end(lines, start, opened.group("fence"))
+    name_args = re.match(r"\{([\w:.-]+)\}[ \t]*(.*)", opened.group("info").strip())
+    assert name_args is not None
+    fence = (opened.group("indent"), opened.group("fence"))
+    return _myst(name_args.group(1), name_args.group(2).strip(), lines[start + 1 : end], fence), end + 1
+
+
+def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "```")) -> list[str]:
+    """A MyST directive (a backtick or colon fence) as a reader sees it: dropped (a table of contents), code,
+    reStructuredText (``eval-rst``) converted, a glossary's definitions, or its title then its body."""
+    while body and re.match(r"^[ \t]*:[\w-]+:", body[0]):  # the directive's options
+        body = body[1:]
+    short = name.lower().split(":")[-1]
+    if short in DROPPED_DIRECTIVES:
+        return []
+    if short in CODE_DIRECTIVES:
+        return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
+    if short == "eval-rst":
+        return _eval_rst(body)
+    if short == "glossary":
+        return [*reduce_lines(_glossary(body)), ""]
+    title = reduce_inline(args).strip() if args else short.replace("-", " ").capitalize()
+    return [title, "", *reduce_lines(body), ""]
+
+
+def _eval_rst(body: list[str]) -> list[str]:
+    """An ``eval-rst`` block's reStructuredText as Markdown (:mod:`~rags_expert.retrieval.loaders.rst`); without
+    docutils (the ``rst`` extra), its lines with roles reduced."""
+    try:
+        from rags_expert.retrieval.loaders.rst import rst_to_markdown
+
+        return ["", *rst_to_markdown(textwrap.dedent("\n".join(body))).split("\n"), ""]
+    except ImportError:
+        return reduce_lines(body)
+
+
+def _glossary(body: list[str]) -> list[str]:
+    """A glossary's lines (terms at the margin, definitions indented under them) with the definitions dedented, so
+    they read as paragraphs under their term, not as indented code."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*body, "end"]:
+        if line.strip() and not line[:1].isspace():
+            if block:
+                out.extend(["", *textwrap.dedent("\n".join(block)).strip("\n").split("\n"), ""])
+                block = []
+            out.append(line)
+        else:
+            block.append(line)
+    return out[:-1]
+
+
+def _pipe_table(lines: list[str], start: int) -> tuple[list[str], int] | None:
+    """A pipe table starting at ``start`` (header line, delimiter line, rows) as row lines, and the index after."""
+    if start + 1 >= len(lines) or "|" not in lines[start] or not _TABLE_DELIMITER.match(lines[start + 1]):
+        return None
+    if "|" not in lines[start + 1] and "|" not in lines[start].strip().strip("|"):
+        return None
+    end = start + 2
+    while end < len(lines) and lines[end].strip() and "|" in lines[end]:
+        end += 1
+    rows = [_pipe_cells(line) for line in [lines[start], *lines[start + 2 : end]]]
+    return ["", table_text([[reduce_inline(c) for c in row] for row in rows]), ""], end
+
+
+def _pipe_cells(line: str) -> list[str]:
+    """The cells of a pipe-table line (``\\|`` is a pipe in a cell, not a border)."""
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    return [cell.replace("\\|", "|").strip() for cell in re.split(r"(?<!\\)\|", line)]
+
+
+def _mdx_tag(opened: re.Match[str]) -> list[str]:
+    """An MDX component tag's visible text: its label or title attribute (closing tags: nothing)."""
+    if opened.group("close"):
+        return []
+    found = _SHORTCODE_TITLE.search(opened.group("attrs") or "")
+    return [found.group(1), ""] if found else []
+
+
+def _block_shortcode(line: str) -> list[str] | None:
+    """A line that is only shortcode tags: its title arguments (None: the line is more than tags)."""
+    if not _SHORTCODE.search(line) or _SHORTCODE.sub("", line).strip():
+        return None
+    titles = [t for t in (_shortcode_text(m.group("body")) for m in _SHORTCODE.finditer(line)) if t]
+    return [" ".join(titles), ""] if titles else []
+
+
+def _indented_code(lines: list[str]) -> set[int]:
+    """The indices of the lines in indented code blocks, as a CommonMark parser finds them (in lists too)."""
+    from rags_expert.retrieval.chunking import _blocks
+
+    if not any(line.startswith(("    ", "\t")) for line in lines):
+        return set()
+    code: set[int] = set()
+    for tok in _blocks(lines, {}):
+        if tok.type == "code_block" and tok.map:
+            code.update(range(tok.map[0], tok.map[1]))
+    return code
+
+
+def reduce_lines(lines: list[str]) -> list[str]:
+    """The lines of a Markdown text (no front matter) with docs-site markup reduced (see the module docstring)."""
+    out: list[str] = []
+    code = _indented_code(lines)
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if index in code:
+            out.append(line)
+            index += 1
+            continue
+        if fence := _FENCE.match(line):
+            if fence.group("info").strip().startswith("{"):
+                reduced, index = _directive(lines, index, fence)
+                out.extend(reduced)
+                continue
+            end = _fence_end(lines, index, fence.group("fence"))
+            out.extend(lines[index : end + 1])
+            index = end + 1
+            continue
+        if admonition := _ADMONITION.match(line):
+            indent = _indent(line)
+            body, index = _indented_body(lines, index + 1, indent)
+            pad = " " * indent
+            shown = admonition.group("tab")[1:-1] if admonition.group("tab") else None
+            title = shown if shown is not None else _title(admonition.group("type"), admonition.group("rest"))
+            out.extend([pad + reduce_inline(title).strip(), ""])
+            out.extend(pad + b if b.strip() else "" for b in reduce_lines(body))
+            out.append("")
+            continue
+        if opened := _COLON_OPEN.match(line):
+            end = _closing(lines, index + 1, _COLON_CLOSE, len(opened.group("colons")))
+            if "{" in line:  # a MyST directive: {name} and its arguments
+                out.extend(_myst(opened.group("type"), opened.group("rest").strip(), lines[index + 1 : end]))
+            else:  # Docusaurus: :::type Title
+                out.extend(
+                    [_title(opened.group("type"), opened.group("rest")), "", *reduce_lines(lines[index + 1 : end]), ""]
+                )
+            index = end + 1
+            continue
+        if opened := _SLASH_OPEN.match(line):
+            end = _closing(lines, index + 1, _SLASH_CLOSE)
+            out.extend([(opened.group("title") or "").strip() or _title(opened.group("type"), ""), ""])
+            out.extend(reduce_lines(lines[index + 1 : end]))
+            out.append("")
+            index = end + 1
+            continue
+        if table := _pipe_table(lines, index):
+            out.extend(table[0])
+            index = table[1]
+            continue
+        index += 1
+        if _INCLUDE.match(line):
+            if line.strip() in ("--8<--", "-8<-"):  # a block of included file names, up to the next marker
+                while index < len(lines) and lines[index].strip() not in ("--8<--", "-8<-"):
+                    index += 1
+                index += 1
+            continue
+        if (
+            _MDX_LINE.match(line)
+            or _LINK_DEFINITION.match(line)
+            or _ATTRIBUTE_LINE.match(line)
+            or _MYST_TARGET.match(line)
+        ):
+            continue
+        if tag := _MDX_TAG.match(line):
+            out.extend(_mdx_tag(tag))
+            continue
+        shortcode = _block_shortcode(line)
+        if shortcode is not None:
+            out.extend(shortcode)
+            continue
+        out.append(reduce_inline(line))
+    return out
+
+
+def reduce_markup(text: str) -> str:
+    """A Markdown text without front matter and with docs-site markup reduced to its visible text."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = "\n".join(_single_blank_lines(reduce_lines(lines[_front_matter_end(lines) :])))
+    return _roles_across_lines(text)
+
+
+def _roles_across_lines(text: str) -> str:
+    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code."""
+    if "`" not in text:
+        return text
+    parts = re.split(r"(?ms)(^[ \t]*(?:`{3,}|~{3,}).*?^[ \t]*(?:`{3,}|~{3,})[ \t]*$)", text)
+    for index in range(0, len(parts), 2):
+        part = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), parts[index])
+        parts[index] = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), part)
+    return "".join(parts)
+
+
+def _single_blank_lines(lines: list[str]) -> list[str]:
+    """``lines`` with runs of blank lines outside fenced code cut to one (what removed markup leaves)."""
+    out: list[str] = []
+    fence = ""
+    for line in lines:
+        opened = _FENCE.match(line)
+        if opened and (not fence or opened.group("fence").startswith(fence) and not opened.group("info").strip()):
+            fence = "" if fence else opened.group("fence")
+        elif not fence and not line.strip() and out and not out[-1].strip():
+            continue
+        out.append(line)
+    return out

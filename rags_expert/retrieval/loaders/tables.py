@@ -1,0 +1,65 @@
+"""Tables as text a retriever and a model can read: one line per row, each value with its column's name.
+
+``option: timeout; default: 15``: a row found alone (in a chunk, as evidence) still says what its values are.
+Every table loader (Markdown, HTML, reStructuredText, Word, CSV/TSV, PDF) ends here. A table's caption (or
+the heading it sits under) is its section: callers put it in a heading or a unit's section.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from rags_expert.retrieval.loaders.base import TextUnit, UnreadableFileError, decode, shown_path
+
+
+def _cell(value: object) -> str:
+    """A cell's text on one line (``None``: empty)."""
+    return " ".join(str(value or "").split())
+
+
+def row_line(header: Sequence[object], row: Sequence[object]) -> str:
+    """One row as ``name: value; name: value`` (an empty value left out; a column without a name: its value)."""
+    parts = []
+    for index, value in enumerate(row):
+        text = _cell(value)
+        if not text:
+            continue
+        name = _cell(header[index]) if index < len(header) else ""
+        parts.append(f"{name}: {text}" if name and name != text else text)
+    return "; ".join(parts)
+
+
+def table_lines(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> list[str]:
+    """The lines of a table: ``header`` (else the first row) names the columns of every other row.
+
+    A table of one row (no header to name) is that row's values joined by ``; ``.
+    """
+    cleaned = [list(r) for r in rows if any(_cell(v) for v in r)]
+    if header is None:
+        if len(cleaned) < 2:
+            return ["; ".join(_cell(v) for v in r if _cell(v)) for r in cleaned]
+        header, cleaned = cleaned[0], cleaned[1:]
+    return [line for line in (row_line(header, r) for r in cleaned) if line]
+
+
+def table_text(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> str:
+    """A table's lines as one text block, rows on lines of their own (a Markdown line break does not join them)."""
+    return "\n\n".join(table_lines(rows, header))
+
+
+def load_csv(path: Path, data: bytes, delimiter: str = ",") -> list[TextUnit]:
+    """CSV: the first row names the columns; the table's heading is the file's name."""
+    text = decode(data, path)
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except csv.Error as exc:
+        raise UnreadableFileError(f"{shown_path(path)}: malformed {path.suffix[1:].upper()} ({exc})") from exc
+    return [TextUnit(text=f"# {path.stem}\n\n{table_text(rows)}\n", title=path.stem)]
+
+
+def load_tsv(path: Path, data: bytes) -> list[TextUnit]:
+    """TSV: :func:`load_csv` with tabs between the values."""
+    return load_csv(path, data, delimiter="\t")

@@ -1,0 +1,271 @@
+"""One test file per format, of our own, read as ingestion reads it (the chunks it stores): reStructuredText,
+Word, notebooks, CSV/TSV, HTML and PDF tables. Tables become one line per row with the column names."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rags_expert.retrieval.ingest import file_records
+from rags_expert.retrieval.loaders import LoadOptions, UnreadableFileError, load_file
+
+RST = """\
+=========
+ Fetcher
+=========
+
+Fetch pages with :func:`fetcher.get` or :class:`~fetcher.session.Session`; see :ref:`the tuning guide <tuning>`
+and |project|.
+
+.. |project| replace:: Fetcher
+
+.. note:: Connections are reused.
+
+.. versionadded:: 2.1
+   The ``retries`` argument.
+
+.. function:: get(url, timeout=15, retries=0)
+
+   Fetch one page.
+
+   :param url: the page's address
+   :param timeout: seconds to wait for the server
+   :returns: the page's text
+
+.. code-block:: python
+
+   fetcher.get("https://example.com", timeout=3)
+
+.. toctree::
+   :maxdepth: 2
+
+   install
+   api
+
+.. include:: /etc/hostname
+
+.. _tuning:
+
+Tuning
+======
+
+.. list-table:: Limits
+   :header-rows: 1
+
+   * - setting
+     - default
+   * - pool_size
+     - 10
+   * - max_redirects
+     - 30
+
+=========  =======
+option     default
+=========  =======
+verify     True
+=========  =======
+
+.. deprecated:: 3.0
+   Use ``pool_size`` instead of ``max_pool``.
+
+.. unknownthing:: some argument
+
+   Its body text.
+
+Literal::
+
+    .. not a directive: code
+"""
+
+
+def chunks(tmp_path: Path, name: str, data: bytes | str, size: int = 1200) -> list[dict]:
+    """The payloads of the chunks ingestion stores for a file ``name`` holding ``data``."""
+    path = tmp_path / name
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return [r.payload for r in file_records(path, path.read_bytes(), [], size, 200)]
+
+
+def test_rst_sections_roles_directives_field_lists_and_tables(tmp_path):
+    found = chunks(tmp_path, "fetcher.rst", RST)
+    text = "\n".join(c["content"] for c in found)
+    assert found[0]["title"] == "Fetcher"
+    assert {c["section"] for c in found} == {"Fetcher", "Fetcher > Tuning", "Fetcher > Tuning > Limits"}
+    for shown in (
+        "Fetch pages with `fetcher.get` or `Session`; see the tuning guide\nand Fetcher.",
+        "Note:\n\nConnections are reused.",
+        "New in version 2.1: The `retries` argument.",
+        "`get(url, timeout=15, retries=0)`\n\nFetch one page.",
+        "param url: the page's address\n\nparam timeout: seconds to wait for the server\n\nreturns: the page's text",
+        '```python\nfetcher.get("https://example.com", timeout=3)\n```',
+        "setting: pool_size; default: 10\n\nsetting: max_redirects; default: 30",
+        "option: verify; default: True",
+        "Deprecated since version 3.0: Use `pool_size` instead of `max_pool`.",
+        "some argument\n\nIts body text.",
+        "```\n.. not a directive: code\n```",
+    ):
+        assert shown in text, shown
+    outside_code = re.sub(r"(?ms)^```.*?^```$", "", text)
+    assert not re.search(r"^\.\. |:\w+:`|\|project\||maxdepth|toctree", outside_code, re.M), outside_code
+    assert "install\napi" not in text
+
+
+def test_rst_include_never_reads_another_file(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    found = chunks(
+        tmp_path, "inc.rst", f"Title\n=====\n\n.. include:: {secret}\n\n.. literalinclude:: {secret}\n\nText.\n"
+    )
+    assert "TOP-SECRET-VALUE" not in "\n".join(c["content"] for c in found)
+
+
+def _docx() -> bytes:
+    """A Word document with a title, headings, a list, a caption and a table with a merged cell."""
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Operations manual"
+    document.add_heading("Operations", level=1)
+    document.add_paragraph("Restart the service after a configuration change.")
+    document.add_heading("Limits", level=2)
+    document.add_paragraph("first item", style="List Bullet")
+    document.add_paragraph("second item", style="List Number")
+    document.add_paragraph("Table 1: Service limits", style="Caption")
+    table = document.add_table(rows=3, cols=3)
+    for row, values in zip(table.rows, [("limit", "value", "unit"), ("uploads", "25", "MB"), ("sessions", "8", "")]):
+        for cell, value in zip(row.cells, values):
+            cell.text = value
+    table.cell(2, 1).merge(table.cell(2, 2))
+    document.add_paragraph("After the table.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_headings_lists_and_a_table_under_its_caption(tmp_path):
+    pytest.importorskip("docx", reason="the docx extra: pip install 'rags-expert[docx]'")
+    found = chunks(tmp_path, "manual.docx", _docx())
+    assert found[0]["title"] == "Operations manual"
+    by_section: dict[str, str] = {}
+    for c in found:
+        by_section[c["section"]] = by_section.get(c["section"], "") + c["content"]
+    assert set(by_section) == {"Operations", "Operations > Limits", "Operations > Limits > Table 1: Service limits"}
+    assert by_section["Operations > Limits"].endswith("After the table.")  # the section again after the table
+    assert "Restart the service after a configuration change." in by_section["Operations"]
+    assert "- first item\n- second item" in by_section["Operations > Limits"]
+    table = by_section["Operations > Limits > Table 1: Service limits"].split("\n")
+    assert table[1:] == ["limit: uploads; value: 25; unit: MB", "", "limit: sessions; value: 8"]
+
+
+def test_a_broken_docx_is_one_unreadable_file(tmp_path):
+    pytest.importorskip("docx", reason="the docx extra")
+    path = tmp_path / "broken.docx"
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(UnreadableFileError, match=r"broken\.docx: unreadable Word \(\w+\)$"):
+        load_file(path)
+
+
+def _notebook(output: str) -> str:
+    """A notebook with a Markdown cell (an admonition in it), a code cell with outputs, and a raw cell."""
+    return json.dumps(
+        {
+            "metadata": {"kernelspec": {"language": "python"}, "language_info": {"name": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "cells": [
+                {
+                    "cell_type": "markdown",
+                    "metadata": {},
+                    "source": ["# Loading data\n", "\n", '!!! note "CSV"\n', "    Files are read lazily.\n"],
+                },
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "execution_count": 1,
+                    "source": "rows = load('a.csv')\nlen(rows)",
+                    "outputs": [
+                        {"output_type": "stream", "name": "stdout", "text": [output]},
+                        {
+                            "output_type": "execute_result",
+                            "execution_count": 1,
+                            "metadata": {},
+                            "data": {"text/plain": ["42"], "image/png": "iVBORw0KGgo="},
+                        },
+                    ],
+                },
+                {"cell_type": "markdown", "metadata": {}, "source": "## Next\nFilter the rows."},
+            ],
+        }
+    )
+
+
+def test_notebook_markdown_cells_code_cells_and_capped_text_outputs(tmp_path):
+    found = chunks(tmp_path, "load.ipynb", _notebook("loaded\n"))
+    text = "\n".join(c["content"] for c in found)
+    assert found[0]["title"] == "Loading data"
+    assert "CSV\n\nFiles are read lazily." in text and "!!!" not in text
+    assert "```python\nrows = load('a.csv')\nlen(rows)\n```" in text
+    assert "Output:\n\n```text\nloaded\n42\n```" in text
+    assert "iVBOR" not in text  # images are not text
+    assert [c["section"] for c in found][-1] == "Loading data > Next"
+
+    path = tmp_path / "long.ipynb"
+    path.write_text(_notebook("x" * 5000))
+    (unit,) = load_file(path, options=LoadOptions(notebook_output_chars=100))
+    output = re.search(r"```text\n(.*?)\n```", unit.text, re.S)
+    assert output and len(output.group(1)) == 100 and output.group(1).endswith("…")
+    (unit,) = load_file(path, options=LoadOptions(notebook_output_chars=0))
+    assert "Output:" not in unit.text
+
+
+def test_a_file_named_ipynb_that_is_no_notebook_is_unreadable(tmp_path):
+    path = tmp_path / "x.ipynb"
+    path.write_text('{"cells": 3}')
+    with pytest.raises(UnreadableFileError, match=r"x\.ipynb: not a notebook \(no list of cells\)"):
+        load_file(path)
+
+
+def test_csv_and_tsv_rows_carry_their_header_and_the_file_name_is_their_section(tmp_path):
+    found = chunks(tmp_path, "limits.csv", 'option,default,note\ntimeout,15,"seconds, per request"\nretries,3,\n')
+    assert [(c["section"], c["content"]) for c in found] == [
+        ("limits", "limits\noption: timeout; default: 15; note: seconds, per request\n\noption: retries; default: 3")
+    ]
+    (tsv,) = chunks(tmp_path, "codes.tsv", "code\tmeaning\n404\tnot found\n")
+    assert tsv["content"] == "codes\ncode: 404; meaning: not found"
+
+
+def test_html_tables_with_header_rows_and_captions(tmp_path):
+    page = """<html><head><title>Server</title></head><body>
+<h1>Server</h1><p>Intro.</p>
+<h2>Options</h2>
+<table><caption>Server options</caption>
+<thead><tr><th>option</th><th>default</th></tr></thead>
+<tbody><tr><td><code>port</code></td><td>8080</td></tr><tr><td>workers</td><td>4<br>per CPU</td></tr></tbody>
+</table>
+<p>After.</p>
+<table><tr><td>a</td><td>b</td></tr><tr><td>1</td><td>2</td></tr></table>
+</body></html>"""
+    found = chunks(tmp_path, "server.html", page)
+    by_section = {c["section"]: c["content"] for c in found}
+    assert by_section["Server > Options > Server options"].split("\n")[1:] == [
+        "option: port; default: 8080",
+        "",
+        "option: workers; default: 4 per CPU",
+    ]
+    assert by_section["Server > Options"].split("\n")[-3:] == ["After.", "", "a: 1; b: 2"]  # the section again
+
+
+def test_pdf_table_rows_carry_their_header_and_the_caption_is_their_section(tmp_path):
+    pytest.importorskip("pdfplumber", reason="the pdf extra: pip install 'rags-expert[pdf]'")
+    from helpers.pdf import ruled_table_pdf
+
+    found = chunks(tmp_path, "limits.pdf", ruled_table_pdf())
+    tables = [c for c in found if c["unit"] == "p1t1"]
+    assert [(c["section"], c["content"]) for c in tables] == [
+        ("Table 2: Upload limits", "Table 2: Upload limits\nlimit: size; value: 25 MB\n\nlimit: files; value: 10")
+    ]
+    (page,) = [c for c in found if c["unit"] == "p1"]
+    assert "Uploads are checked twice." in page["content"] and "25 MB" not in page["content"]

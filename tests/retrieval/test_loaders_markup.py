@@ -1,0 +1,280 @@
+"""Docs-site Markdown markup reduced to its visible text, checked on the chunks ingestion stores.
+
+Every page here is written for these tests, in the markup of MkDocs (Material, pymdownx), Python-Markdown,
+Hugo, Docusaurus/MDX and MyST; code blocks showing that markup stay as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rags_expert.retrieval.ingest import file_records
+
+MARKUP = re.compile(
+    r"\{\{[<%]|[%>]\}\}|^\s*(?:!!!|\?\?\?|===\s|:::|///|--8<--)|^\s*\.\. |:\w+:`|\{\w+\}`|^\[[^\]]+\]:\s", re.M
+)
+"""Markup that must not survive outside code: shortcodes, admonition/tab/colon/slash openers, includes,
+directives, roles, link definitions."""
+
+
+def chunks(tmp_path: Path, name: str, text: str, size: int = 1200) -> list[dict]:
+    """The payloads of the chunks ingestion stores for a file ``name`` holding ``text``."""
+    path = tmp_path / name
+    path.write_text(text)
+    return [r.payload for r in file_records(path, path.read_bytes(), [], size, min(200, size // 4))]
+
+
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks."""
+    return re.sub(r"(?ms)^\s*(```+|~~~+).*?^\s*\1\s*$", "", text)
+
+
+def test_mkdocs_admonitions_details_and_tabs_keep_their_titles_and_bodies_not_their_markup(tmp_path):
+    page = """# Client
+
+!!! warning "Connection pool"
+    The pool keeps **ten** connections per host.
+
+    !!! tip
+        Nested tips are dedented too.
+
+??? note "Why ten?"
+    Measured on a busy proxy.
+
+???+ info
+    Expanded by default.
+
+=== "pip"
+
+    ```bash
+    pip install client
+    ```
+
+=== "uv"
+    Run `uv add client`.
+
+After the tabs.
+"""
+    (chunk,) = chunks(tmp_path, "client.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "Connection pool",
+        "The pool keeps **ten** connections per host.",
+        "Tip",
+        "Nested tips are dedented too.",
+        "Why ten?",
+        "Measured on a busy proxy.",
+        "Info",
+        "pip",
+        "uv",
+        "Run `uv add client`.",
+        "After the tabs.",
+    ):
+        assert f"\n{shown}\n" in f"\n{text}\n", shown
+    assert "```bash\npip install client\n```" in text  # the tab's code, dedented, still a fence
+
+
+def test_code_showing_the_markup_is_left_as_code(tmp_path):
+    page = """# Admonitions
+
+Write this:
+
+    !!! note "Title"
+        Body.
+
+```markdown
+{{% note %}}Kept in the fence.{{% /note %}}
+```
+"""
+    (chunk,) = chunks(tmp_path, "syntax.md", page)
+    assert '    !!! note "Title"\n        Body.' in chunk["content"]
+    assert "{{% note %}}Kept in the fence.{{% /note %}}" in chunk["content"]
+
+
+def test_hugo_shortcodes_lose_their_tags_and_keep_their_bodies_and_titles(tmp_path):
+    page = """+++
+title = "Deploying"
+weight = 10
++++
+
+# Deploying
+
+{{% alert title="Before you start" color="warning" %}}
+Set `REGION` first.
+{{% /alert %}}
+
+{{< tabpane >}}
+{{< tab header="Linux" >}}
+Use systemd.
+{{< /tab >}}
+{{< /tabpane >}}
+
+See {{< ref "install.md" >}} for the install {{< icon "info" >}} guide.
+"""
+    (chunk,) = chunks(tmp_path, "deploy.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(text), text
+    assert "weight" not in text and "+++" not in text  # the TOML front matter is in no chunk
+    assert chunk["title"] == "Deploying"
+    for shown in ("Before you start", "Set `REGION` first.", "Linux", "Use systemd.", "See  for the install  guide."):
+        assert shown in text, shown
+
+
+def test_docusaurus_mdx_and_myst_markup(tmp_path):
+    page = """---
+sidebar_position: 2
+title: Retries
+---
+import Tabs from '@theme/Tabs';
+import TabItem from '@theme/TabItem';
+
+# Retries
+
+:::tip Backoff
+Retries back off exponentially.
+:::
+
+<Tabs>
+<TabItem value="py" label="Python">
+
+Call {py:func}`client.retry` or :meth:`~client.Client.retry`.
+
+</TabItem>
+</Tabs>
+
+```{note}
+:class: dropdown
+MyST note body.
+```
+
+```{code-block} python
+retry(3)
+```
+
+```{toctree}
+install
+usage
+```
+
+:::{warning}
+Colon-fenced warning.
+:::
+
+/// details | Expand me
+Slash block body.
+///
+
+--8<-- "includes/abbreviations.md"
+
+Read [the guide][guide].
+
+[guide]: https://example.com/guide
+"""
+    (chunk,) = chunks(tmp_path, "retries.mdx", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    assert "sidebar_position" not in text and "import " not in text and "<Tab" not in text
+    for shown in (
+        "Backoff",
+        "Retries back off exponentially.",
+        "Python",
+        "Call `client.retry` or `retry`.",
+        "Note",
+        "MyST note body.",
+        "```python\nretry(3)\n```",
+        "Warning",
+        "Colon-fenced warning.",
+        "Expand me",
+        "Slash block body.",
+        "Read [the guide][guide].",
+    ):
+        assert shown in text, shown
+    assert "install\nusage" not in text and ":class:" not in text and "abbreviations" not in text
+
+
+def test_a_setext_heading_is_not_a_content_tab(tmp_path):
+    page = "Guide\n=====\n\nText under it.\n\nPart\n----\n\nMore.\n"
+    sections = [c["section"] for c in chunks(tmp_path, "g.md", page)]
+    assert sections == ["Guide", "Guide > Part"]
+
+
+def test_pipe_table_rows_carry_their_column_names_and_the_heading_is_their_section(tmp_path):
+    page = """# Settings
+
+## Timeouts
+
+| Option | Default | Meaning |
+|:-------|--------:|---------|
+| `timeout` | 15 | Seconds per request |
+| retries | 3 | A pipe \\| in a cell |
+| empty | | |
+"""
+    (chunk,) = chunks(tmp_path, "settings.md", page)
+    assert chunk["section"] == "Settings > Timeouts"
+    assert chunk["content"].split("\n") == [
+        "Settings > Timeouts",
+        "Option: `timeout`; Default: 15; Meaning: Seconds per request",
+        "",
+        "Option: retries; Default: 3; Meaning: A pipe | in a cell",
+        "",
+        "Option: empty",
+    ]
+
+
+def test_a_row_found_alone_still_names_its_columns(tmp_path):
+    rows = "\n".join(f"| opt{i} | {i * 7} | {'word ' * 20}|" for i in range(60))
+    found = chunks(tmp_path, "big.md", f"# Options\n\n| option | default | notes |\n|---|---|---|\n{rows}\n", 400)
+    assert len(found) > 5
+    for chunk in found:
+        body = chunk["content"].split("\n", 1)[1]
+        for line in filter(None, body.split("\n")):
+            assert re.fullmatch(r"option: opt\d+; default: \d+; notes: (word ?)+", line), line
+
+
+def test_myst_glossary_eval_rst_and_roles_across_lines(tmp_path):
+    page = """(terms)=
+
+# Terms
+
+::::{glossary}
+
+Bound logger
+    What `get_logger` returns.
+
+    :::{seealso}
+    {doc}`bound-loggers`
+    :::
+
+Processor
+    A callable in the chain.
+::::
+
+```{eval-rst}
+.. function:: hook(cls, fields)
+
+   Called with the class and its fields.
+
+.. caution::
+
+   Writing to ``params`` directly bypasses validation.
+```
+
+Arguments can be {ref}`documented in the
+docstring <documenting-arguments>` too.
+"""
+    (chunk,) = chunks(tmp_path, "terms.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "Bound logger\n\nWhat `get_logger` returns.",
+        "Seealso\n\nbound-loggers",
+        "Processor\n\nA callable in the chain.",
+        "`hook(cls, fields)`\n\nCalled with the class and its fields.",
+        "Caution:\n\nWriting to `params` directly bypasses validation.",
+        "Arguments can be documented in the\ndocstring too.",
+    ):
+        assert shown in text, shown
+    assert "    What" not in text  # definitions are paragraphs, not indented code
+    assert "(terms)=" not in text

