@@ -1,7 +1,7 @@
 """What one KG question produces: the state it runs on, one log record per node, and the result.
 
 :class:`KGQueryResult` is built from the final state by :func:`build_result` with the
-attempt :func:`rags_expert.kg.policy.choose_attempt` picks; :func:`step_record` is the
+attempt :func:`rags_expert.kg.execution._policy.choose_attempt` picks; :func:`step_record` is the
 log record of one node run (kept in ``state['log']`` and ``KGQueryResult.log``).
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from rags_expert.kg.policy import choose_attempt
-from rags_expert.kg.reflexion import ReflexionState, question_of
+from rags_expert.kg.execution._policy import choose_attempt
+from rags_expert.kg.reflexion.base import ReflexionState, question_of
 
 
 @dataclass

@@ -26,7 +26,7 @@ of raising out of :meth:`ReflexionAgent.execute`.
 
 The hooks, each also reachable under the name BioChatter's ``ReflexionAgent`` gives
 it (the default of our hook calls the seed-named method when a subclass defines it;
-see :mod:`rags_expert.kg.seed_hooks`):
+see :mod:`rags_expert.kg.reflexion._seed_hooks`):
 
 ==========================================  ==============================================
 our hook                                    seed name
@@ -58,7 +58,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.conversation import open_question
-from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
+from rags_expert.kg.reflexion._seed_hooks import SeedHooks, missing_hooks
 from rags_expert.llm.chat import LLMCallError
 from rags_expert.prompts import PromptError
 

@@ -17,11 +17,11 @@ One run for one question:
 5. **finalize** – append the answer to the conversation: the chosen query's rows in
    words (at most ``kg.answer_rows``) with ``response_metadata`` holding the query,
    columns, rows, score, steps and exit reason, or an honest failure
-   (:mod:`rags_expert.kg.answer`).
+   (:mod:`rags_expert.kg.reflexion._answer`).
 
 Before the draft, ``prepare`` takes the last human message as the question and, on a
 thread with earlier conversation, makes it standalone with the shared
-``condense_question`` (see :mod:`rags_expert.kg.reflexion`).
+``condense_question`` (see :mod:`rags_expert.kg.reflexion.base`).
 
 ``execute(question, prompt)`` takes the seed's ``prompt``: when given, it is the
 schema/instruction text of the system prompt (as BioChatter's prompt engine
@@ -29,13 +29,13 @@ produces it) in place of this agent's schema and its narrowing.
 
 This class only composes the concerns, each in its own module:
 
-* :mod:`rags_expert.kg.prompting` – what the model is told (system/draft/revise prompts, result previews);
-* :mod:`rags_expert.kg.replies` – reply schemas and tolerant reading of a query from a reply;
-* :mod:`rags_expert.kg.execution` – the action as a tool call, the read-only run, the attempt record;
-* :mod:`rags_expert.kg.scoring` – scoring an attempt and learning a lesson from a low score;
-* :mod:`rags_expert.kg.policy` – exit rules and the choice of the final query;
-* :mod:`rags_expert.kg.result` – the state, the step log records and :class:`KGQueryResult`;
-* :mod:`rags_expert.kg.answer` – the user-facing answer message.
+* :mod:`rags_expert.kg.reflexion._prompting` – what the model is told (system/draft/revise prompts, result previews);
+* :mod:`rags_expert.kg.reflexion.replies` – reply schemas and tolerant reading of a query from a reply;
+* :mod:`rags_expert.kg.execution.run` – the action as a tool call, the read-only run, the attempt record;
+* :mod:`rags_expert.kg.reflexion._scoring` – scoring an attempt and learning a lesson from a low score;
+* :mod:`rags_expert.kg.execution._policy` – exit rules and the choice of the final query;
+* :mod:`rags_expert.kg.execution.result` – the state, the step log records and :class:`KGQueryResult`;
+* :mod:`rags_expert.kg.reflexion._answer` – the user-facing answer message.
 """
 
 from __future__ import annotations
@@ -52,19 +52,22 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.conversation import followup_transcript
-from rags_expert.kg.answer import answer_message
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
-from rags_expert.kg.execution import (
+from rags_expert.kg.biocypher.schema import KGSchema, load_schema
+from rags_expert.kg.execution._policy import exit_rule
+from rags_expert.kg.execution.result import KGQueryResult, KGState, build_result, step_record
+from rags_expert.kg.execution.run import (
     TOOL_NAME,
     action_message,
     latest_call,
     run_attempt,
     tool_message,
 )
-from rags_expert.kg.policy import exit_rule
-from rags_expert.kg.prompting import QUERY_LANGUAGE, KGPrompter
-from rags_expert.kg.reflexion import ReflexionAgent, question_of
-from rags_expert.kg.replies import (
+from rags_expert.kg.reflexion._answer import answer_message
+from rags_expert.kg.reflexion._prompting import QUERY_LANGUAGE, KGPrompter
+from rags_expert.kg.reflexion._scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
+from rags_expert.kg.reflexion.base import ReflexionAgent, question_of
+from rags_expert.kg.reflexion.replies import (
     DraftQuery,
     RevisedQuery,
     SchemaSelection,
@@ -73,9 +76,6 @@ from rags_expert.kg.replies import (
     read_query_reply,
     read_schema_selection,
 )
-from rags_expert.kg.result import KGQueryResult, KGState, build_result, step_record
-from rags_expert.kg.schema import KGSchema, load_schema
-from rags_expert.kg.scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm.chat import LLMCallError, redact
 from rags_expert.llm.grading import GradingContext, condense_question, structured_call
@@ -196,17 +196,17 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         return await condense_question(self.model, question, text, self.ctx, config=config)
 
     def done_reason(self, state: KGState) -> str | None:
-        """``score`` or ``non_empty`` on the latest scored attempt (see :mod:`rags_expert.kg.policy`)."""
+        """``score`` or ``non_empty`` on the latest scored attempt (see :mod:`rags_expert.kg.execution._policy`)."""
         return exit_rule(state.get("attempts") or [], self.kg)
 
     def log_step(self, step: int, node: str, update: dict[str, Any]) -> dict[str, Any]:
-        """The node's log record (:func:`~rags_expert.kg.result.step_record`), also logged at INFO, redacted."""
+        """The node's log record (:func:`~rags_expert.kg.execution.result.step_record`), also logged at INFO, redacted."""
         record = step_record(node, update)
         log.info("kg step %d %s: %s", step, node, redact(json.dumps(record, default=str)[:500], self._secrets))
         return record
 
     def parse_final_result(self, state: KGState) -> KGQueryResult:
-        """The result with the executed query :func:`~rags_expert.kg.policy.choose_attempt` picks."""
+        """The result with the executed query :func:`~rags_expert.kg.execution._policy.choose_attempt` picks."""
         return build_result(state, self.exit_reason(state) or "max_steps")
 
     def final_message(self, result: KGQueryResult) -> AIMessage:
