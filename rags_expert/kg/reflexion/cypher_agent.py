@@ -17,7 +17,7 @@ One run for one question:
 5. **finalize** – append the answer to the conversation: the chosen query's rows in
    words (at most ``kg.answer_rows``) with ``response_metadata`` holding the query,
    columns, rows, score, steps and exit reason, or an honest failure
-   (:mod:`rags_expert.kg.reflexion._answer`).
+   (:mod:`rags_expert.kg.execution._answer`).
 
 Before the draft, ``prepare`` takes the last human message as the question and, on a
 thread with earlier conversation, makes it standalone with the shared
@@ -35,7 +35,7 @@ This class only composes the concerns, each in its own module:
 * :mod:`rags_expert.kg.reflexion._scoring` – scoring an attempt and learning a lesson from a low score;
 * :mod:`rags_expert.kg.execution._policy` – exit rules and the choice of the final query;
 * :mod:`rags_expert.kg.execution.result` – the state, the step log records and :class:`KGQueryResult`;
-* :mod:`rags_expert.kg.reflexion._answer` – the user-facing answer message.
+* :mod:`rags_expert.kg.execution._answer` – the user-facing answer message.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ from langchain_core.runnables import RunnableConfig
 from rags_expert.conversation import followup_transcript
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
 from rags_expert.kg.biocypher.schema import KGSchema, load_schema
+from rags_expert.kg.execution._answer import answer_message
 from rags_expert.kg.execution._policy import exit_rule
-from rags_expert.kg.execution.result import KGQueryResult, KGState, build_result, step_record
+from rags_expert.kg.execution.result import KGQueryResult, KGState, build_result, kg_value, step_record
 from rags_expert.kg.execution.run import (
     TOOL_NAME,
     action_message,
@@ -63,10 +64,9 @@ from rags_expert.kg.execution.run import (
     run_attempt,
     tool_message,
 )
-from rags_expert.kg.reflexion._answer import answer_message
 from rags_expert.kg.reflexion._prompting import QUERY_LANGUAGE, KGPrompter
 from rags_expert.kg.reflexion._scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
-from rags_expert.kg.reflexion.base import ReflexionAgent, question_of
+from rags_expert.kg.reflexion.base import ReflexionAgent
 from rags_expert.kg.reflexion.replies import (
     DraftQuery,
     RevisedQuery,
@@ -76,6 +76,7 @@ from rags_expert.kg.reflexion.replies import (
     read_query_reply,
     read_schema_selection,
 )
+from rags_expert.kg.reflexion.state import question_of
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm.chat import LLMCallError, redact
 from rags_expert.llm.grading import GradingContext, condense_question, structured_call
@@ -154,7 +155,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
     async def draft(self, state: KGState) -> dict[str, Any]:
         """Choose the schema text for this question (the caller's ``prompt``, if any) and draft the first query."""
         question = question_of(state)
-        schema_prompt = state.get("prompt") or (await self.schema_for(question)).prompt()
+        schema_prompt = kg_value(state, "prompt") or (await self.schema_for(question)).prompt()
         lessons = await recall_lessons(self.lessons, question, LESSON_SCOPE)
         messages = self.prompter.draft(schema_prompt, question, lessons)
         query, reflection = read_query_reply(await structured_call(self.model, DraftQuery, messages, self._query_ctx))
@@ -162,32 +163,32 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
 
     async def run_tool(self, state: KGState) -> dict[str, Any]:
         """Run the latest proposed query read-only and record the outcome as a tool message."""
-        step = state.get("steps", 1)
-        query, call_id = latest_call(state.get("memory", []), step)
+        step = kg_value(state, "steps")
+        query, call_id = latest_call(kg_value(state, "memory"), step)
         attempt = await run_attempt(self.backend, query, step, self.kg, self._secrets)
         message = tool_message(attempt, self.describe(attempt), call_id)
-        return {"memory": [message], "attempts": [*state.get("attempts", []), attempt]}
+        return {"memory": [message], "attempts": [*kg_value(state, "attempts"), attempt]}
 
     async def revise(self, state: KGState) -> dict[str, Any]:
         """Score the latest outcome (learning from a low score); unless an exit rule now holds, revise the query."""
         question = question_of(state)
-        attempts = [dict(a) for a in state.get("attempts", [])]
+        attempts = [dict(a) for a in kg_value(state, "attempts")]
         last = attempts[-1]
         await score_attempt(self.model, self.ctx, self.prompter, question, last)
         await learn_from_attempt(self.lessons, self.model, self.ctx, self.prompter, question, last)
         if reason := self.exit_reason({**state, "attempts": attempts}):
             note = f"Score {last['score']:g}/10. {last['score_reason']} Stopping: {reason}.".strip()
             return {"attempts": attempts, "memory": [AIMessage(note)]}
-        messages = self.prompter.revise(state.get("schema_prompt") or self.schema.prompt(), question, attempts)
+        messages = self.prompter.revise(kg_value(state, "schema_prompt") or self.schema.prompt(), question, attempts)
         query, reflection = read_query_reply(await structured_call(self.model, RevisedQuery, messages, self._query_ctx))
         last["reflection"] = reflection
-        return {"attempts": attempts, "memory": [action_message(query, reflection, state.get("steps", 0) + 1)]}
+        return {"attempts": attempts, "memory": [action_message(query, reflection, kg_value(state, "steps") + 1)]}
 
     # --- per-question start, exit rule, logs, result ---
 
     def reset_state(self) -> dict[str, Any]:
         """The base's per-question fields plus this question's schema prompt and attempts."""
-        return super().reset_state() | {"schema_prompt": "", "attempts": []}
+        return super().reset_state() | {key: kg_value({}, key) for key in ("schema_prompt", "attempts")}
 
     async def standalone_question(self, question: str, history: list[AnyMessage], config: RunnableConfig) -> str:
         """A follow-up rewritten with the shared ``condense_question`` (``condense_followups``, ``history_messages``)."""
@@ -197,7 +198,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
 
     def done_reason(self, state: KGState) -> str | None:
         """``score`` or ``non_empty`` on the latest scored attempt (see :mod:`rags_expert.kg.execution._policy`)."""
-        return exit_rule(state.get("attempts") or [], self.kg)
+        return exit_rule(kg_value(state, "attempts"), self.kg)
 
     def log_step(self, step: int, node: str, update: dict[str, Any]) -> dict[str, Any]:
         """The node's log record (:func:`~rags_expert.kg.execution.result.step_record`), also logged at INFO, redacted."""
