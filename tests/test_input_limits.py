@@ -17,11 +17,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
 from rag.test_integration_openai import make_settings
 
-import rags_expert.kg
+import rags_expert.kg.biocypher
 from rags_expert import RagsExpert
 from rags_expert.evidence.text import strip_citations
 from rags_expert.evidence.units import units
-from rags_expert.kg.replies import extract_cypher
+from rags_expert.kg.reflexion.replies import extract_cypher
 from rags_expert.limits import clip_reply
 from rags_expert.llm.chat import build_chat_model
 from rags_expert.llm.grading import _numbers_chosen
@@ -248,7 +248,7 @@ async def test_kg_agent_refuses_an_over_long_question_through_its_graph():
     agent = KGQueryReflexionAgent(
         chat_model=model,
         backend=FalkorDBBackend("gene_kg"),  # never started: the question is refused before any query
-        schema=Path(rags_expert.kg.__file__).parent / "sample_kg.yaml",
+        schema=Path(rags_expert.kg.biocypher.__file__).parent / "sample_kg.yaml",
         schema_name="gene_kg",
         settings=KGExpertSettings(max_question_chars=50, lessons={"enabled": False}),
     )

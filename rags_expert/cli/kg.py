@@ -84,7 +84,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, setti
         backend_from_settings,
         load_schema,
     )
-    from rags_expert.kg.loader import load_sample_graph
+    from rags_expert.kg.biocypher.loader import load_sample_graph
     from rags_expert.lessons import LessonMemory
     from rags_expert.llm.chat import build_chat_model
 

@@ -14,10 +14,11 @@ from rags_expert.kg.backends import (
     QueryResult,
     backend_from_settings,
 )
-from rags_expert.kg.cypher_agent import KGQueryReflexionAgent, KGQueryResult
-from rags_expert.kg.reflexion import ReflexionAgent, ReflexionState
-from rags_expert.kg.safety import is_read_only, write_clause_reason
-from rags_expert.kg.schema import KGSchema, SchemaError, load_schema
+from rags_expert.kg.biocypher.loader import load_sample_graph
+from rags_expert.kg.biocypher.schema import KGSchema, SchemaError, load_schema
+from rags_expert.kg.execution.safety import is_read_only, write_clause_reason
+from rags_expert.kg.reflexion.base import ReflexionAgent, ReflexionState
+from rags_expert.kg.reflexion.cypher_agent import KGQueryReflexionAgent, KGQueryResult
 
 __all__ = [
     "BackendUnavailable",
@@ -35,6 +36,7 @@ __all__ = [
     "SchemaError",
     "backend_from_settings",
     "is_read_only",
+    "load_sample_graph",
     "load_schema",
     "write_clause_reason",
 ]

@@ -9,8 +9,8 @@ import pytest_asyncio
 from helpers.kg import SCHEMA_FILE, falkordb_missing
 
 from rags_expert.kg.backends import FalkorDBBackend
-from rags_expert.kg.loader import load_sample_graph
-from rags_expert.kg.schema import load_schema
+from rags_expert.kg.biocypher.loader import load_sample_graph
+from rags_expert.kg.biocypher.schema import load_schema
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,22 @@
 """What one KG question produces: the state it runs on, one log record per node, and the result.
 
 :class:`KGQueryResult` is built from the final state by :func:`build_result` with the
-attempt :func:`rags_expert.kg.policy.choose_attempt` picks; :func:`step_record` is the
+attempt :func:`rags_expert.kg.execution._policy.choose_attempt` picks; :func:`step_record` is the
 log record of one node run (kept in ``state['log']`` and ``KGQueryResult.log``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from rags_expert.kg.policy import choose_attempt
-from rags_expert.kg.reflexion import ReflexionState, question_of
+from rags_expert.kg.execution._policy import choose_attempt
+from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 
 
 @dataclass
@@ -57,14 +59,25 @@ class KGState(ReflexionState, total=False):
     attempts: list[dict[str, Any]]
 
 
+KG_STATE_DEFAULTS: Mapping[str, Any] = MappingProxyType({**STATE_DEFAULTS, "schema_prompt": "", "attempts": []})
+"""The reflexion defaults plus :class:`KGState`'s own keys (no schema prompt chosen, no attempt yet)."""
+
+
+def kg_value(state: Mapping[str, Any], key: str) -> Any:
+    """:func:`~rags_expert.kg.reflexion.state.state_value` over :data:`KG_STATE_DEFAULTS`."""
+    return state_value(state, key, KG_STATE_DEFAULTS)
+
+
 def reflections_of(state: KGState) -> list[str]:
     """The critiques of every draft and revision, in order."""
-    return [str(m.content) for m in state.get("memory", []) if isinstance(m, AIMessage) and m.tool_calls and m.content]
+    return [
+        str(m.content) for m in kg_value(state, "memory") if isinstance(m, AIMessage) and m.tool_calls and m.content
+    ]
 
 
 def build_result(state: KGState, reason: str) -> KGQueryResult:
     """The result of the run whose final state is ``state`` and exit reason ``reason``."""
-    attempts = state.get("attempts") or []
+    attempts = kg_value(state, "attempts")
     chosen = choose_attempt(attempts, reason) or {}
     return KGQueryResult(
         question=question_of(state),
@@ -72,11 +85,11 @@ def build_result(state: KGState, reason: str) -> KGQueryResult:
         rows=chosen.get("rows", []),
         columns=chosen.get("columns", []),
         score=chosen.get("score"),
-        steps=state.get("steps", 0),
+        steps=kg_value(state, "steps"),
         reflections=reflections_of(state),
-        log=state.get("log", []),
+        log=kg_value(state, "log"),
         exit_reason=reason,
-        error=state.get("error") or None,
+        error=kg_value(state, "error") or None,
         truncated=bool(chosen.get("truncated")),
         attempts=attempts,
     )

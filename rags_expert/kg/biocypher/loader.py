@@ -5,7 +5,7 @@ the package) for one schema (``gene_kg`` or ``safety_kg``) into a graph
 backend, checking every record against the schema first: a node's properties
 must be declared for its entity (``id`` is always allowed), and each edge's
 endpoints must match one of the relationship's ``(:Source)-[:REL]->(:Target)``
-patterns. Labels come from the schema (:mod:`rags_expert.kg.schema`), so the
+patterns. Labels come from the schema (:mod:`rags_expert.kg.biocypher.schema`), so the
 loaded graph uses exactly the labels the agent's prompt shows.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from rags_expert.kg.backends import GraphBackend
-from rags_expert.kg.schema import KGSchema, SchemaError, cypher_name
+from rags_expert.kg.biocypher.schema import KGSchema, SchemaError, cypher_name
 
 SAMPLE_FILE = Path(__file__).with_name("sample_kg.yaml")
 
@@ -46,7 +46,7 @@ def sample_names() -> list[str]:
 
 
 def _sample() -> dict[str, Any]:
-    text = resources.files("rags_expert.kg").joinpath("sample_kg.yaml").read_text(encoding="utf-8")
+    text = resources.files("rags_expert.kg.biocypher").joinpath("sample_kg.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 

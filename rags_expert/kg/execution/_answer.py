@@ -21,7 +21,7 @@ from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.prompts import PromptStore
 
 if TYPE_CHECKING:
-    from rags_expert.kg.result import KGQueryResult
+    from rags_expert.kg.execution.result import KGQueryResult
 
 
 def _value(value: Any) -> str:

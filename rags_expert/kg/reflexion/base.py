@@ -26,7 +26,7 @@ of raising out of :meth:`ReflexionAgent.execute`.
 
 The hooks, each also reachable under the name BioChatter's ``ReflexionAgent`` gives
 it (the default of our hook calls the seed-named method when a subclass defines it;
-see :mod:`rags_expert.kg.seed_hooks`):
+see :mod:`rags_expert.kg.reflexion._seed_hooks`):
 
 ==========================================  ==============================================
 our hook                                    seed name
@@ -49,16 +49,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Annotated, Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.conversation import open_question
-from rags_expert.kg.seed_hooks import SeedHooks, missing_hooks
+from rags_expert.kg.reflexion._seed_hooks import SeedHooks, missing_hooks
+from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 from rags_expert.llm.chat import LLMCallError
 from rags_expert.prompts import PromptError
 
@@ -66,23 +67,11 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+AfterPrepare = Literal["draft", "finalize"]
+AfterDraft = Literal["execute_tool", "finalize"]
+AfterRevise = Literal["execute_tool", "finalize"]
 
-class ReflexionState(TypedDict, total=False):
-    """Graph state: the conversation, the loop's per-question memory, and bookkeeping the exit rules need."""
-
-    messages: Annotated[list[AnyMessage], add_messages]  # the conversation: questions and final answers
-    memory: Annotated[list[AnyMessage], add_messages]  # this question's loop: actions, tool results, notes
-    question: str  # the standalone question being answered
-    steps: int  # tool executions so far
-    log: list[dict[str, Any]]  # one record per node run, oldest first
-    error: str  # set when a model call failed for good; ends the loop
-    exit_reason: str  # set by prepare (empty_question, question_too_long) and by finalize
-    prompt: str  # the caller's prompt for the responders (the seed's ``execute(question, prompt)``), an input
-
-
-def question_of(state: ReflexionState) -> str:
-    """The question being answered (set by ``prepare`` from the last human message)."""
-    return state.get("question") or ""
+__all__ = ["STATE_DEFAULTS", "ReflexionAgent", "ReflexionState", "question_of", "state_value"]
 
 
 class ReflexionAgent(SeedHooks, Generic[R]):
@@ -123,14 +112,8 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     def reset_state(self) -> dict[str, Any]:
         """The per-question fields at the start of every run; subclasses add theirs."""
-        return {
-            "question": "",
-            "steps": 0,
-            "log": [],
-            "error": "",
-            "exit_reason": "",
-            "memory": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
-        }
+        fresh = {key: state_value({}, key) for key in ("question", "steps", "log", "error", "exit_reason")}
+        return fresh | {"memory": [RemoveMessage(id=REMOVE_ALL_MESSAGES)]}
 
     def initial_state(self, question: str, prompt: str | None = None, **inputs: Any) -> dict[str, Any]:
         """The graph input for ``question`` and the caller's ``prompt``; subclasses may add fields from ``inputs``."""
@@ -140,13 +123,13 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     def exit_reason(self, state: Mapping[str, Any]) -> str | None:
         """A reason already decided, ``llm_error``, the subclass's reason, ``max_steps``, or None to continue."""
-        if state.get("exit_reason"):
-            return state["exit_reason"]
-        if state.get("error"):
+        if reason := state_value(state, "exit_reason"):
+            return str(reason)
+        if state_value(state, "error"):
             return "llm_error"
         if reason := self.done_reason(state):
             return reason
-        if state.get("steps", 0) >= self.max_steps:
+        if state_value(state, "steps") >= self.max_steps:
             return "max_steps"
         return None
 
@@ -163,16 +146,16 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         except PromptError as exc:  # a host's template that cannot render: an honest failure, never an exception
             update = {"error": f"{node}: PromptError: {exc}", "exit_reason": "prompt_error"}
             log.error("reflexion %s: %s", node, exc)
-        step = update.get("steps", state.get("steps", 0))
+        step = update.get("steps", state_value(state, "steps"))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
         if update.get("error"):
             record["error"] = update["error"]
-        return {**update, "log": [*state.get("log", []), record]}
+        return {**update, "log": [*state_value(state, "log"), record]}
 
     async def _prepare_node(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         """Start a question: reset the per-question state, take the last human message, condense a follow-up."""
         update = self.reset_state()
-        start = open_question(state.get("messages", []), config, self.max_question_chars)
+        start = open_question(state_value(state, "messages"), config, self.max_question_chars)
         question, history = start.question, start.history
         if start.reason:  # a checkpointer fault, no question, or one too long (conversation.open_question)
             prefix = "checkpointer" if start.reason == FAULT_REASON else "prepare"
@@ -192,7 +175,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     async def _execute_tool_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Carry out the latest action; counts one step."""
-        counted = {**state, "steps": state.get("steps", 0) + 1}
+        counted = {**state, "steps": state_value(state, "steps") + 1}
         update = await self._run("execute_tool", self.run_tool, counted)
         return {"steps": counted["steps"], **update}
 
@@ -207,15 +190,15 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         self.log_final_result(result)
         return {"exit_reason": reason, "messages": [self.final_message(result)]}
 
-    def _after_prepare(self, state: dict[str, Any]) -> str:
+    def _after_prepare(self, state: dict[str, Any]) -> AfterPrepare:
         """No question (or a failed condense step) goes straight to the answer; otherwise draft."""
-        return "finalize" if state.get("exit_reason") or state.get("error") else "draft"
+        return "finalize" if state_value(state, "exit_reason") or state_value(state, "error") else "draft"
 
-    def _after_draft(self, state: dict[str, Any]) -> str:
+    def _after_draft(self, state: dict[str, Any]) -> AfterDraft:
         """A failed draft ends the run; otherwise its action is executed."""
-        return "finalize" if state.get("error") else "execute_tool"
+        return "finalize" if state_value(state, "error") else "execute_tool"
 
-    def should_continue(self, state: dict[str, Any]) -> str:
+    def should_continue(self, state: dict[str, Any]) -> AfterRevise:
         """finalize when an exit rule holds, else back to execute_tool with the revised action."""
         return "finalize" if self.exit_reason(state) else "execute_tool"
 

@@ -24,7 +24,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END
 
-from rags_expert.kg.reflexion import ReflexionAgent
+from rags_expert.kg.reflexion.base import ReflexionAgent
 from rags_expert.testing import ScriptedChatModel
 
 EXECUTE_TOOL_NODE = "execute_tool"

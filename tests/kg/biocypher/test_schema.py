@@ -9,7 +9,7 @@ from helpers.kg import SCHEMA_FILE, needs_shared
 from helpers.shared_data import SCHEMA_INFO_FILE, needs
 
 from rags_expert.kg import KGQueryReflexionAgent, SchemaError, load_schema
-from rags_expert.kg.loader import plan_sample
+from rags_expert.kg.biocypher.loader import plan_sample
 from rags_expert.settings import KGExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

@@ -43,6 +43,8 @@ from typing import Any
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import END
 
+from rags_expert.kg.reflexion.state import state_value
+
 log = logging.getLogger(__name__)
 
 SEED_HOOKS: dict[str, str] = {
@@ -86,7 +88,7 @@ def missing_hooks(cls: type) -> list[str]:
 
 def _memory(state: Mapping[str, Any]) -> list[AnyMessage]:
     """The loop's messages for this question, as the seed's hooks receive them."""
-    return list(state.get("memory") or [])
+    return list(state_value(state, "memory"))
 
 
 class SeedHooks:
@@ -97,7 +99,7 @@ class SeedHooks:
 
     async def draft(self, state: Any) -> dict[str, Any]:
         """Draft responder: ``_create_initial_responder(prompt).respond(messages)``."""
-        responder = self._create_initial_responder(state.get("prompt") or None)  # type: ignore[attr-defined]
+        responder = self._create_initial_responder(state_value(state, "prompt") or None)  # type: ignore[attr-defined]
         return {"memory": [await respond(responder, _memory(state))]}
 
     async def run_tool(self, state: Any) -> dict[str, Any]:
@@ -106,7 +108,7 @@ class SeedHooks:
 
     async def revise(self, state: Any) -> dict[str, Any]:
         """Revise responder: ``_create_revise_responder(prompt).respond(messages)``."""
-        responder = self._create_revise_responder(state.get("prompt") or None)  # type: ignore[attr-defined]
+        responder = self._create_revise_responder(state_value(state, "prompt") or None)  # type: ignore[attr-defined]
         return {"memory": [await respond(responder, _memory(state))]}
 
     def done_reason(self, state: Any) -> str | None:

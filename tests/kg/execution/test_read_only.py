@@ -6,7 +6,7 @@ import pytest
 from helpers.kg import SCHEMA_FILE, needs_shared, scripted, session_loop
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, write_clause_reason
-from rags_expert.kg import execution as execution_module
+from rags_expert.kg.execution import run as execution_module
 from rags_expert.settings import KGExpertSettings
 
 WRITES = [

@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from rags_expert.kg.prompting import KGPrompter
+from rags_expert.kg.reflexion._prompting import KGPrompter
 from rags_expert.lessons import LessonMemory, learn_from_failure
 from rags_expert.llm.grading import GradingContext, score
 

@@ -13,7 +13,7 @@ import re
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from rags_expert.kg.schema import KGSchema
+from rags_expert.kg.biocypher.schema import KGSchema
 from rags_expert.llm.grading import StructuredReply
 from rags_expert.llm.parsing import extract_code_block
 

@@ -19,8 +19,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
-from rags_expert.kg.replies import clean_query
-from rags_expert.kg.safety import write_clause_reason
+from rags_expert.kg.execution.safety import write_clause_reason
+from rags_expert.kg.reflexion.replies import clean_query
 from rags_expert.llm.chat import redact
 from rags_expert.settings import KGSettings
 
