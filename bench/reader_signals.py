@@ -208,6 +208,9 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                             else 0,
                         }
                     )
+                    if args.partial:
+                        with args.partial.open("a", encoding="utf-8") as f:
+                            f.write(json.dumps(out[-1], ensure_ascii=False) + "\n")
                     gold = sum(r["gold"] for r in rows)
                     print(
                         f"  {q['id']}: {len(rows)} units, {gold} gold, {model_free:.1f}s + llm {lm_seconds:.1f}s "
@@ -252,7 +255,9 @@ def report(data: list[dict[str, Any]]) -> str:
 def numbers_only(question: dict[str, Any]) -> dict[str, Any]:
     """A question's record without any text of the documents or the question (what ``bench/reader/`` commits)."""
     drop = {"text", "heading"}
-    units = [{k: v for k, v in u.items() if k not in drop} for u in question["units"]]
+    units = [
+        {k: round(v, 5) if isinstance(v, float) else v for k, v in u.items() if k not in drop} for u in question["units"]
+    ]
     return {k: v for k, v in question.items() if k not in ("question", "units")} | {"units": units}
 
 
@@ -267,6 +272,7 @@ def main() -> int:
     parser.add_argument("--pmi-tokens", type=int, default=24, help="a unit's first N tokens scored for the PMI")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (the server's slots)")
     parser.add_argument("--out", type=Path, help="write every question's candidates and features (JSONL)")
+    parser.add_argument("--partial", type=Path, help="append each question's record here as soon as it is done")
     parser.add_argument("--numbers", type=Path, help="also write the features without any text (for bench/reader/)")
     parser.add_argument("--in", dest="inp", type=Path, nargs="+", help="report on files written by --out instead")
     args = parser.parse_args()
