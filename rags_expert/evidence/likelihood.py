@@ -27,6 +27,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Raw-text prompts (the instruct model also reads them without its chat template).
 QUESTION_PROMPT = "Passage: {passage}\nA question this passage answers:"
@@ -75,7 +76,7 @@ class LikelihoodScorer:
     _ids: dict[str, list[int]] = field(default_factory=dict, init=False, repr=False)
     seconds: float = field(default=0.0, init=False)
 
-    def _post(self, path: str, body: dict) -> object:
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
         data = json.dumps(body).encode()
         request = urllib.request.Request(  # noqa: S310 - the loopback server we started
             self.base_url.rstrip("/").removesuffix("/v1") + path, data, {"Content-Type": "application/json"}
@@ -129,11 +130,13 @@ class LikelihoodScorer:
             "stream": False,
         }
         reply = self._post("/completion", body)
-        results = reply if isinstance(reply, list) else [reply]
+        results: list[dict[str, Any]] = reply if isinstance(reply, list) else [reply]
+        if len(results) != len(prompts):
+            raise RuntimeError(f"the server answered {len(results)} results for {len(prompts)} prompts")
         return [_scored(r, len(ids)) for r in results]
 
 
-def _scored(result: dict, n: int) -> Scored:
+def _scored(result: dict[str, Any], n: int) -> Scored:
     """The sum of the first ``n`` forced tokens' log-probabilities (the end-of-text token is left out)."""
     probs = (result.get("completion_probabilities") or [])[:n]
     if len(probs) < n:
