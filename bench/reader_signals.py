@@ -116,21 +116,26 @@ def add_likelihoods(
     q = " " + question.strip()
     ql_pairs = [(QUESTION_PROMPT.format(passage=f"{r['heading']}\n{r['text']}".strip()), q) for r in rows]
     ql_jobs = [pool.submit(llm.score, ql_pairs[s : s + llm.batch]) for s in range(0, len(ql_pairs), llm.batch)]
-    pmi_jobs = [
-        pool.submit(
-            pmi_llm.score,
-            [
-                (SENTENCE_PROMPT.format(context=r["heading"], question=question.strip()), " " + r["text"]),
-                (SENTENCE_PRIOR_PROMPT.format(context=r["heading"]), " " + r["text"]),
-            ],
-        )
-        for r in rows
-    ]
+    pmi_jobs = (
+        []
+        if pmi_llm is None
+        else [
+            pool.submit(
+                pmi_llm.score,
+                [
+                    (SENTENCE_PROMPT.format(context=r["heading"], question=question.strip()), " " + r["text"]),
+                    (SENTENCE_PRIOR_PROMPT.format(context=r["heading"]), " " + r["text"]),
+                ],
+            )
+            for r in rows
+        ]
+    )
     ql = [s for job in ql_jobs for s in job.result()]
-    for r, scored, job in zip(rows, ql, pmi_jobs, strict=True):
-        cond, prior = job.result()
+    for r, scored in zip(rows, ql, strict=True):
         r["ql"] = scored.logprob
         r["ql_tokens"] = scored.tokens
+    for r, job in zip(rows if pmi_jobs else [], pmi_jobs, strict=True):
+        cond, prior = job.result()
         r["pmi"] = (cond.logprob - prior.logprob) / max(1, cond.tokens)
         r["pmi_sum"] = cond.logprob - prior.logprob
         r["s_tokens"] = cond.tokens
@@ -148,6 +153,11 @@ def ordering(rows: list[dict[str, Any]], signal: str) -> list[int]:
     if signal == "retrieval":
         return list(range(len(rows)))
     return sorted(range(len(rows)), key=lambda i: (-(rows[i][signal] or 0.0), i))
+
+
+def sent(*scorers: LikelihoodScorer | None) -> int:
+    """Requests the scorers have sent so far."""
+    return sum(s.requests for s in scorers if s is not None)
 
 
 def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
@@ -170,7 +180,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.limit:
         questions = rd.select(questions, "dev", args.corpus, args.limit)
     llm = LikelihoodScorer(args.server, batch=args.batch) if args.server else None
-    pmi_llm = LikelihoodScorer(args.server, max_tokens=args.pmi_tokens) if args.server else None
+    pmi_llm = LikelihoodScorer(args.server, max_tokens=args.pmi_tokens) if args.server and not args.no_pmi else None
     out = []
     with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
         for corpus in args.corpus:
@@ -185,8 +195,8 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                     began = time.monotonic()
                     rows = await candidates(q["question"], settings, retriever, stage, scorer)
                     model_free = time.monotonic() - began
-                    requests_before = llm.requests + pmi_llm.requests if llm and pmi_llm else 0
-                    if llm is not None and pmi_llm is not None and rows:
+                    requests_before = sent(llm, pmi_llm)
+                    if llm is not None and rows:
                         lm_began = time.monotonic()
                         add_likelihoods(q["question"], rows, llm, pmi_llm, pool)
                         lm_seconds = time.monotonic() - lm_began
@@ -203,9 +213,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                             "units": rows,
                             "seconds_model_free": round(model_free, 2),
                             "seconds_llm": round(lm_seconds, 2),
-                            "requests_llm": (llm.requests + pmi_llm.requests - requests_before)
-                            if llm and pmi_llm
-                            else 0,
+                            "requests_llm": sent(llm, pmi_llm) - requests_before,
                         }
                     )
                     if args.partial:
@@ -256,7 +264,8 @@ def numbers_only(question: dict[str, Any]) -> dict[str, Any]:
     """A question's record without any text of the documents or the question (what ``bench/reader/`` commits)."""
     drop = {"text", "heading"}
     units = [
-        {k: round(v, 5) if isinstance(v, float) else v for k, v in u.items() if k not in drop} for u in question["units"]
+        {k: round(v, 5) if isinstance(v, float) else v for k, v in u.items() if k not in drop}
+        for u in question["units"]
     ]
     return {k: v for k, v in question.items() if k not in ("question", "units")} | {"units": units}
 
@@ -270,6 +279,7 @@ def main() -> int:
     parser.add_argument("--server", default="", help="llama.cpp server URL for QL and PMI (none: model-free only)")
     parser.add_argument("--batch", type=int, default=8, help="prompts per request")
     parser.add_argument("--pmi-tokens", type=int, default=24, help="a unit's first N tokens scored for the PMI")
+    parser.add_argument("--no-pmi", action="store_true", help="question likelihood only (a request per unit less)")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (the server's slots)")
     parser.add_argument("--out", type=Path, help="write every question's candidates and features (JSONL)")
     parser.add_argument("--partial", type=Path, help="append each question's record here as soon as it is done")

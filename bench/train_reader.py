@@ -144,12 +144,14 @@ def main() -> int:
     parser.add_argument("--in", dest="inp", type=Path, nargs="+", default=[DATA])
     parser.add_argument("--out", type=Path, default=WEIGHTS)
     parser.add_argument("--no-llm", action="store_true", help="leave out the local model's features (QL, PMI)")
+    parser.add_argument("--without", nargs="+", default=[], choices=FEATURES, help="features left out")
     parser.add_argument("--max-wrong", type=float, default=0.05)
     parser.add_argument("--min-honest", type=float, default=0.9)
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
     args = parser.parse_args()
     questions = load(args.inp)
-    names = tuple(f for f in FEATURES if not (args.no_llm and f in LIKELIHOOD_FEATURES))
+    left_out = set(args.without) | (set(LIKELIHOOD_FEATURES) if args.no_llm else set())
+    names = tuple(f for f in FEATURES if f not in left_out)
     corpora = sorted({q["corpus"] for q in questions})
     print(
         "| selector (leave one corpus out) | top-1 gold (answerable with a gold candidate) | right literal "
@@ -178,7 +180,9 @@ def main() -> int:
     print(table("today: the evidence's quote (best_answer)", rates(today, 0.5), top1(today)))
     print(
         table(
-            f"reader{' without QL/PMI' if args.no_llm else ''}, each fold's threshold", rates(held_t, 0.5), top1(held)
+            f"reader{' without ' + ', '.join(sorted(left_out)) if left_out else ''}, each fold's threshold",
+            rates(held_t, 0.5),
+            top1(held),
         )
     )
     x, y, qi = matrix(questions, names)
