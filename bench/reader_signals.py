@@ -237,7 +237,7 @@ def report(data: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     usable = [q for q in data if q["kind"] != "unanswerable" and any(r["gold"] for r in q["units"])]
-    present = {k for q in usable for r in q["units"] for k in r}
+    present = set.intersection(*({k for k in r} for q in usable for r in q["units"])) if usable else set()
     signals = [s for s in SIGNALS if s == "retrieval" or set(s.split("@")[0].split(">")) <= present]
     for signal in signals:
         cells = [signal]
