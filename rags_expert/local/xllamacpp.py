@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--cache-ram-mib", type=int, default=-2, help="RAM for earlier prompts' caches in MiB (-2: llama.cpp's default)"
     )
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="slots decoding at once (1: one request at a time, as the agents ask)"
+    )
     return parser.parse_args(argv)
 
 
@@ -50,7 +53,9 @@ def server_params(xlc: Any, args: argparse.Namespace) -> Any:
     params.hostnames = [args.host]
     params.port = args.port
     params.n_ctx = args.n_ctx
-    params.n_parallel = 1  # the agents send one request at a time (local.grading_concurrency = 1)
+    params.n_parallel = max(1, args.parallel)  # the agents send one request at a time (local.grading_concurrency = 1)
+    if params.n_parallel > 1:
+        params.kv_unified = True  # the slots share the whole context (a scoring batch of short prompts)
     params.model_alias = {args.alias}
     params.ui = False  # the agents need only the OpenAI API
     if args.threads > 0:

@@ -185,6 +185,22 @@ def test_the_default_runner_is_the_xllamacpp_module(tmp_path, monkeypatch):
     assert (args.model, args.port, args.threads, args.threads_batch, args.cache_ram_mib) == (str(model), 9, 3, 5, 0)
 
 
+def test_the_xllamacpp_runner_serves_one_slot_unless_asked_for_more():
+    class _Params:
+        def __init__(self):
+            self.model = type("M", (), {})()
+            self.cpuparams = type("C", (), {})()
+            self.cpuparams_batch = type("C", (), {})()
+            self.kv_unified = False
+
+    xlc = type("X", (), {"CommonParams": _Params})
+    one = local_xllamacpp.server_params(xlc, local_xllamacpp.parse_args(["--model", "m", "--port", "9"]))
+    assert one.n_parallel == 1 and not one.kv_unified  # the agents' one request at a time, as before
+    args = local_xllamacpp.parse_args(["--model", "m", "--port", "9", "--parallel", "8"])
+    eight = local_xllamacpp.server_params(xlc, args)
+    assert eight.n_parallel == 8 and eight.kv_unified  # a scoring batch: the slots share the context
+
+
 def test_the_llama_cpp_python_runner_command_line(tmp_path, monkeypatch):
     monkeypatch.setattr(local_command, "missing_modules", lambda runner: [])
     cmd = server_command(LocalModelSettings(runner="llama_cpp_python"), tmp_path / "m.gguf", 8123)

@@ -1,0 +1,302 @@
+"""Which signal ranks the answering unit first? Today's evidence score, e5 similarity, question likelihood, answer PMI.
+
+For every dev question of ``bench/real_docs`` (the corpora named), the small profile's retrieval is run as the agent
+runs it (the retriever's candidates, the evidence reranker's top ``retrieval.top_k``), the retrieved chunks are cut
+into units (:mod:`rags_expert.evidence.units`; headings left out) and each unit gets its features
+(:func:`unit_features`): the evidence scorer's match (today's ranking), lexical coverage plain and IDF-weighted,
+the e5 similarity of question and unit / heading path / chunk, the retrieval rank, the answer-type match, the
+unit's kind, and from the local model (:mod:`rags_expert.evidence.likelihood`) the question likelihood
+``log P(q | heading + unit)`` (UPR) and the answer PMI ``log P(s | heading, q) - log P(s | heading)``.
+
+A unit is *gold* when one of the question's answer patterns matches it. For the answerable questions with a gold
+unit among the candidates, MRR and top-1 of each signal's ranking are printed; ``--out`` writes every candidate's
+features (the reader's training data, :mod:`bench.train_reader`). Dev half only: ``--split test`` does not exist.
+
+    python bench/reader_signals.py --kb-dir /tmp/wtr_kbs --corpus starlette black --server http://127.0.0.1:18708 \\
+        --out /tmp/reader_features.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import real_docs as rd  # noqa: E402
+
+from rags_expert.evidence.likelihood import (  # noqa: E402
+    QUESTION_PROMPT,
+    SENTENCE_PRIOR_PROMPT,
+    SENTENCE_PROMPT,
+    LikelihoodScorer,
+)
+
+SIGNALS = ("evidence", "coverage", "idf_coverage", "e5_unit", "ql", "pmi", "retrieval", "e5_unit>ql@8", "evidence>ql@8")
+SHORTLIST = 8
+"""``a>b@8``: the first 8 candidates by ``a``, reordered by ``b`` (the likelihoods of a shortlist only)."""
+
+
+def heading_of(doc: Any) -> str:
+    """The chunk's title and section path, as the reader is shown them."""
+    meta = doc.metadata or {}
+    return " > ".join(str(meta[k]) for k in ("title", "section") if meta.get(k))
+
+
+async def candidates(question: str, settings: Any, retriever: Any, stage: Any, scorer: Any) -> list[dict[str, Any]]:
+    """The units of the chunks the small profile retrieves for ``question``, with their model-free features."""
+    from rags_expert.evidence.answer_type import expected_type, holds_answer
+    from rags_expert.evidence.scorer import _chunk_units
+    from rags_expert.evidence.text import question_terms, terms
+    from rags_expert.retrieval.options import SearchOptions
+
+    top_k = settings.retrieval.top_k
+    options = SearchOptions.of({"top_k": top_k})
+    docs = retriever.invoke(question, top_k=stage.fetch(options).limit)
+    docs = await stage.apply(question, docs, top_k)
+    matches = await scorer.matches(question, docs)
+    order = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
+    wanted = question_terms(question)
+    kind = expected_type(question)
+    rows = []
+    for i, doc in enumerate(docs):
+        heading = heading_of(doc)
+        for unit in _chunk_units(doc, settings.evidence.labels):
+            if unit.kind == "heading":
+                continue
+            rank, match = order.get((i, unit.quote), (len(matches), None))
+            rows.append(
+                {
+                    "doc": i,
+                    "heading": heading,
+                    "text": unit.quote,
+                    "kind": unit.kind,
+                    "lead_in": unit.lead_in,
+                    "pointer": unit.pointer,
+                    "factual": unit.factual,
+                    "evidence_rank": rank,
+                    "evidence": match.score if match else 0.0,
+                    "answers": bool(match and match.answers),
+                    "idf_coverage": match.coverage if match else 0.0,
+                    "missing": match.missing if match else 1.0,
+                    "coverage": len(terms(unit.quote) & wanted) / max(1, len(wanted)),
+                    "type_match": holds_answer(unit.quote, question, kind),
+                    "retrieval": i,
+                }
+            )
+    texts = [r["text"] for r in rows]
+    heads = list(dict.fromkeys(r["heading"] for r in rows))
+    chunks = [doc.page_content for doc in docs]
+    sims = await scorer._similarities(question, texts + heads + chunks)  # noqa: SLF001 - the scorer's own cache
+    head_sim = dict(zip(heads, sims[len(texts) : len(texts) + len(heads)], strict=True))
+    for r, sim in zip(rows, sims, strict=False):
+        r["e5_unit"] = sim
+        r["e5_heading"] = head_sim[r["heading"]]
+        r["e5_chunk"] = sims[len(texts) + len(heads) + r["doc"]]
+    return rows
+
+
+def add_likelihoods(
+    question: str,
+    rows: list[dict[str, Any]],
+    llm: LikelihoodScorer,
+    pmi_llm: LikelihoodScorer,
+    pool: ThreadPoolExecutor,
+) -> None:
+    """QL and PMI of every row, the requests sent side by side (a server with several slots batches them); the PMI
+    forces at most ``pmi_llm.max_tokens`` tokens of a unit (its beginning)."""
+    q = " " + question.strip()
+    ql_pairs = [(QUESTION_PROMPT.format(passage=f"{r['heading']}\n{r['text']}".strip()), q) for r in rows]
+    ql_jobs = [pool.submit(llm.score, ql_pairs[s : s + llm.batch]) for s in range(0, len(ql_pairs), llm.batch)]
+    pmi_jobs = (
+        []
+        if pmi_llm is None
+        else [
+            pool.submit(
+                pmi_llm.score,
+                [
+                    (SENTENCE_PROMPT.format(context=r["heading"], question=question.strip()), " " + r["text"]),
+                    (SENTENCE_PRIOR_PROMPT.format(context=r["heading"]), " " + r["text"]),
+                ],
+            )
+            for r in rows
+        ]
+    )
+    ql = [s for job in ql_jobs for s in job.result()]
+    for r, scored in zip(rows, ql, strict=True):
+        r["ql"] = scored.logprob
+        r["ql_tokens"] = scored.tokens
+    for r, job in zip(rows if pmi_jobs else [], pmi_jobs, strict=True):
+        cond, prior = job.result()
+        r["pmi"] = (cond.logprob - prior.logprob) / max(1, cond.tokens)
+        r["pmi_sum"] = cond.logprob - prior.logprob
+        r["s_tokens"] = cond.tokens
+
+
+def ordering(rows: list[dict[str, Any]], signal: str) -> list[int]:
+    """Candidate indices, best first, by ``signal`` (see :func:`rank_metrics`)."""
+    if ">" in signal:
+        first, then = signal.split("@")[0].split(">")
+        head = ordering(rows, first)
+        short, rest = head[:SHORTLIST], head[SHORTLIST:]
+        return sorted(short, key=lambda i: (-(rows[i][then] or 0.0), i)) + rest
+    if signal == "evidence":
+        return sorted(range(len(rows)), key=lambda i: (rows[i]["evidence_rank"], i))
+    if signal == "retrieval":
+        return list(range(len(rows)))
+    return sorted(range(len(rows)), key=lambda i: (-(rows[i][signal] or 0.0), i))
+
+
+def sent(*scorers: LikelihoodScorer | None) -> int:
+    """Requests the scorers have sent so far."""
+    return sum(s.requests for s in scorers if s is not None)
+
+
+def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
+    """(reciprocal rank of the first gold unit, whether it is first) when ranking by ``signal`` (ties: the
+    retrieval order; for ``evidence``, today's own order; for ``retrieval``, chunk rank then unit order)."""
+    order = ordering(rows, signal)
+    first = next(pos for pos, i in enumerate(order) if rows[i]["gold"])
+    return 1 / (first + 1), first == 0
+
+
+async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every dev question's candidates with their features and gold labels."""
+    from rags_expert.evidence.scorer import EvidenceScorer
+    from rags_expert.rag.reranking import RerankStage
+    from rags_expert.retrieval.factory import retriever_from_settings
+    from rags_expert.retrieval.qdrant import close_client
+    from rags_expert.settings import RagsExpertSettings
+
+    questions = [q for q in rd.load_questions() if q["split"] == "dev" and q["corpus"] in args.corpus]
+    if args.limit:
+        questions = rd.select(questions, "dev", args.corpus, args.limit)
+    llm = LikelihoodScorer(args.server, batch=args.batch) if args.server else None
+    pmi_llm = LikelihoodScorer(args.server, max_tokens=args.pmi_tokens) if args.server and not args.no_pmi else None
+    out = []
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        for corpus in args.corpus:
+            base = RagsExpertSettings()
+            settings = base.updated({"store.data_dir": str(args.kb_dir / corpus), "evidence.profile": "small"})
+            retriever = retriever_from_settings(settings)
+            stage = RerankStage.from_settings(settings)
+            kb = getattr(retriever, "kb", None)
+            scorer = EvidenceScorer(settings.evidence, (lambda kb=kb: kb.embeddings) if kb is not None else None)
+            try:
+                for q in [q for q in questions if q["corpus"] == corpus]:
+                    began = time.monotonic()
+                    rows = await candidates(q["question"], settings, retriever, stage, scorer)
+                    model_free = time.monotonic() - began
+                    requests_before = sent(llm, pmi_llm)
+                    if llm is not None and rows:
+                        lm_began = time.monotonic()
+                        add_likelihoods(q["question"], rows, llm, pmi_llm, pool)
+                        lm_seconds = time.monotonic() - lm_began
+                    else:
+                        lm_seconds = 0.0
+                    for r in rows:
+                        r["gold"] = q["kind"] != "unanswerable" and rd.matches(q["patterns"], r["text"])
+                    out.append(
+                        {
+                            "id": q["id"],
+                            "corpus": corpus,
+                            "kind": q["kind"],
+                            "question": q["question"],
+                            "units": rows,
+                            "seconds_model_free": round(model_free, 2),
+                            "seconds_llm": round(lm_seconds, 2),
+                            "requests_llm": sent(llm, pmi_llm) - requests_before,
+                        }
+                    )
+                    if args.partial:
+                        with args.partial.open("a", encoding="utf-8") as f:
+                            f.write(json.dumps(out[-1], ensure_ascii=False) + "\n")
+                    gold = sum(r["gold"] for r in rows)
+                    print(
+                        f"  {q['id']}: {len(rows)} units, {gold} gold, {model_free:.1f}s + llm {lm_seconds:.1f}s "
+                        f"({out[-1]['requests_llm']} requests)",
+                        flush=True,
+                    )
+            finally:
+                close_client(settings.store)
+    return out
+
+
+def report(data: list[dict[str, Any]]) -> str:
+    """The Markdown table of MRR / top-1 per signal, per kind of question."""
+    lines = [
+        "| signal | MRR literal | top-1 literal | MRR paraphrased | top-1 paraphrased | MRR all | top-1 all |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    usable = [q for q in data if q["kind"] != "unanswerable" and any(r["gold"] for r in q["units"])]
+    present = set.intersection(*({k for k in r} for q in usable for r in q["units"])) if usable else set()
+    signals = [s for s in SIGNALS if s == "retrieval" or set(s.split("@")[0].split(">")) <= present]
+    for signal in signals:
+        cells = [signal]
+        for kind in ("literal", "paraphrased", None):
+            qs = [q for q in usable if kind in (None, q["kind"])]
+            got = [rank_metrics(q["units"], signal) for q in qs]
+            mrr = sum(g[0] for g in got) / len(got) if got else 0.0
+            top1 = sum(g[1] for g in got) / len(got) if got else 0.0
+            cells += [f"{mrr:.2f}", f"{top1:.0%}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    answerable = [q for q in data if q["kind"] != "unanswerable"]
+    units = [len(q["units"]) for q in data]
+    lm = sorted(q["seconds_llm"] for q in data)
+    req = sorted(q["requests_llm"] for q in data)
+    lines.append(
+        f"\n{len(usable)} of {len(answerable)} answerable questions have a gold unit among the candidates; "
+        f"{sum(units) / max(1, len(units)):.0f} units per question; likelihoods {lm[len(lm) // 2] if lm else 0:.1f} s "
+        f"median ({max(lm) if lm else 0:.1f} max), {req[len(req) // 2] if req else 0} requests median per question"
+    )
+    return "\n".join(lines)
+
+
+def numbers_only(question: dict[str, Any]) -> dict[str, Any]:
+    """A question's record without any text of the documents or the question (what ``bench/reader/`` commits)."""
+    drop = {"text", "heading"}
+    units = [
+        {k: round(v, 5) if isinstance(v, float) else v for k, v in u.items() if k not in drop}
+        for u in question["units"]
+    ]
+    return {k: v for k, v in question.items() if k not in ("question", "units")} | {"units": units}
+
+
+def main() -> int:
+    """Parse, collect (or read ``--in``), print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kb-dir", type=Path, default=Path("/tmp/wtr_kbs"), help="ingested corpora (DIR/<corpus>)")
+    parser.add_argument("--corpus", nargs="+", default=["starlette", "black", "structlog"])
+    parser.add_argument("--limit", type=int, default=0, help="first N questions of each corpus and kind")
+    parser.add_argument("--server", default="", help="llama.cpp server URL for QL and PMI (none: model-free only)")
+    parser.add_argument("--batch", type=int, default=8, help="prompts per request")
+    parser.add_argument("--pmi-tokens", type=int, default=24, help="a unit's first N tokens scored for the PMI")
+    parser.add_argument("--no-pmi", action="store_true", help="question likelihood only (a request per unit less)")
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (the server's slots)")
+    parser.add_argument("--out", type=Path, help="write every question's candidates and features (JSONL)")
+    parser.add_argument("--partial", type=Path, help="append each question's record here as soon as it is done")
+    parser.add_argument("--numbers", type=Path, help="also write the features without any text (for bench/reader/)")
+    parser.add_argument("--in", dest="inp", type=Path, nargs="+", help="report on files written by --out instead")
+    args = parser.parse_args()
+    if args.inp:
+        data = [json.loads(line) for p in args.inp for line in p.read_text().splitlines() if line.strip()]
+    else:
+        data = asyncio.run(collect(args))
+        if args.out:
+            args.out.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in data))
+    if args.numbers:
+        args.numbers.write_text("".join(json.dumps(numbers_only(q)) + "\n" for q in data))
+    print(report(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
