@@ -12,20 +12,9 @@ import zlib
 
 import pytest
 from helpers.cli_run import ROOT, cli_env, run_cli
+from helpers.pdf import pdf_bytes
 
 GOOD = "# Good\n\nA document with text in it about {word}.\n"
-
-
-def pdf_bytes(objects: list[bytes]) -> bytes:
-    """A PDF of the given objects (numbered from 1, the first the catalog) with a correct cross-reference table."""
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
 
 
 def one_page_pdf(contents: bytes) -> bytes:
