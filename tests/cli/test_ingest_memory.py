@@ -41,7 +41,8 @@ def test_a_million_heading_lines_and_a_one_line_file_stay_under_the_documented_m
     (folder / "one-line.md").write_text("x" * big)  # no separator: once split into single characters
     code, mb, output = peak_rss_mb(["ingest", str(folder), "-q"], cli_env(tmp_path / "data"))
     assert code == 0, output
-    warning, summary = output.splitlines()
+    warning, summary, *per_format = output.splitlines()
     assert warning == f"WARNING skipping {folder / 'hashes.md'}: no text to index"
     assert summary.startswith("1 files, 8389 chunks (8389 new, ") and "1 skipped" in summary
+    assert per_format == ["  Markdown: 1 file, 8389 chunks, 1 skipped (1 unreadable, reasons above)"]
     assert mb <= BASE_MB + PER_FILE_BYTE * big // MB, f"peak RSS {mb} MB"
