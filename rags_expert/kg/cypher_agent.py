@@ -5,23 +5,5 @@ from here; new code imports them from :mod:`rags_expert.kg` (or :mod:`rags_exper
 for the reply schemas).
 """
 
-from rags_expert.kg.execution.result import KGQueryResult, KGState
-from rags_expert.kg.reflexion.cypher_agent import KGQueryReflexionAgent
-from rags_expert.kg.reflexion.replies import (
-    DraftQuery,
-    RevisedQuery,
-    SchemaSelection,
-    extract_cypher,
-    read_query_reply,
-)
-
-__all__ = [
-    "DraftQuery",
-    "KGQueryReflexionAgent",
-    "KGQueryResult",
-    "KGState",
-    "RevisedQuery",
-    "SchemaSelection",
-    "extract_cypher",
-    "read_query_reply",
-]
+from rags_expert.kg.reflexion.cypher_agent import *  # noqa: F403 - the names the old module had, one list of them
+from rags_expert.kg.reflexion.cypher_agent import __all__  # noqa: F401
