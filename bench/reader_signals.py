@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -45,63 +46,17 @@ SHORTLIST = 8
 """``a>b@8``: the first 8 candidates by ``a``, reordered by ``b`` (the likelihoods of a shortlist only)."""
 
 
-def heading_of(doc: Any) -> str:
-    """The chunk's title and section path, as the reader is shown them."""
-    meta = doc.metadata or {}
-    return " > ".join(str(meta[k]) for k in ("title", "section") if meta.get(k))
-
-
 async def candidates(question: str, settings: Any, retriever: Any, stage: Any, scorer: Any) -> list[dict[str, Any]]:
-    """The units of the chunks the small profile retrieves for ``question``, with their model-free features."""
-    from rags_expert.evidence.answer_type import expected_type, holds_answer
-    from rags_expert.evidence.scorer import _chunk_units
-    from rags_expert.evidence.text import question_terms, terms
+    """The units of the chunks the small profile retrieves for ``question``, with their model-free features
+    (:func:`rags_expert.evidence.reader.candidates`, what the agent's reader reads)."""
+    from rags_expert.evidence.reader import candidates as reader_candidates
     from rags_expert.retrieval.options import SearchOptions
 
     top_k = settings.retrieval.top_k
     options = SearchOptions.of({"top_k": top_k})
     docs = retriever.invoke(question, top_k=stage.fetch(options).limit)
     docs = await stage.apply(question, docs, top_k)
-    matches = await scorer.matches(question, docs)
-    order = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
-    wanted = question_terms(question)
-    kind = expected_type(question)
-    rows = []
-    for i, doc in enumerate(docs):
-        heading = heading_of(doc)
-        for unit in _chunk_units(doc, settings.evidence.labels):
-            if unit.kind == "heading":
-                continue
-            rank, match = order.get((i, unit.quote), (len(matches), None))
-            rows.append(
-                {
-                    "doc": i,
-                    "heading": heading,
-                    "text": unit.quote,
-                    "kind": unit.kind,
-                    "lead_in": unit.lead_in,
-                    "pointer": unit.pointer,
-                    "factual": unit.factual,
-                    "evidence_rank": rank,
-                    "evidence": match.score if match else 0.0,
-                    "answers": bool(match and match.answers),
-                    "idf_coverage": match.coverage if match else 0.0,
-                    "missing": match.missing if match else 1.0,
-                    "coverage": len(terms(unit.quote) & wanted) / max(1, len(wanted)),
-                    "type_match": holds_answer(unit.quote, question, kind),
-                    "retrieval": i,
-                }
-            )
-    texts = [r["text"] for r in rows]
-    heads = list(dict.fromkeys(r["heading"] for r in rows))
-    chunks = [doc.page_content for doc in docs]
-    sims = await scorer._similarities(question, texts + heads + chunks)  # noqa: SLF001 - the scorer's own cache
-    head_sim = dict(zip(heads, sims[len(texts) : len(texts) + len(heads)], strict=True))
-    for r, sim in zip(rows, sims, strict=False):
-        r["e5_unit"] = sim
-        r["e5_heading"] = head_sim[r["heading"]]
-        r["e5_chunk"] = sims[len(texts) + len(heads) + r["doc"]]
-    return rows
+    return [{"text": c.text} | c.row for c in await reader_candidates(scorer, question, docs)]
 
 
 def add_likelihoods(
@@ -155,6 +110,26 @@ def ordering(rows: list[dict[str, Any]], signal: str) -> list[int]:
     return sorted(range(len(rows)), key=lambda i: (-(rows[i][signal] or 0.0), i))
 
 
+SINGLE_FACT = ROOT / "bench" / "single_fact" / "questions.jsonl"
+
+
+def dev_questions() -> list[dict[str, Any]]:
+    """The dev questions of ``bench/real_docs`` and of the single-fact set (corpus ``single_fact``: our own six
+    documents, ingested from ``bench/single_fact/docs``; an answer string is a literal pattern)."""
+    rows = [q for q in rd.load_questions() if q["split"] == "dev"]
+    for line in SINGLE_FACT.read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        if q["split"] == "dev":
+            answers = q.get("answers") or []
+            kind = "literal" if answers else "unanswerable"
+            patterns = [re.escape(a) for a in answers]
+            rows.append(
+                {"id": "sf-" + q["id"], "corpus": "single_fact", "split": "dev", "kind": kind}
+                | {"question": q["question"], "patterns": patterns}
+            )
+    return rows
+
+
 def sent(*scorers: LikelihoodScorer | None) -> int:
     """Requests the scorers have sent so far."""
     return sum(s.requests for s in scorers if s is not None)
@@ -176,7 +151,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     from rags_expert.retrieval.qdrant import close_client
     from rags_expert.settings import RagsExpertSettings
 
-    questions = [q for q in rd.load_questions() if q["split"] == "dev" and q["corpus"] in args.corpus]
+    questions = [q for q in dev_questions() if q["corpus"] in args.corpus]
     if args.limit:
         questions = rd.select(questions, "dev", args.corpus, args.limit)
     llm = LikelihoodScorer(args.server, batch=args.batch) if args.server else None

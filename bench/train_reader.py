@@ -1,21 +1,23 @@
-"""Fit the answer selector's logistic regression on dev features and write its weights into the package.
+"""Fit the answer selector (a conditional logit with a "no answer" option) on dev features; write it into the package.
 
-Input: the candidates' features that ``bench/reader_signals.py --out`` records for dev questions (committed, numbers
-only, as ``bench/reader/features_dev.jsonl``). Each unit is one example, labelled 1 when an answer pattern of its
-question matches it. The fit is deterministic (standardised features, L2-regularised Newton steps, a fixed number of
-them), so the same file gives the same weights: ``tests/evidence/test_reader.py`` checks that the shipped JSON is
-what this command writes.
+Input: the candidates' features that ``bench/reader_signals.py --numbers`` records for dev questions (committed,
+numbers only, in ``bench/reader/``). A question's options are its candidates and "no answer"; the target is the
+set of candidates an answer pattern of the question matches (the gold units), or "no answer" when there is none
+(unanswerable questions, and answerable ones whose retrieval missed the answer). The fit maximises the
+log-probability of the target with an L2 penalty, by a fixed number of damped Newton steps from zero: the same file
+gives the same weights (``tests/evidence/test_reader.py`` checks that the shipped JSON is what this writes).
 
-The abstain threshold: the highest-probability candidate is quoted when its probability reaches the threshold,
-else the run says "not found". It is the lowest threshold at which, on the training questions, wrong quotes stay
-within ``--max-wrong`` of the answerable ones and at least ``--min-honest`` of the unanswerable ones abstain.
+The threshold: the most probable candidate is quoted when its probability reaches it, else the run abstains. It is
+chosen on out-of-fold probabilities (leave one corpus out): the lowest at which wrong quotes stay within
+``--max-wrong`` of the answerable questions and at least ``--min-honest`` of the unanswerable ones abstain, so it
+is calibrated on corpora the weights did not see.
 
-Leave-one-corpus-out numbers are printed (each corpus scored by a model fitted on the others, its threshold chosen
-there too), against today's evidence order on the same candidates.
+Printed: leave-one-corpus-out results against today's rules (``EvidenceScorer.best_answer`` on the same candidates),
+the ablation (each feature group left out in turn, same folds) with ``--ablation``, and the threshold's
+precision/recall curve with ``--curve FILE.png``.
 
-    python bench/train_reader.py                                  # bench/reader/features_dev.jsonl → the package
-    python bench/train_reader.py --in /tmp/reader_features.jsonl --no-llm --dry-run
-    python bench/train_reader.py --without --in FILES_WITH_PMI --dry-run     # every feature, the PMI too
+    python bench/train_reader.py                       # bench/reader/*.jsonl → rags_expert/evidence/reader_weights.json
+    python bench/train_reader.py --dry-run --ablation --curve docs/img/reader-threshold.png
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,67 +37,115 @@ sys.path.insert(0, str(ROOT))
 
 from rags_expert.evidence.reader import FEATURES, LIKELIHOOD_FEATURES, feature_vectors  # noqa: E402
 
-DATA = ROOT / "bench" / "reader" / "features_dev.jsonl"
+DATA = sorted((ROOT / "bench" / "reader").glob("features_*.jsonl"))
 WEIGHTS = ROOT / "rags_expert" / "evidence" / "reader_weights.json"
-DEFAULT_WITHOUT = ("pmi", "pmi_gap")
-"""The answer PMI ranked the gold unit worst of all signals and costs a request per unit: not measured on every
-corpus, left out by default."""
-L2 = 1.0
-STEPS = 25
+L2 = 2.0
+STEPS = 40
+GROUPS: dict[str, tuple[str, ...]] = {
+    "lexical": ("idf_coverage", "idf_gap", "coverage", "missing"),
+    "evidence rules": ("evidence", "evidence_gap", "answers"),
+    "e5": ("e5_unit", "e5_unit_gap", "e5_heading", "e5_chunk"),
+    "answer type": ("type_match",),
+    "unit kind": ("kind_item", "kind_row", "kind_code", "lead_in", "pointer", "factual", "short", "long"),
+    "retrieval rank": ("retrieval",),
+    "question likelihood": ("ql", "ql_gap"),
+}
+"""The feature groups of the ablation."""
+
+Outcome = tuple[str, bool, float]
+"""Per question: (kind, whether the most probable candidate is gold, its probability)."""
 
 
-def load(paths: list[Path]) -> list[dict[str, Any]]:
+def load(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """The questions of the feature files, in file order."""
     return [json.loads(line) for p in paths for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def matrix(questions: list[dict[str, Any]], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X, y, question index per row) over every candidate of ``questions``."""
-    xs, ys, qs = [], [], []
-    for qi, q in enumerate(questions):
-        for named, unit in zip(feature_vectors(q["units"]), q["units"], strict=True):
-            xs.append([named[n] for n in names])
-            ys.append(float(bool(unit["gold"])))
-            qs.append(qi)
-    return np.array(xs, dtype=float).reshape(-1, len(names)), np.array(ys), np.array(qs, dtype=int)
+def design(questions: list[dict[str, Any]], names: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per question: (its candidates' features, which of them are gold)."""
+    out = []
+    for q in questions:
+        x = np.array([[v[n] for n in names] for v in feature_vectors(q["units"])], dtype=float)
+        out.append((x.reshape(-1, len(names)), np.array([bool(u["gold"]) for u in q["units"]], dtype=bool)))
+    return out
 
 
-def fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(mean, scale, weights, bias) of an L2-regularised logistic regression (Newton's method, fixed steps)."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _posterior(z: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The softmax restricted to the target options (in log space: a gold option far below the rest still counts)."""
+    masked = np.where(target, z, -np.inf)
+    return _softmax(masked)
+
+
+def _loss(options: list[tuple[np.ndarray, np.ndarray]], w: np.ndarray, reg: np.ndarray) -> float:
+    """−Σ log P(target) + the L2 penalty."""
+    total = 0.5 * float(reg @ (w * w))
+    for z, target in options:
+        logits = z @ w
+        top = logits.max()
+        total -= np.log(np.exp(logits[target] - top).sum()) - np.log(np.exp(logits - top).sum())
+    return total
+
+
+def fit(data: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(mean, scale, weights, no-answer logit). Options per question: its candidates and "no answer" (feature
+    vector zero but a last "bias" column of 1, so its logit is a learned constant)."""
+    stacked = np.vstack([x for x, _ in data if len(x)])
+    mean = stacked.mean(axis=0)
+    scale = stacked.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-    w = np.zeros(z.shape[1])
-    reg = np.full(z.shape[1], L2)
-    reg[-1] = 0.0  # the bias is not shrunk
+    k = len(mean)
+    options = []
+    for x, gold in data:
+        z = np.vstack([np.hstack([(x - mean) / scale, np.zeros((len(x), 1))]), np.eye(1, k + 1, k)])
+        target = np.append(gold, not gold.any())
+        options.append((z, target))
+    w = np.zeros(k + 1)
+    reg = np.full(k + 1, L2)
+    reg[-1] = 0.0  # the no-answer logit is not shrunk
     for _ in range(STEPS):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -30, 30)))
-        grad = z.T @ (p - y) + reg * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(reg) + 1e-9 * np.eye(len(w))
-        w -= np.linalg.solve(hess, grad)
+        grad, hess = reg * w, np.diag(reg) + 1e-6 * np.eye(k + 1)
+        for z, target in options:
+            p = _softmax(z @ w)
+            r = _posterior(z @ w, target)
+            grad += z.T @ (p - r)
+            hess += z.T @ (np.diag(p) - np.outer(p, p)) @ z
+        step = np.linalg.solve(hess, grad)
+        before, scale_step = _loss(options, w, reg), 1.0
+        while scale_step > 1e-4 and _loss(options, w - scale_step * step, reg) > before:
+            scale_step /= 2  # backtracking: every step lowers the penalised loss
+        w -= scale_step * step
     return mean, scale, w[:-1], float(w[-1])
 
 
 def probabilities(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, w: np.ndarray, b: float) -> np.ndarray:
-    """P(gold) per row."""
-    return 1.0 / (1.0 + np.exp(-np.clip(((x - mean) / scale) @ w + b, -30, 30)))
+    """P(candidate answers) per candidate of one question (the rest is "no answer")."""
+    z = np.append(((x - mean) / scale) @ w, b)
+    return _softmax(z)[:-1]
 
 
-def outcomes(questions: list[dict[str, Any]], probs: np.ndarray, qidx: np.ndarray) -> list[tuple[str, bool, float]]:
-    """Per question: (kind, whether the most probable candidate is gold, its probability)."""
+def outcomes(questions: list[dict[str, Any]], data: list[tuple[np.ndarray, np.ndarray]], model: tuple) -> list[Outcome]:
+    """Per question: its kind, whether the most probable candidate is gold, and its probability."""
     out = []
-    for qi, q in enumerate(questions):
-        rows = np.flatnonzero(qidx == qi)
-        if len(rows) == 0:
+    for q, (x, gold) in zip(questions, data, strict=True):
+        if len(x) == 0:
             out.append((q["kind"], False, 0.0))
             continue
-        best = rows[int(np.argmax(probs[rows]))]  # first of equals: candidate order
-        out.append((q["kind"], bool(q["units"][best - rows[0]]["gold"]), float(probs[best])))
+        p = probabilities(x, *model)
+        total: dict[int, float] = {}  # one quote held by overlapping chunks: its candidates add up (ReaderModel.choose)
+        for i, u in enumerate(q["units"]):
+            first = int(u.get("same_as", i))
+            total[first] = total.get(first, 0.0) + float(p[i])
+        best = max(total, key=lambda i: (total[i], -i))
+        out.append((q["kind"], bool(gold[best]), total[best]))
     return out
 
 
-def rates(res: list[tuple[str, bool, float]], threshold: float) -> dict[str, float]:
+def rates(res: list[Outcome], threshold: float) -> dict[str, float]:
     """right+quoted literal / paraphrased, wrong (of answerable), honest (of unanswerable) at ``threshold``."""
 
     def share(kind: str, ok: Any) -> float:
@@ -110,7 +161,7 @@ def rates(res: list[tuple[str, bool, float]], threshold: float) -> dict[str, flo
     }
 
 
-def choose_threshold(res: list[tuple[str, bool, float]], max_wrong: float, min_honest: float) -> float:
+def choose_threshold(res: list[Outcome], max_wrong: float, min_honest: float) -> float:
     """The lowest candidate probability at which wrong ≤ ``max_wrong`` and honest ≥ ``min_honest``."""
     for t in sorted({round(r[2], 6) for r in res} | {1.0}):
         got = rates(res, t)
@@ -119,10 +170,21 @@ def choose_threshold(res: list[tuple[str, bool, float]], max_wrong: float, min_h
     return 1.0
 
 
-def evidence_outcomes(questions: list[dict[str, Any]]) -> list[tuple[str, bool, float]]:
-    """Today's extractive choice on the same candidates (``EvidenceScorer.best_answer``): the best-ranked unit the
-    evidence says answers, when it scores ``evidence.min_answer_score``; else none. (The CLI also has the model's
-    draft and the relevance gate before it: this is the quote alone.)"""
+def out_of_fold(questions: list[dict[str, Any]], names: tuple[str, ...]) -> list[Outcome]:
+    """Every question's outcome under a model fitted on the other corpora (leave one corpus out)."""
+    by_id: dict[str, Outcome] = {}
+    for corpus in sorted({q["corpus"] for q in questions}):
+        train = [q for q in questions if q["corpus"] != corpus]
+        test = [q for q in questions if q["corpus"] == corpus]
+        model = fit(design(train, names))
+        for q, o in zip(test, outcomes(test, design(test, names), model), strict=True):
+            by_id[q["id"]] = o
+    return [by_id[q["id"]] for q in questions]
+
+
+def evidence_outcomes(questions: list[dict[str, Any]]) -> list[Outcome]:
+    """Today's rules on the same candidates (``EvidenceScorer.best_answer``): the best-ranked unit the evidence says
+    answers, when it scores ``evidence.min_answer_score``; else none."""
     from rags_expert.settings import EvidenceSettings
 
     floor = EvidenceSettings().min_answer_score
@@ -134,73 +196,91 @@ def evidence_outcomes(questions: list[dict[str, Any]]) -> list[tuple[str, bool, 
     return out
 
 
-def table(label: str, got: dict[str, float], top1: float) -> str:
+def row(label: str, got: dict[str, float], top1: float | str) -> str:
     """One Markdown row."""
+    first = top1 if isinstance(top1, str) else f"{top1:.0%}"
     return (
-        f"| {label} | {top1:.0%} | {got['literal']:.0%} | {got['paraphrased']:.0%} | {got['wrong']:.0%} "
+        f"| {label} | {first} | {got['literal']:.0%} | {got['paraphrased']:.0%} | {got['wrong']:.0%} "
         f"| {got['honest']:.0%} |"
     )
+
+
+def top1(questions: list[dict[str, Any]], res: list[Outcome]) -> float:
+    """Share of the answerable questions with a gold candidate whose most probable candidate is gold."""
+    kept = [r for r, q in zip(res, questions, strict=True) if any(u["gold"] for u in q["units"])]
+    return sum(r[1] for r in kept) / max(1, len(kept))
+
+
+def calibrated(res: list[Outcome], max_wrong: float, min_honest: float) -> tuple[dict[str, float], float]:
+    """The rates at the threshold chosen on these out-of-fold outcomes, and that threshold."""
+    t = choose_threshold(res, max_wrong, min_honest)
+    return rates(res, t), t
+
+
+def curve(res: list[Outcome], path: Path, threshold: float) -> None:
+    """The threshold's precision (right of quoted) / recall (right of answerable) curve, out of fold, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    answerable = [r for r in res if r[0] != "unanswerable"]
+    points = []
+    for t in sorted({r[2] for r in res}):
+        quoted = [r for r in res if r[2] >= t]
+        right = sum(r[1] for r in quoted)
+        points.append((right / max(1, len(answerable)), right / max(1, len(quoted)), t))
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.plot([p[0] for p in points], [p[1] for p in points], marker=".")
+    chosen = min(points, key=lambda p: abs(p[2] - threshold))
+    ax.annotate(f"threshold {threshold:.2f}", (chosen[0], chosen[1]), textcoords="offset points", xytext=(8, -12))
+    ax.set_xlabel("recall: right quotes / answerable questions")
+    ax.set_ylabel("precision: right / quoted (unanswerable count)")
+    ax.set_title("Answer selector, leave one corpus out (dev)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
 
 
 def main() -> int:
     """Fit, evaluate leave-one-corpus-out, write the weights."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--in", dest="inp", type=Path, nargs="+", default=[DATA])
+    parser.add_argument("--in", dest="inp", type=Path, nargs="+", default=DATA)
     parser.add_argument("--out", type=Path, default=WEIGHTS)
-    parser.add_argument("--no-llm", action="store_true", help="leave out the local model's features (QL, PMI)")
-    parser.add_argument(
-        "--without",
-        nargs="*",
-        default=list(DEFAULT_WITHOUT),
-        choices=FEATURES,
-        help=f"features left out (default: {' '.join(DEFAULT_WITHOUT)}; none: --without)",
-    )
+    parser.add_argument("--llm", action="store_true", help="use the local model's question likelihood (QL)")
+    parser.add_argument("--without", nargs="*", default=[], choices=FEATURES, help="features left out")
     parser.add_argument("--max-wrong", type=float, default=0.05)
     parser.add_argument("--min-honest", type=float, default=0.9)
+    parser.add_argument("--ablation", action="store_true", help="leave each feature group out in turn")
+    parser.add_argument("--curve", type=Path, help="write the threshold's precision/recall curve (PNG)")
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
     args = parser.parse_args()
     questions = load(args.inp)
-    left_out = set(args.without) | (set(LIKELIHOOD_FEATURES) if args.no_llm else set())
+    left_out = set(args.without) | (set() if args.llm else set(LIKELIHOOD_FEATURES))
     names = tuple(f for f in FEATURES if f not in left_out)
-    corpora = sorted({q["corpus"] for q in questions})
     print(
-        "| selector (leave one corpus out) | top-1 gold (answerable with a gold candidate) | right literal "
-        "| right paraphrased | wrong | honest |\n|---|---|---|---|---|---|"
+        f"{len(questions)} dev questions of {len({q['corpus'] for q in questions})} corpora; leave one corpus out\n\n"
+        "| selector | top-1 gold | right literal | right paraphrased | wrong | honest |\n|---|---|---|---|---|---|"
     )
-    held: list[tuple[str, bool, float]] = []
-    held_t: list[tuple[str, bool, float]] = []
-    for corpus in corpora:
-        train = [q for q in questions if q["corpus"] != corpus]
-        test = [q for q in questions if q["corpus"] == corpus]
-        x, y, qi = matrix(train, names)
-        mean, scale, w, b = fit(x, y)
-        t = choose_threshold(outcomes(train, probabilities(x, mean, scale, w, b), qi), args.max_wrong, args.min_honest)
-        xt, _, qt = matrix(test, names)
-        res = outcomes(test, probabilities(xt, mean, scale, w, b), qt)
-        held += res
-        held_t += [(k, ok, 1.0 if p >= t else 0.0) for k, ok, p in res]
-    with_gold = [q for q in questions if any(u["gold"] for u in q["units"])]
-    gold_ids = {q["id"] for q in with_gold}
-
-    def top1(res: list[tuple[str, bool, float]]) -> float:
-        kept = [r for r, q in zip(res, questions, strict=True) if q["id"] in gold_ids]
-        return sum(r[1] for r in kept) / max(1, len(kept))
-
     today = evidence_outcomes(questions)
-    print(table("today: the evidence's quote (best_answer)", rates(today, 0.5), top1(today)))
-    print(
-        table(
-            f"reader{' without ' + ', '.join(sorted(left_out)) if left_out else ''}, each fold's threshold",
-            rates(held_t, 0.5),
-            top1(held),
-        )
-    )
-    x, y, qi = matrix(questions, names)
-    mean, scale, w, b = fit(x, y)
-    res = outcomes(questions, probabilities(x, mean, scale, w, b), qi)
-    threshold = choose_threshold(res, args.max_wrong, args.min_honest)
-    print(table(f"reader fitted on all (threshold {threshold:.3f}, in-sample)", rates(res, threshold), top1(res)))
-    print("\nweights (standardised features):")
+    print(row("today's rules (best_answer)", rates(today, 0.5), top1(questions, today)))
+    held = out_of_fold(questions, names)
+    got, t_oof = calibrated(held, args.max_wrong, args.min_honest)
+    print(row(f"reader, threshold {t_oof:.2f}", got, top1(questions, held)))
+    if args.ablation:
+        for group, features in GROUPS.items():
+            kept = tuple(n for n in names if n not in features)
+            if kept == names:
+                continue
+            res = out_of_fold(questions, kept)
+            got_g, t_g = calibrated(res, args.max_wrong, args.min_honest)
+            print(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
+    if args.curve:
+        curve(held, args.curve, t_oof)
+        print(f"\nwrote {args.curve}")
+    mean, scale, w, b = fit(design(questions, names))
+    print("\nweights (standardised features), no-answer logit", f"{b:+.3f}")
     for n, v in sorted(zip(names, w, strict=True), key=lambda t: -abs(t[1])):
         print(f"  {n:14s} {v:+.3f}")
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in args.inp)).hexdigest()
@@ -209,18 +289,19 @@ def main() -> int:
         "mean": [round(float(v), 6) for v in mean],
         "scale": [round(float(v), 6) for v in scale],
         "weights": [round(float(v), 6) for v in w],
-        "bias": round(b, 6),
-        "threshold": round(threshold, 6),
+        "no_answer": round(b, 6),
+        "threshold": round(t_oof, 6),
         "meta": {
             "trained_on": [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name for p in args.inp],
             "sha256": digest,
             "questions": len(questions),
-            "units": len(y),
-            "gold_units": int(y.sum()),
+            "corpora": sorted({q["corpus"] for q in questions}),
+            "units": sum(len(q["units"]) for q in questions),
             "l2": L2,
             "steps": STEPS,
             "max_wrong": args.max_wrong,
             "min_honest": args.min_honest,
+            "threshold_from": "leave-one-corpus-out probabilities",
         },
     }
     if not args.dry_run:

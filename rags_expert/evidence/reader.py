@@ -1,30 +1,46 @@
-"""The answer selector's model: one logistic regression over a retrieved unit's general features (issue #35).
+"""The answer selector: one calibrated model chooses the unit that answers a question, or none (issue #35).
 
 A candidate is a unit (sentence, list item, table row, code line) of a retrieved chunk. Its features
-(:data:`FEATURES`, :func:`feature_vector`) are general ones: today's evidence match and its parts (IDF-weighted and
-plain term coverage, the share of question terms its chunk lacks, whether it holds an answer of the question's type),
-the e5 similarity of question and unit / heading path / chunk, the chunk's retrieval rank, the unit's kind, and from
-the local model the question likelihood ``log P(q | heading + unit)`` per question token (UPR) and the answer PMI
-``log P(s | heading, q) - log P(s | heading)`` per unit token (:mod:`rags_expert.evidence.likelihood`). Similarities
-and likelihoods also count relative to the question's best candidate, so one threshold fits every question.
+(:data:`FEATURES`, :func:`feature_vectors`) are general ones: the evidence match and its parts (IDF-weighted and plain
+term coverage, the share of question terms its chunk lacks, whether the evidence's rules say it answers, whether it
+holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk, the chunk's
+retrieval rank, the unit's kind, its length, and optionally the local model's question likelihood
+``log P(q | heading + unit)`` per question token (UPR, :mod:`rags_expert.evidence.likelihood`). Scores also count
+relative to the question's best candidate, so one threshold fits every question.
 
-The weights are data (``reader_weights.json`` beside this module), written by ``python bench/train_reader.py`` from
-dev data only; :class:`ReaderModel` reads them. Nothing here calls a model.
+The model is a conditional logit over one question's candidates **and a "no answer" option** (its logit is a learned
+constant): ``P(unit i answers) = exp(w·x_i) / (exp(b) + Σ_j exp(w·x_j))``. Weak candidates all round leave the
+probability with "no answer"; one strong candidate takes it. The run quotes the most probable unit when its
+probability reaches the threshold, else it abstains. Weights and threshold are data (``reader_weights.json`` beside
+this module), written by ``python bench/train_reader.py`` from dev data only.
+
+:class:`ReadingScorer` is the :class:`~rags_expert.evidence.scorer.EvidenceScorer` whose ``best_answer`` is the
+model's choice (``evidence.reader``); everything else it scores as the evidence does.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rags_expert.evidence.answer_type import expected_type, holds_answer
+from rags_expert.evidence.scorer import EvidenceScorer, Match, _chunk_units
+from rags_expert.evidence.text import question_terms, terms
+from rags_expert.settings import EvidenceSettings
+
 FEATURES: tuple[str, ...] = (
     "evidence",
+    "evidence_gap",
     "answers",
     "idf_coverage",
+    "idf_gap",
     "coverage",
     "missing",
     "type_match",
@@ -38,14 +54,15 @@ FEATURES: tuple[str, ...] = (
     "kind_code",
     "lead_in",
     "pointer",
+    "factual",
+    "short",
+    "long",
     "ql",
     "ql_gap",
-    "pmi",
-    "pmi_gap",
 )
-"""The model's inputs, in order (:func:`feature_vector`)."""
+"""The model's inputs, in order (:func:`feature_vectors`)."""
 
-LIKELIHOOD_FEATURES = frozenset({"ql", "ql_gap", "pmi", "pmi_gap"})
+LIKELIHOOD_FEATURES = frozenset({"ql", "ql_gap"})
 """The features that need the local model (left out by a model trained ``--no-llm``)."""
 
 
@@ -54,26 +71,28 @@ def _num(value: Any) -> float:
 
 
 def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
-    """Per candidate of one question, its named features (the raw values ``bench/reader_signals.py`` records:
-    ``evidence``, ``e5_unit``, ``ql`` (summed over the question's tokens, ``ql_tokens`` of them), ``pmi`` (per unit
-    token), …); the ``*_gap`` ones are the candidate's value minus the question's best (≤ 0)."""
-    best_e5 = max((_num(r.get("e5_unit")) for r in rows), default=0.0)
+    """Per candidate of one question, its named features from the raw values :func:`candidates` records
+    (``evidence``, ``e5_unit``, ``words``, ``ql`` summed over ``ql_tokens`` question tokens, …); the ``*_gap`` ones
+    are the candidate's value minus the question's best (≤ 0)."""
+    best = {key: max((_num(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage", "e5_unit")}
     ql = [_num(r.get("ql")) / max(1, int(r.get("ql_tokens") or 1)) for r in rows]
-    pmi = [_num(r.get("pmi")) for r in rows]
-    best_ql, best_pmi = max(ql, default=0.0), max(pmi, default=0.0)
+    best_ql = max(ql, default=0.0)
     out = []
-    for r, q, p in zip(rows, ql, pmi, strict=True):
+    for r, q in zip(rows, ql, strict=True):
         kind = str(r.get("kind") or "prose")
+        words = int(r.get("words") or 0)
         out.append(
             {
                 "evidence": _num(r.get("evidence")),
+                "evidence_gap": _num(r.get("evidence")) - best["evidence"],
                 "answers": float(bool(r.get("answers"))),
                 "idf_coverage": _num(r.get("idf_coverage")),
+                "idf_gap": _num(r.get("idf_coverage")) - best["idf_coverage"],
                 "coverage": _num(r.get("coverage")),
                 "missing": _num(r.get("missing")),
                 "type_match": float(bool(r.get("type_match"))),
                 "e5_unit": _num(r.get("e5_unit")),
-                "e5_unit_gap": _num(r.get("e5_unit")) - best_e5,
+                "e5_unit_gap": _num(r.get("e5_unit")) - best["e5_unit"],
                 "e5_heading": _num(r.get("e5_heading")),
                 "e5_chunk": _num(r.get("e5_chunk")),
                 "retrieval": 1.0 / (1.0 + int(r.get("retrieval") or 0)),
@@ -82,26 +101,93 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
                 "kind_code": float(kind == "code"),
                 "lead_in": float(bool(r.get("lead_in"))),
                 "pointer": float(bool(r.get("pointer"))),
+                "factual": float(bool(r.get("factual", True))),
+                "short": float(0 < words < 6),
+                "long": float(words > 45),
                 "ql": q,
                 "ql_gap": q - best_ql,
-                "pmi": p,
-                "pmi_gap": p - best_pmi,
             }
         )
     return out
 
 
+def heading_of(doc: Document) -> str:
+    """The chunk's title and section path, as the reader is shown them."""
+    meta = doc.metadata or {}
+    return " > ".join(str(meta[k]) for k in ("title", "section") if meta.get(k))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One unit of a retrieved chunk with its raw features (``row``, what :func:`feature_vectors` reads) and the
+    evidence's match for it (None when the evidence left its chunk out: none of the question's names in full)."""
+
+    doc: int
+    text: str
+    row: dict[str, Any]
+    match: Match | None
+
+
+async def candidates(scorer: EvidenceScorer, question: str, docs: Sequence[Document]) -> list[Candidate]:
+    """Every unit of ``docs`` but headings, with its model-free features: the evidence's match and its parts,
+    plain term coverage, the answer-type match, the e5 similarity of question and unit / heading path / chunk (one
+    batch of embeddings, cached by the scorer), the chunk's retrieval rank, the unit's kind and length."""
+    matches = await scorer.matches(question, docs)
+    by_unit = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
+    wanted = question_terms(question)
+    kind = expected_type(question)
+    out: list[Candidate] = []
+    for i, doc in enumerate(docs):
+        heading = heading_of(doc)
+        for unit in _chunk_units(doc, scorer.settings.labels):
+            if unit.kind == "heading":
+                continue
+            rank, match = by_unit.get((i, unit.quote), (len(matches), None))
+            row = {
+                "doc": i,
+                "heading": heading,
+                "kind": unit.kind,
+                "lead_in": unit.lead_in,
+                "pointer": unit.pointer,
+                "factual": unit.factual,
+                "words": len(unit.quote.split()),
+                "evidence_rank": rank,
+                "evidence": match.score if match else 0.0,
+                "answers": bool(match and match.answers),
+                "idf_coverage": match.coverage if match else 0.0,
+                "missing": match.missing if match else 1.0,
+                "coverage": len(terms(unit.quote) & wanted) / max(1, len(wanted)),
+                "type_match": holds_answer(unit.quote, question, kind),
+                "retrieval": i,
+            }
+            out.append(Candidate(i, unit.quote, row, match))
+    first: dict[str, int] = {}
+    for i, c in enumerate(out):
+        c.row["same_as"] = first.setdefault(c.text, i)
+    if out:
+        heads = list(dict.fromkeys(c.row["heading"] for c in out))
+        texts = [c.text for c in out] + heads + [doc.page_content for doc in docs]
+        sims = await scorer._similarities(question, texts)  # noqa: SLF001 - the scorer's own embedding cache
+        head_sim = dict(zip(heads, sims[len(out) : len(out) + len(heads)], strict=True))
+        for c, sim in zip(out, sims, strict=False):
+            c.row["e5_unit"] = sim
+            c.row["e5_heading"] = head_sim[c.row["heading"]]
+            c.row["e5_chunk"] = sims[len(out) + len(heads) + c.doc]
+    return out
+
+
 @dataclass(frozen=True)
 class ReaderModel:
-    """A fitted logistic regression: standardised features, weights, bias, and the abstain threshold."""
+    """A fitted conditional logit: standardised features, weights, the "no answer" logit, and the threshold."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     weights: tuple[float, ...]
-    bias: float
+    no_answer: float
+    """The logit of "no candidate answers" (the other options' logits are ``w·x``)."""
     threshold: float
-    """Below this probability for the best candidate, the run abstains."""
+    """Below this probability for the most probable candidate, the run abstains."""
     meta: Mapping[str, Any]
 
     @classmethod
@@ -112,7 +198,7 @@ class ReaderModel:
             tuple(data["mean"]),
             tuple(data["scale"]),
             tuple(data["weights"]),
-            float(data["bias"]),
+            float(data["no_answer"]),
             float(data["threshold"]),
             dict(data.get("meta") or {}),
         )
@@ -123,15 +209,80 @@ class ReaderModel:
         text = resources.files("rags_expert.evidence").joinpath("reader_weights.json").read_text(encoding="utf-8")
         return cls.from_json(json.loads(text))
 
-    def probability(self, named: Mapping[str, float]) -> float:
-        """P(this candidate states the answer)."""
-        z = self.bias + sum(
+    @property
+    def needs_likelihood(self) -> bool:
+        """Whether the model reads the local model's question likelihood."""
+        return bool(LIKELIHOOD_FEATURES & set(self.features))
+
+    def logit(self, named: Mapping[str, float]) -> float:
+        """``w·x`` of one candidate's standardised features."""
+        return sum(
             w * (named[f] - m) / s
             for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
         )
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
-    def rank(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, float]]:
-        """``(index, probability)`` of each candidate, most probable first (ties: candidate order)."""
-        probs = [self.probability(v) for v in feature_vectors(rows)]
-        return sorted(enumerate(probs), key=lambda t: (-t[1], t[0]))
+    def probabilities(self, rows: Sequence[Mapping[str, Any]]) -> list[float]:
+        """P(candidate i answers the question), per candidate; what is left is P(no candidate does)."""
+        logits = [self.logit(v) for v in feature_vectors(rows)]
+        top = max([self.no_answer, *logits])
+        exps = [math.exp(z - top) for z in logits]
+        total = math.exp(self.no_answer - top) + sum(exps)
+        return [e / total for e in exps]
+
+    def choose(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
+        """``(index, probability)`` of the most probable quote when it reaches the threshold, else None (the run
+        says "not found"). A unit that overlapping chunks both hold is one quote: its candidates' probabilities add
+        up (``same_as``: the index of the first candidate with the same text), and the first of them is chosen."""
+        total: dict[int, float] = {}
+        for i, (row, prob) in enumerate(zip(rows, self.probabilities(rows), strict=True)):
+            first = int(row.get("same_as", i))
+            total[first] = total.get(first, 0.0) + prob
+        if not total:
+            return None
+        best = max(total, key=lambda i: (total[i], -i))
+        return (best, total[best]) if total[best] >= self.threshold else None
+
+
+class ReadingScorer(EvidenceScorer):
+    """The evidence scorer whose answer choice is the reader's (:class:`ReaderModel`): every retrieved unit is a
+    candidate, the model quotes the most probable one or none. Relevance and support stay the evidence's."""
+
+    def __init__(
+        self,
+        settings: EvidenceSettings,
+        embeddings: Embeddings | Callable[[], Embeddings | None] | None = None,
+        model: ReaderModel | None = None,
+    ) -> None:
+        """``model``: the fitted reader (default: the shipped weights)."""
+        super().__init__(settings, embeddings)
+        self.model = model or ReaderModel.shipped()
+        if self.model.needs_likelihood:
+            raise ValueError("this reader needs the local model's likelihoods, which the agent does not compute")
+
+    async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
+        """The candidate the reader chooses, as a match (its score is the reader's probability), or None."""
+        found = await candidates(self, question, docs)
+        chosen = self.model.choose([c.row for c in found])
+        if chosen is None:
+            return None
+        return _as_match(found[chosen[0]], chosen[1])
+
+    async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
+        """The ``k`` most probable quotes by the reader (factual units, each text once), for a "not found" reply."""
+        found = await candidates(self, question, docs)
+        probs = self.model.probabilities([c.row for c in found])
+        order = sorted(range(len(found)), key=lambda i: (-probs[i], i))
+        out: list[Match] = []
+        for i in order:
+            c = found[i]
+            if len(out) == k:
+                break
+            if c.row["factual"] and all(c.text != o.sentence for o in out):
+                out.append(_as_match(c, probs[i]))
+        return out
+
+
+def _as_match(c: Candidate, probability: float) -> Match:
+    """A candidate as the evidence's match, its score the reader's probability."""
+    coverage, missing = (c.match.coverage, c.match.missing) if c.match else (0.0, 1.0)
+    return Match(c.doc, c.text, coverage, c.row.get("e5_unit"), missing, True, probability, bool(c.row["factual"]))

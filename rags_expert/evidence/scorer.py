@@ -362,6 +362,17 @@ class EvidenceScorer:
                 return m
         return None
 
+    async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
+        """The ``k`` units that match the question best (factual ones, each text once), for a "not found" reply to
+        offer: the closest the chunks come to an answer, never presented as one."""
+        out: list[Match] = []
+        for m in await self.matches(question, docs):
+            if len(out) == k:
+                break
+            if m.factual and all(m.sentence != o.sentence for o in out):
+                out.append(m)
+        return out
+
     # --- answer → chunks ------------------------------------------------------------------------
 
     def support(self, claims: Sequence[str], docs: Sequence[Document], *, prose_only: bool = False) -> list[Support]:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
 import pytest
 
-from rags_expert.evidence.reader import FEATURES, ReaderModel, feature_vectors
+from langchain_core.documents import Document
+
+from rags_expert.evidence.reader import FEATURES, ReaderModel, ReadingScorer, feature_vectors
+from rags_expert.settings import EvidenceSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "bench" / "reader" / "features_dev.jsonl"
+DATA = sorted((ROOT / "bench" / "reader").glob("features_*.jsonl"))
 
 
 def _unit(**values):
@@ -20,22 +24,64 @@ def _unit(**values):
 
 
 def test_gaps_are_relative_to_the_questions_best_candidate():
-    rows = [_unit(e5_unit=0.8, ql=-20.0, ql_tokens=10, pmi=0.5), _unit(e5_unit=0.7, ql=-30.0, ql_tokens=10, pmi=0.1)]
+    rows = [_unit(e5_unit=0.8, ql=-20.0, ql_tokens=10, evidence=0.7), _unit(e5_unit=0.7, ql=-30.0, ql_tokens=10)]
     first, second = feature_vectors(rows)
     assert first["e5_unit_gap"] == 0.0 and second["e5_unit_gap"] == pytest.approx(-0.1)
     assert first["ql"] == -2.0 and second["ql_gap"] == pytest.approx(-1.0)
-    assert second["pmi_gap"] == pytest.approx(-0.4)
+    assert second["evidence_gap"] == pytest.approx(-0.7)
     assert set(first) == set(FEATURES)
 
 
-def test_the_model_ranks_by_probability_and_keeps_candidate_order_on_ties():
-    model = ReaderModel(("coverage",), (0.5,), (0.25,), (2.0,), -1.0, 0.5, {})
-    ranked = model.rank([_unit(coverage=0.25), _unit(coverage=1.0), _unit(coverage=1.0)])
-    assert [i for i, _ in ranked] == [1, 2, 0]
-    assert ranked[0][1] == pytest.approx(1 / (1 + pow(2.718281828459045, -3.0)))
+def _model(threshold=0.5, no_answer=0.0):
+    return ReaderModel(("coverage",), (0.5,), (0.25,), (2.0,), no_answer, threshold, {})
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="no committed training data")
+def test_candidates_and_no_answer_share_one_probability():
+    probs = _model().probabilities([_unit(coverage=0.25), _unit(coverage=1.0)])
+    # logits: 2*(0.25-0.5)/0.25 = -2, 2*(1-0.5)/0.25 = 4; "no answer" 0
+    total = math.exp(-2) + math.exp(4) + 1.0
+    assert probs == pytest.approx([math.exp(-2) / total, math.exp(4) / total])
+
+
+def test_the_most_probable_candidate_is_chosen_and_ties_keep_candidate_order():
+    assert _model(threshold=0.3).choose([_unit(coverage=0.25), _unit(coverage=1.0), _unit(coverage=1.0)])[0] == 1
+
+
+def test_one_unit_held_by_two_overlapping_chunks_is_one_quote():
+    rows = [_unit(coverage=1.0), _unit(coverage=0.25), _unit(coverage=1.0, same_as=0)]
+    chosen = _model().choose(rows)
+    assert chosen is not None and chosen[0] == 0
+    assert chosen[1] == pytest.approx(2 * math.exp(4) / (2 * math.exp(4) + math.exp(-2) + 1.0))
+
+
+def test_weak_candidates_leave_the_probability_with_no_answer():
+    weak = [_unit(coverage=0.5), _unit(coverage=0.5)]  # logits 0 against "no answer" 2: each 1/(2+e^2)
+    assert _model(threshold=0.2, no_answer=2.0).choose(weak) is None
+    assert _model(threshold=0.2, no_answer=-2.0).choose(weak) is not None
+    assert _model().choose([]) is None
+
+
+async def test_the_reading_scorer_quotes_what_the_model_chooses_or_nothing():
+    docs = [
+        Document("The default timeout is 30 seconds. Retries are off.", metadata={"title": "Client"}),
+        Document("Logging goes to stderr.", metadata={"title": "Logging"}),
+    ]
+    settings = EvidenceSettings(use_embeddings=False)
+    chooses = ReadingScorer(settings, model=_model(threshold=0.3))
+    match = await chooses.best_answer("What is the default timeout?", docs)
+    assert match is not None and match.doc == 0 and match.sentence == "The default timeout is 30 seconds."
+    assert 0.3 <= match.score <= 1.0
+    abstains = ReadingScorer(settings, model=_model(threshold=0.99))
+    assert await abstains.best_answer("What is the default timeout?", docs) is None
+
+
+def test_the_shipped_model_needs_no_local_model_call():
+    assert not ReaderModel.shipped().needs_likelihood
+    with pytest.raises(ValueError, match="likelihood"):
+        ReadingScorer(EvidenceSettings(), model=ReaderModel(("ql",), (0.0,), (1.0,), (1.0,), 0.0, 0.5, {}))
+
+
+@pytest.mark.skipif(not DATA, reason="no committed training data")
 def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys):
     spec = importlib.util.spec_from_file_location("train_reader", ROOT / "bench" / "train_reader.py")
     train = importlib.util.module_from_spec(spec)
@@ -47,5 +93,6 @@ def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys
     fresh = json.loads(out.read_text())
     assert fresh["features"] == list(shipped.features)
     assert fresh["weights"] == pytest.approx(list(shipped.weights), abs=1e-5)
+    assert fresh["no_answer"] == pytest.approx(shipped.no_answer, abs=1e-5)
     assert fresh["threshold"] == pytest.approx(shipped.threshold, abs=1e-5)
     assert fresh["meta"]["sha256"] == shipped.meta["sha256"]  # the committed data is what they were fitted on
