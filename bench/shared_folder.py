@@ -44,6 +44,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers.openai_server import OpenAIServer, castle_script  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 QUESTION = "When was Castle Varen built?"
 
 
@@ -251,6 +254,7 @@ def main() -> None:
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the code to run (default: this checkout)")
     ap.add_argument("--before", type=Path, help="another checkout to run side by side (a 'before' row)")
     ap.add_argument("--open-cost", action="store_true", help="only time one opening of each embedded store")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     if args.open_cost:
         sys.path.insert(0, str(args.checkout.resolve()))
@@ -269,10 +273,12 @@ def main() -> None:
             print(f"round {r + 1}: done", file=sys.stderr, flush=True)
         print(json.dumps({run.name: str(run.checkout) for run in runs}))
         print(f"{len(pages)} docs/ pages per ingest; {args.rounds} rounds\n")
-        print("| run | n | succeeded | median s | min s | max s | / alone | chunks stored (of reported) |")
-        print("|---|---|---|---|---|---|---|---|")
-        for run in runs:
-            print("\n".join(run.rows()))
+        lines = ["| run | n | succeeded | median s | min s | max s | / alone | chunks stored (of reported) |"]
+        lines += ["|---|---|---|---|---|---|---|---|", *(row for run in runs for row in run.rows())]
+        print("\n".join(lines))
+        title = "`ask` and `ingest` on one data folder" + (", before and after" if args.before else "")
+        notes = f"{len(pages)} docs/ pages per ingest; {args.rounds} rounds."
+        bench_results.record(args.record, "shared_folder", title, "\n".join(lines), notes=notes)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from rags_expert.evidence.reader import FEATURES, LIKELIHOOD_FEATURES, feature_vectors  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 DATA = ROOT / "bench" / "reader" / "features_dev.jsonl"
 WEIGHTS = ROOT / "rags_expert" / "evidence" / "reader_weights.json"
 DEFAULT_WITHOUT = ("pmi", "pmi_gap")
@@ -158,15 +161,17 @@ def main() -> int:
     parser.add_argument("--max-wrong", type=float, default=0.05)
     parser.add_argument("--min-honest", type=float, default=0.9)
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     questions = load(args.inp)
     left_out = set(args.without) | (set(LIKELIHOOD_FEATURES) if args.no_llm else set())
     names = tuple(f for f in FEATURES if f not in left_out)
     corpora = sorted({q["corpus"] for q in questions})
-    print(
+    head = (
         "| selector (leave one corpus out) | top-1 gold (answerable with a gold candidate) | right literal "
         "| right paraphrased | wrong | honest |\n|---|---|---|---|---|---|"
     )
+    print(head)
     held: list[tuple[str, bool, float]] = []
     held_t: list[tuple[str, bool, float]] = []
     for corpus in corpora:
@@ -187,19 +192,23 @@ def main() -> int:
         return sum(r[1] for r in kept) / max(1, len(kept))
 
     today = evidence_outcomes(questions)
-    print(table("today: the evidence's quote (best_answer)", rates(today, 0.5), top1(today)))
-    print(
+    rows = [
+        table("today: the evidence's quote (best_answer)", rates(today, 0.5), top1(today)),
         table(
             f"reader{' without ' + ', '.join(sorted(left_out)) if left_out else ''}, each fold's threshold",
             rates(held_t, 0.5),
             top1(held),
-        )
-    )
+        ),
+    ]
+    print("\n".join(rows))
     x, y, qi = matrix(questions, names)
     mean, scale, w, b = fit(x, y)
     res = outcomes(questions, probabilities(x, mean, scale, w, b), qi)
     threshold = choose_threshold(res, args.max_wrong, args.min_honest)
-    print(table(f"reader fitted on all (threshold {threshold:.3f}, in-sample)", rates(res, threshold), top1(res)))
+    rows.append(table(f"reader fitted on all (threshold {threshold:.3f}, in-sample)", rates(res, threshold), top1(res)))
+    print(rows[-1])
+    title = "The reader (logistic regression over the signals) against today's quote"
+    bench_results.record(args.record, "reader_selector", title, "\n".join([head, *rows]))
     print("\nweights (standardised features):")
     for n, v in sorted(zip(names, w, strict=True), key=lambda t: -abs(t[1])):
         print(f"  {n:14s} {v:+.3f}")
