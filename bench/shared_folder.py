@@ -147,15 +147,15 @@ def _points(n: int, dim: int = 384) -> list[Any]:
     ]
 
 
-def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> None:
+def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> list[str]:
     """Median time to open a store, count its points and close it (Edge: flush included), per engine and size."""
     from qdrant_client import QdrantClient
 
     from rags_expert.retrieval.edge import EdgeStore
     from rags_expert.retrieval.store import ClientStore
 
-    print("| chunks | edge: open + count + close (ms) | local: open + count + close (ms) |")
-    print("|---|---|---|")
+    lines = ["| chunks | edge: open + count + close (ms) | local: open + count + close (ms) |", "|---|---|---|"]
+    print("\n".join(lines))
     for n in sizes:
         points = _points(n)
         with tempfile.TemporaryDirectory() as tmp:
@@ -182,7 +182,9 @@ def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> None
                 client.close()
                 times["local"].append(time.perf_counter() - t)
         edge_ms, local_ms = (statistics.median(times[k]) * 1000 for k in ("edge", "local"))
-        print(f"| {n} | {edge_ms:.0f} | {local_ms:.0f} |")
+        lines.append(f"| {n} | {edge_ms:.0f} | {local_ms:.0f} |")
+        print(lines[-1])
+    return lines
 
 
 COUNT = """
@@ -258,7 +260,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.open_cost:
         sys.path.insert(0, str(args.checkout.resolve()))
-        open_cost()
+        lines = open_cost()
+        notes = "Median of 5, interleaved."
+        title = "One opening of each embedded store (open, count, close)"
+        bench_results.record(args.record, "store_open_cost", title, "\n".join(lines), notes=notes)
         return
     pages = sorted((ROOT / "docs").glob("*.md"), key=lambda p: p.stat().st_size)[: args.files]
     checkouts = [("before", args.before.resolve())] if args.before else []
