@@ -28,6 +28,9 @@ from langchain_core.documents import Document  # noqa: E402
 from rags_expert import RagsExpert, RagsExpertSettings  # noqa: E402
 from rags_expert.testing import ScriptedChatModel  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 DOCS = [
     Document(f"Ledger entry {i} for item {i}: its code is u{i:03d}x.", metadata={"chunk_id": f"u{i:03d}x"})
     for i in range(100)
@@ -37,6 +40,7 @@ DOCS = [
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=300)
+    bench_results.add_option(parser)
     args = parser.parse_args()
     grants = {"ann": {d.metadata["chunk_id"] for d in DOCS}}
     calls = 0
@@ -69,12 +73,18 @@ async def main() -> None:
                 assert out["messages"][-1].response_metadata["outcome"] == "success"
     base = statistics.median(times["no hook"])
     print(f"{args.questions} answers each, interleaved; scripted model, keyword retriever over 100 documents\n")
-    print("| agent | median ms / answer | mean ms / answer | overhead (median) | hook calls / answer |")
-    print("|---|---|---|---|---|")
+    lines = [
+        "| agent | median ms / answer | mean ms / answer | overhead (median) | hook calls / answer |",
+        "|---|---|---|---|---|",
+    ]
     for name, values in times.items():
         med, mean = statistics.median(values), statistics.mean(values)
         per = f"{calls / (args.questions + 10):.1f}" if name != "no hook" else "0"
-        print(f"| {name} | {med * 1e3:.2f} | {mean * 1e3:.2f} | {(med - base) * 1e3:+.2f} ms | {per} |")
+        lines.append(f"| {name} | {med * 1e3:.2f} | {mean * 1e3:.2f} | {(med - base) * 1e3:+.2f} ms | {per} |")
+    print("\n".join(lines))
+    title = "Answer-time authorization: an in-process hook's overhead"
+    notes = f"{args.questions} answers each, interleaved; scripted model, keyword retriever over 100 documents."
+    bench_results.record(args.record, "authorization", title, "\n".join(lines), notes=notes)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,9 @@ from rags_expert.retrieval.verify import chunk_sha256, verify_citations  # noqa:
 from rags_expert.settings import KnowledgeBaseSettings, RagsExpertSettings  # noqa: E402
 from rags_expert.testing import ScriptedChatModel  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 SINGLE_FACT = ROOT / "bench" / "single_fact"
 SHARED = Path(os.environ.get("RAGS_EXPERT_SHARED_DATA") or ROOT.parent / "shared" / "data")
 PLANTED = "It was also praised by critics in Lisbon."
@@ -265,6 +268,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("--sets", default="single-fact,hotpotqa-dev")
     ap.add_argument("--json", help="write the rows to this file")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -275,6 +279,7 @@ def main() -> None:
             rows.append(asyncio.run(run_set(name, Path(tmp), args.trials, args.seed)))
             print(rows[-1], flush=True)
     print(table(rows))
+    bench_results.record(args.record, "citations", "Span citations and `verify`", table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

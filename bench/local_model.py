@@ -43,6 +43,9 @@ from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 CANDIDATE = "json_object+schema"
 METHODS = (*get_args(StructuredOutputMethod), CANDIDATE)
 FIELDS = {grading.RelevanceGrade: "relevant", grading.GroundednessGrade: "grounded", grading.UsefulnessGrade: "useful"}
@@ -191,6 +194,7 @@ async def main() -> int:
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
     parser.add_argument("--json", type=Path)
+    bench_results.add_option(parser)
     args = parser.parse_args()
     base = RagsExpertSettings()
     async with LocalModelServer(base.local) as server:
@@ -214,6 +218,8 @@ async def main() -> int:
             "methods": table,
         }
     print(markdown(table, settings.grading.max_tokens))
+    title = f"Grading calls on the local model by structured-output method (cap {settings.grading.max_tokens} tokens)"
+    bench_results.record(args.record, "local_structured_output", title, markdown(table, settings.grading.max_tokens))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

@@ -44,6 +44,9 @@ from rags_expert.settings import LocalModelSettings, LocalRunner
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.shared_data import HOTPOTQA_DEV as DEV  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 #: SmolLM2's end tokens (<|endoftext|>, <|im_end|>), suppressed so every reply runs to the cap.
 EOS_BIAS = {"0": -100, "2": -100}
 SYSTEM = (
@@ -209,6 +212,7 @@ def main() -> int:
         "--runners", nargs="*", default=[], choices=get_args(LocalRunner), help="runners compared with the default"
     )
     parser.add_argument("--only-default", action="store_true", help="only the default (and --runners)")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     os.environ.pop("OMP_WAIT_POLICY", None)  # every variant sets (or leaves) it itself
     cores = available_cores()
@@ -235,6 +239,8 @@ def main() -> int:
                     gen = median([r["gen_tps"] for r in result["requests"]])
                     print(f"  {condition} | {name}: start {result['startup_s']:.2f}s gen {gen:.1f}/s", file=sys.stderr)
     print(table(results, names))
+    title = "The local model server: start-up and tokens a second per runner and thread setting"
+    bench_results.record(args.record, "local_runner", title, table(results, names))
     print(f"\n{cores} cores; load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min)")
     if args.json:
         args.json.write_text(json.dumps({"cores": cores, "prompt_tokens": counts, "results": results}, indent=2))

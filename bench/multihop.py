@@ -50,6 +50,9 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from rags_expert.evaluation import load_questions, normalize_answer, score_question, write_corpus  # noqa: E402
 from rags_expert.settings import RagsExpertSettings  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 VARIANTS = {"one search (max_hops 1)": 1, "multi-hop (max_hops 2)": 2}
 _CHUNK = re.compile(r'<chunk n="(\d+)"[^>]*>\n(.*?)\n</chunk>', re.S)
 
@@ -174,21 +177,24 @@ async def main_async(args: argparse.Namespace) -> None:
     corpus = data_dir / f"hotpotqa-{args.split}.jsonl"
     write_corpus(all_questions, corpus)
     Ingestor(KnowledgeBase(RagsExpertSettings(**base))).run([corpus])
-    print(
+    head = (
         "| model | variant | type | questions | answered | right | gold recall | both gold cited | hopped "
-        "| LLM calls | input tokens | s / question (median) |"
+        "| LLM calls | input tokens | s / question (median) |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(head)
     for name in args.models:
         if name == "reader":
             reader = Reader()
             with OpenAIServer(reader) as server:
                 model = {"llm": {"base_url": server.base_url, "api_key": "sk-bench-000000", "max_retries": 0}}
-                for line in await run_model(name, {**base, **model}, questions, reader):
-                    print(line, flush=True)
+                lines = await run_model(name, {**base, **model}, questions, reader)
         else:
-            for line in await run_model(name, base, questions, None):
-                print(line, flush=True)
+            lines = await run_model(name, base, questions, None)
+        print("\n".join(lines), flush=True)
+        who = "a capable-model stand-in (the scripted reader)" if name == "reader" else "the local model"
+        limit = f"_first{args.limit}" if args.limit else ""
+        title = f"HotpotQA {args.split}, one search against multi-hop, {who}"
+        bench_results.record(args.record, f"multihop_{name}_{args.split}{limit}", title, "\n".join([head, *lines]))
 
 
 def main() -> None:
@@ -198,6 +204,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("-k", type=int, default=4)
     ap.add_argument("--data-dir", help="where the knowledge base goes (default: a new temporary folder)")
+    bench_results.add_option(ap)
     asyncio.run(main_async(ap.parse_args()))
 
 

@@ -57,6 +57,7 @@ SET = ROOT / "bench" / "real_docs"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import results as bench_results  # noqa: E402
 from single_fact import cli  # noqa: E402  (the CLI runner of the benchmark on our own documents)
 
 from rags_expert.evaluation.questions import Question, to_question  # noqa: E402
@@ -476,6 +477,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"downloaded sdists and kept files ({CACHE})")
     parser.add_argument("--check", action="store_true", help="check the questions' patterns against the docs")
     parser.add_argument("-v", "--verbose", action="store_true")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     corpora = load_corpora()
     names = args.corpus or list(corpora)
@@ -525,7 +527,16 @@ def main() -> int:
         res = [r for r in results if r["split"] == split]
         at = meta["commit"][:7] + (" with uncommitted changes in rags_expert/" if meta["uncommitted"] else "")
         print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}; at {at}\n")
-        print(table(res, [n for n in names if n in meta["corpora"]]))
+        text = table(res, [n for n in names if n in meta["corpora"]])
+        print(text)
+        subset = "" if names == list(corpora) else "_" + "-".join(names)
+        bench_results.record(
+            args.record,
+            f"real_docs_{split}{subset}{f'_first{args.limit}' if args.limit else ''}",
+            f"Real documentation, {split} half ({mode})",
+            text,
+            notes=f"{chunks}.",
+        )
     print("\nnot right+cited (answerable) or not honest (unanswerable):")
     print("\n".join(failures(results)) or "none")
     return 0

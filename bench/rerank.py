@@ -35,6 +35,9 @@ from rags_expert.evidence.rerank import EvidenceReranker, rerank_order  # noqa: 
 from rags_expert.retrieval.qdrant import QdrantRetriever  # noqa: E402
 from rags_expert.settings import EvidenceSettings, RerankSettings  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 K = 5
 WEIGHTS = (0.5, 1.0, 2.0, 3.0)
 RANK_CONSTANTS = (2, 5, 10, 60)
@@ -139,6 +142,7 @@ async def main() -> int:
     parser.add_argument("--candidates", type=int, default=RerankSettings().candidates)
     parser.add_argument("--tune", action="store_true", help="search the fusion grid on dev")
     parser.add_argument("--cache", type=Path, help="keep the retrieved candidates here (reruns skip ingestion)")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     rows, grid = [], []
     with tempfile.TemporaryDirectory() as tmpd:
@@ -149,6 +153,8 @@ async def main() -> int:
             rows += split_rows
             grid += split_grid
     print(table(rows))
+    title = "HotpotQA recall@5 with the evidence reranker (the `small` profile's default)"
+    bench_results.record(args.record, "rerank", title, table(rows))
     if grid:
         print("\n## Fusion grid on dev (--tune)\n")
         print(table(grid[:15]))

@@ -45,6 +45,9 @@ from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.shared_data import HOTPOTQA as DATA  # noqa: E402 - $RAGS_EXPERT_SHARED_DATA or ../shared/data
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 KS = (2, 5, 10)
 # --tune: the fusion grid searched on dev (prefetch factor x fusion); the defaults in RetrievalSettings come from it.
 RRF_KS = (2, 10, 30, 60)
@@ -313,6 +316,7 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--tune", action="store_true", help="also print the fusion grid on dev")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    bench_results.add_option(ap)
     args = ap.parse_args()
     if not DATA.exists():
         print(f"HotpotQA data not found at {DATA}: nothing to benchmark", file=sys.stderr)
@@ -327,6 +331,10 @@ def main() -> int:
             print(table(quality))
             print("\n## Ingestion (embedding + BM25 + upsert into Qdrant Edge, one process)\n")
             print(table(ingest_rows, ".1f"))
+            title = "HotpotQA retrieval (recall@k: both gold paragraphs in the top k)"
+            bench_results.record(args.record, "retrieval_quality", title, table(quality))
+            title = "Ingestion by embedding model (embedding + BM25 + upsert into Qdrant Edge)"
+            bench_results.record(args.record, "retrieval_ingest", title, table(ingest_rows, ".1f"))
         if tune_rows:
             print("\n## Fusion grid on dev (--tune; sorted by R@5, then MRR)\n")
             print(table(tune_rows))
@@ -336,6 +344,8 @@ def main() -> int:
         if latency:
             print("\n## Query latency, embedded (ms; query vectors precomputed; top 5)\n")
             print(table(latency, ".1f"))
+            title = "Embedded query latency (ms; Qdrant Edge against qdrant-client's local mode)"
+            bench_results.record(args.record, "retrieval_latency", title, table(latency, ".1f"))
             ratios = latency_ratios(latency)
             if ratios:
                 print("\n## Latency ratio local mode / Qdrant Edge (p50)\n")

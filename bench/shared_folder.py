@@ -44,6 +44,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers.openai_server import OpenAIServer, castle_script  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 QUESTION = "When was Castle Varen built?"
 
 
@@ -144,15 +147,15 @@ def _points(n: int, dim: int = 384) -> list[Any]:
     ]
 
 
-def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> None:
+def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> list[str]:
     """Median time to open a store, count its points and close it (Edge: flush included), per engine and size."""
     from qdrant_client import QdrantClient
 
     from rags_expert.retrieval.edge import EdgeStore
     from rags_expert.retrieval.store import ClientStore
 
-    print("| chunks | edge: open + count + close (ms) | local: open + count + close (ms) |")
-    print("|---|---|---|")
+    lines = ["| chunks | edge: open + count + close (ms) | local: open + count + close (ms) |", "|---|---|---|"]
+    print("\n".join(lines))
     for n in sizes:
         points = _points(n)
         with tempfile.TemporaryDirectory() as tmp:
@@ -179,7 +182,9 @@ def open_cost(sizes: tuple[int, ...] = (1000, 10_000), repeats: int = 5) -> None
                 client.close()
                 times["local"].append(time.perf_counter() - t)
         edge_ms, local_ms = (statistics.median(times[k]) * 1000 for k in ("edge", "local"))
-        print(f"| {n} | {edge_ms:.0f} | {local_ms:.0f} |")
+        lines.append(f"| {n} | {edge_ms:.0f} | {local_ms:.0f} |")
+        print(lines[-1])
+    return lines
 
 
 COUNT = """
@@ -251,10 +256,14 @@ def main() -> None:
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the code to run (default: this checkout)")
     ap.add_argument("--before", type=Path, help="another checkout to run side by side (a 'before' row)")
     ap.add_argument("--open-cost", action="store_true", help="only time one opening of each embedded store")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     if args.open_cost:
         sys.path.insert(0, str(args.checkout.resolve()))
-        open_cost()
+        lines = open_cost()
+        notes = "Median of 5, interleaved."
+        title = "One opening of each embedded store (open, count, close)"
+        bench_results.record(args.record, "store_open_cost", title, "\n".join(lines), notes=notes)
         return
     pages = sorted((ROOT / "docs").glob("*.md"), key=lambda p: p.stat().st_size)[: args.files]
     checkouts = [("before", args.before.resolve())] if args.before else []
@@ -269,10 +278,12 @@ def main() -> None:
             print(f"round {r + 1}: done", file=sys.stderr, flush=True)
         print(json.dumps({run.name: str(run.checkout) for run in runs}))
         print(f"{len(pages)} docs/ pages per ingest; {args.rounds} rounds\n")
-        print("| run | n | succeeded | median s | min s | max s | / alone | chunks stored (of reported) |")
-        print("|---|---|---|---|---|---|---|---|")
-        for run in runs:
-            print("\n".join(run.rows()))
+        lines = ["| run | n | succeeded | median s | min s | max s | / alone | chunks stored (of reported) |"]
+        lines += ["|---|---|---|---|---|---|---|---|", *(row for run in runs for row in run.rows())]
+        print("\n".join(lines))
+        title = "`ask` and `ingest` on one data folder" + (", before and after" if args.before else "")
+        notes = f"{len(pages)} docs/ pages per ingest; {args.rounds} rounds."
+        bench_results.record(args.record, "shared_folder", title, "\n".join(lines), notes=notes)
 
 
 if __name__ == "__main__":

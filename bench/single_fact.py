@@ -43,6 +43,9 @@ sys.path.insert(0, str(ROOT))
 from rags_expert.evaluation.questions import Question, to_question  # noqa: E402
 from rags_expert.evaluation.scoring import Reply, score_plain  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 VARIANTS: dict[str, dict[str, str]] = {
     "before": {"RAGS_EXPERT_LOCAL__PROFILE": "standard", "RAGS_EXPERT_EVIDENCE__ATTRIBUTION": "false"},
     "attribution": {"RAGS_EXPERT_LOCAL__PROFILE": "standard"},
@@ -167,6 +170,7 @@ def main() -> None:
     parser.add_argument("--variants", default="before,attribution,evidence,fewshot,small")
     parser.add_argument("--limit", type=int, default=0, help="first N answerable and N unanswerable questions")
     parser.add_argument("--json", type=Path, help="write every answer here")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     rows = [json.loads(line) for line in (SET / "questions.jsonl").read_text().splitlines() if line.strip()]
     rows = [r for r in rows if args.split in ("all", r["split"])]
@@ -178,7 +182,11 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(runs, indent=2))
     print(f"\nsplit={args.split}, {len(rows)} questions, one `rags-expert ask --local --json` per question\n")
-    print(table([summary(r) for r in runs]))
+    text = table([summary(r) for r in runs])
+    print(text)
+    limit = f"_first{args.limit}" if args.limit else ""
+    title = f"Single-fact questions, {args.split} split (`ask --local --json` per question)"
+    bench_results.record(args.record, f"single_fact_{args.split}{limit}", title, text)
 
 
 if __name__ == "__main__":

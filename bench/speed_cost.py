@@ -53,6 +53,9 @@ from pydantic import SecretStr  # noqa: E402
 
 from rags_expert import RagsExpert, RagsExpertSettings  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 QUESTION = "When was Castle Varen built?"
 PIPELINES = {
     "default": {},
@@ -368,6 +371,7 @@ def main() -> None:
     ap.add_argument("--concurrent", type=int, default=100, help="questions asked at once (0: skip the row)")
     ap.add_argument("--concurrent-repeats", type=int, default=3)
     ap.add_argument("--show-settings", action="store_true", help="print the settings that differ from the defaults")
+    bench_results.add_option(ap)
     args = ap.parse_args()
     data_dir = tempfile.mkdtemp(prefix="rx-speed-")
     print(f"# {platform.node()} {platform.python_version()}, {os.cpu_count()} cores, L = {args.latency}s")
@@ -379,15 +383,19 @@ def main() -> None:
     latency = asyncio.run(happy_path(args.latency, args.ks, args.repeats, data_dir, recalls))
     cpu = asyncio.run(client_cpu(args.cpu_questions, args.cpu_k, data_dir))
     wall = asyncio.run(concurrent(args.latency, args.concurrent, args.cpu_k, args.concurrent_repeats, data_dir))
-    for line in report(args, latency, cpu, wall):
-        print(line)
+    rows = report(args, latency, cpu, wall)
+    print("\n".join(rows))
+    recall = ""
     if recalls:
         skipped = sum(bool(r.get("skipped")) for r in recalls)
-        print(
-            f"\nlesson recall (default, happy path): skipped (empty store) in {skipped}/{len(recalls)} questions; "
+        recall = (
+            f"lesson recall (default, happy path): skipped (empty store) in {skipped}/{len(recalls)} questions; "
             f"waited for at most {max(r['waited_s'] for r in recalls) * 1000:.2f} ms, "
             f"recall wall at most {max(r['wall_s'] for r in recalls) * 1000:.2f} ms"
         )
+        print(f"\n{recall}")
+    title = f"Happy path against a minimal pipeline (scripted server, L = {args.latency} s a request)"
+    bench_results.record(args.record, "speed_cost", title, "\n".join(rows), notes=recall[:1].upper() + recall[1:])
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 from rags_expert.evidence.reader import FEATURES, LIKELIHOOD_FEATURES, feature_vectors  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
+import results as bench_results  # noqa: E402
+
 DATA = sorted((ROOT / "bench" / "reader").glob("features_*.jsonl"))
 WEIGHTS = ROOT / "rags_expert" / "evidence" / "reader_weights.json"
 L2 = 2.0
@@ -255,19 +258,23 @@ def main() -> int:
     parser.add_argument("--ablation", action="store_true", help="leave each feature group out in turn")
     parser.add_argument("--curve", type=Path, help="write the threshold's precision/recall curve (PNG)")
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    bench_results.add_option(parser)
     args = parser.parse_args()
     questions = load(args.inp)
     left_out = set(args.without) | (set() if args.llm else set(LIKELIHOOD_FEATURES))
     names = tuple(f for f in FEATURES if f not in left_out)
-    print(
-        f"{len(questions)} dev questions of {len({q['corpus'] for q in questions})} corpora; leave one corpus out\n\n"
-        "| selector | top-1 gold | right literal | right paraphrased | wrong | honest |\n|---|---|---|---|---|---|"
+    head = (
+        "| selector (leave one corpus out) | top-1 gold | right literal | right paraphrased | wrong | honest |\n"
+        "|---|---|---|---|---|---|"
     )
+    print(f"{len(questions)} dev questions of {len({q['corpus'] for q in questions})} corpora\n\n{head}")
     today = evidence_outcomes(questions)
-    print(row("today's rules (best_answer)", rates(today, 0.5), top1(questions, today)))
+    rows = [row("today's rules (best_answer)", rates(today, 0.5), top1(questions, today))]
+    print(rows[-1])
     held = out_of_fold(questions, names)
     got, t_oof = calibrated(held, args.max_wrong, args.min_honest)
-    print(row(f"reader, threshold {t_oof:.2f}", got, top1(questions, held)))
+    rows.append(row(f"reader, threshold {t_oof:.2f}", got, top1(questions, held)))
+    print(rows[-1])
     if args.ablation:
         for group, features in GROUPS.items():
             kept = tuple(n for n in names if n not in features)
@@ -275,7 +282,10 @@ def main() -> int:
                 continue
             res = out_of_fold(questions, kept)
             got_g, t_g = calibrated(res, args.max_wrong, args.min_honest)
-            print(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
+            rows.append(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
+            print(rows[-1])
+    title = "The answer selector (conditional logit) against today's rules, leave one corpus out (dev)"
+    bench_results.record(args.record, "reader_selector", title, "\n".join([head, *rows]))
     if args.curve:
         curve(held, args.curve, t_oof)
         print(f"\nwrote {args.curve}")

@@ -2,7 +2,7 @@
 
 The retriever returns ``rerank.candidates`` chunks, a reranker reorders them, and the ``top_k`` best go on to
 grading, so the LLM-call bound is unchanged. Off unless set, except for the ``small`` model profile, where the
-model-free evidence reranker raised HotpotQA dev recall@5 (docs/benchmarks.md#reranking-issue-25).
+model-free evidence reranker raised HotpotQA dev recall@5 (docs/benchmarks-history.md#reranking-issue-25).
 """
 
 from __future__ import annotations
