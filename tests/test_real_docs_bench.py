@@ -27,11 +27,13 @@ def test_every_row_has_the_fields_and_a_unique_id() -> None:
 def test_splits_are_balanced_per_corpus_and_kind() -> None:
     counts = Counter((r["corpus"], r["kind"], r["split"]) for r in ROWS)
     for corpus, meta in CORPORA.items():
-        assert meta.get("splits", ["dev", "test"]) in (["dev", "test"], ["dev"]), corpus
+        assert meta.get("splits", ["dev", "test"]) in (["dev", "test"], ["dev"], ["test"]), corpus
         for kind in ("literal", "paraphrased", "unanswerable"):
             dev, test = counts[(corpus, kind, "dev")], counts[(corpus, kind, "test")]
             if meta.get("splits") == ["dev"]:  # a dev-only corpus: more tuning data, never reported
                 assert dev >= 1 and test == 0, (corpus, kind, dev, test)
+            elif meta.get("splits") == ["test"]:  # a test-only corpus: unseen data, never tuned on
+                assert dev == 0 and test >= 1, (corpus, kind, dev, test)
             else:
                 assert dev >= 1 and test >= 1 and abs(dev - test) <= 1, (corpus, kind, dev, test)
     assert {r["corpus"] for r in ROWS} == set(CORPORA)
