@@ -95,3 +95,15 @@ def test_single_fact_scores_through_the_shared_scoring() -> None:
     assert other_file["right"] and not other_file["right_cited"]
     assert not single_fact.score(row, 0, json.dumps({"answer": "In 1872.", "sources": []}))["right"]
     assert single_fact.score(row, 0, "Traceback ...")["error"]
+
+
+def test_a_dev_run_never_selects_a_test_only_corpus() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import real_docs
+
+    test_only = {name for name, meta in CORPORA.items() if meta.get("splits") == ["test"]}
+    assert len(test_only) >= 2
+    dev = real_docs.select(ROWS, "dev", list(CORPORA), 0)
+    assert dev and not {r["corpus"] for r in dev} & test_only
+    assert not real_docs.select(ROWS, "dev", sorted(test_only), 2)
+    assert {r["corpus"] for r in real_docs.select(ROWS, "test", list(CORPORA), 0)} >= test_only
