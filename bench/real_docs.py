@@ -6,7 +6,9 @@ committed; ``corpora.json`` lists the files kept) and 96 questions we wrote by r
 (``questions.jsonl``): per corpus 12 answerable in the documents' words (``literal``), 12 paraphrased the way a
 user who has not read the page would ask, and 8 the documents do not answer. ``split`` halves every
 corpus and kind into dev (tune there) and test (report). Four more corpora (attrs, hatch, click, markdown;
-``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data.
+``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data. Two
+(scikit_build_core, cattrs; ``"splits": ["test"]``) hold 26 test questions each and no dev ones: unseen data,
+written before the reader was tuned; ``--split dev`` never ingests or asks them.
 
 For each corpus the kept files are ingested with ``rags-expert ingest`` into a private data directory
 (``RAGS_EXPERT_DATA_DIR``), then every question is one ``rags-expert ask --local --json`` subprocess (it starts
@@ -414,6 +416,9 @@ def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache:
     texts = {name: {f: loaded_text(extract(m, cache) / f) for f in m["files"]} for name, m in corpora.items()}
     for r in rows:
         docs = texts[r["corpus"]]
+        splits = corpora[r["corpus"]].get("splits", ["dev", "test"])
+        if r["split"] not in splits:  # a dev question on a test-only corpus would be tuned on
+            problems.append(f"{r['id']}: a {r['split']} question on a corpus of the splits {splits}")
         generic = [*NOT_FOUND, template.format(question=r["question"], partial="")]
         if r["kind"] == "unanswerable":
             if verbose:
@@ -490,6 +495,8 @@ def main() -> int:
             {n: corpora[n] for n in names}, [r for r in rows if r["corpus"] in names], args.cache, args.verbose
         )
     rows = select(rows, args.split, names, args.limit)
+    if not rows:  # e.g. --split dev --corpus cattrs: a test-only corpus has no dev questions
+        parser.error(f"no {args.split} questions in {', '.join(names)}")
     # settings come only from --env, so that a run does not depend on the caller's shell
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
     env |= {"PYTHONPATH": str(ROOT)} | dict(e.split("=", 1) for e in args.env)
@@ -527,7 +534,7 @@ def main() -> int:
         res = [r for r in results if r["split"] == split]
         at = meta["commit"][:7] + (" with uncommitted changes in rags_expert/" if meta["uncommitted"] else "")
         print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}; at {at}\n")
-        text = table(res, [n for n in names if n in meta["corpora"]])
+        text = table(res, [n for n in names if any(r["corpus"] == n for r in res)])  # no row for the other split's
         print(text)
         subset = "" if names == list(corpora) else "_" + "-".join(names)
         bench_results.record(

@@ -27,11 +27,13 @@ def test_every_row_has_the_fields_and_a_unique_id() -> None:
 def test_splits_are_balanced_per_corpus_and_kind() -> None:
     counts = Counter((r["corpus"], r["kind"], r["split"]) for r in ROWS)
     for corpus, meta in CORPORA.items():
-        assert meta.get("splits", ["dev", "test"]) in (["dev", "test"], ["dev"]), corpus
+        assert meta.get("splits", ["dev", "test"]) in (["dev", "test"], ["dev"], ["test"]), corpus
         for kind in ("literal", "paraphrased", "unanswerable"):
             dev, test = counts[(corpus, kind, "dev")], counts[(corpus, kind, "test")]
             if meta.get("splits") == ["dev"]:  # a dev-only corpus: more tuning data, never reported
                 assert dev >= 1 and test == 0, (corpus, kind, dev, test)
+            elif meta.get("splits") == ["test"]:  # a test-only corpus: unseen data, never tuned on
+                assert dev == 0 and test >= 1, (corpus, kind, dev, test)
             else:
                 assert dev >= 1 and test >= 1 and abs(dev - test) <= 1, (corpus, kind, dev, test)
     assert {r["corpus"] for r in ROWS} == set(CORPORA)
@@ -93,3 +95,15 @@ def test_single_fact_scores_through_the_shared_scoring() -> None:
     assert other_file["right"] and not other_file["right_cited"]
     assert not single_fact.score(row, 0, json.dumps({"answer": "In 1872.", "sources": []}))["right"]
     assert single_fact.score(row, 0, "Traceback ...")["error"]
+
+
+def test_a_dev_run_never_selects_a_test_only_corpus() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import real_docs
+
+    test_only = {name for name, meta in CORPORA.items() if meta.get("splits") == ["test"]}
+    assert len(test_only) >= 2
+    dev = real_docs.select(ROWS, "dev", list(CORPORA), 0)
+    assert dev and not {r["corpus"] for r in dev} & test_only
+    assert not real_docs.select(ROWS, "dev", sorted(test_only), 2)
+    assert {r["corpus"] for r in real_docs.select(ROWS, "test", list(CORPORA), 0)} >= test_only
