@@ -8,7 +8,9 @@ user who has not read the page would ask, and 8 the documents do not answer. ``s
 corpus and kind into dev (tune there) and test (report). Four more corpora (attrs, hatch, click, markdown;
 ``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data. Two
 (scikit_build_core, cattrs; ``"splits": ["test"]``) hold 26 test questions each and no dev ones: unseen data,
-written before the reader was tuned; ``--split dev`` never ingests or asks them.
+written before the reader was tuned; ``--split dev`` never ingests or asks them. Documents that are not on PyPI (a Hugo site's pages, a Word document, a PDF) are committed under
+``bench/real_docs/files/<corpus>/`` with their licence (``"vendored": true``; each file's sha256 recorded and
+checked before use); ``root`` names the folder of a corpus that is ingested (default ``docs``).
 
 For each corpus the kept files are ingested with ``rags-expert ingest`` into a private data directory
 (``RAGS_EXPERT_DATA_DIR``), then every question is one ``rags-expert ask --local --json`` subprocess (it starts
@@ -56,6 +58,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SET = ROOT / "bench" / "real_docs"
+FILES = SET / "files"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -151,6 +154,25 @@ def download(meta: dict[str, Any], cache: Path) -> Path:
             raise SystemExit(f"{meta['sdist']}: sha256 {digest}, expected {meta['sha256']}")
         got.replace(sdist)
     return sdist
+
+
+def vendored(name: str, meta: dict[str, Any]) -> Path:
+    """The folder of a corpus committed under ``bench/real_docs/files/<name>/`` (documents not on PyPI), every
+    kept file checked against its recorded sha256."""
+    folder = FILES / name
+    for rel in meta["files"]:
+        path = folder / rel
+        if not path.is_file():
+            raise SystemExit(f"{name}: {path} is missing")
+        digest = sha256(path)
+        if digest != meta["sha256"][rel]:
+            raise SystemExit(f"{name}: {rel} has sha256 {digest}, expected {meta['sha256'][rel]}")
+    return folder
+
+
+def corpus_dir(name: str, meta: dict[str, Any], cache: Path) -> Path:
+    """The folder holding a corpus's kept files at their recorded paths: vendored, or extracted from its sdist."""
+    return vendored(name, meta) if meta.get("vendored") else extract(meta, cache)
 
 
 def extract(meta: dict[str, Any], cache: Path) -> Path:
@@ -259,7 +281,10 @@ def as_row(row: dict[str, Any], result: Result, top: list[str]) -> dict[str, Any
 
 
 def short(source: str) -> str:
-    """A source path from the corpus's ``docs/`` folder on."""
+    """A source path from the corpus's ``docs/`` folder on (a vendored file: from its corpus's folder on)."""
+    at = source.find("/real_docs/files/")
+    if at >= 0:
+        return source[at + len("/real_docs/files/") :].split("/", 1)[-1]
     at = source.find("/docs/")
     return source[at + 1 :] if at >= 0 else source
 
@@ -413,7 +438,7 @@ def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache:
     ing = RagsExpertSettings().ingestion
     template = (ROOT / "rags_expert" / "prompts" / "failure_not_found.txt").read_text(encoding="utf-8").strip()
     problems = []
-    texts = {name: {f: loaded_text(extract(m, cache) / f) for f in m["files"]} for name, m in corpora.items()}
+    texts = {name: {f: loaded_text(corpus_dir(name, m, cache) / f) for f in m["files"]} for name, m in corpora.items()}
     for r in rows:
         docs = texts[r["corpus"]]
         splits = corpora[r["corpus"]].get("splits", ["dev", "test"])
@@ -512,7 +537,7 @@ def main() -> int:
             if not todo:
                 continue
             m = corpora[name]
-            docs = extract(m, args.cache) / "docs"
+            docs = corpus_dir(name, m, args.cache) / m.get("root", "docs")
             data = kb_root / name
             print(f"{name} {m['version']}: {len(m['files'])} files", flush=True)
             meta["corpora"][name] = {"version": m["version"]} | ingest(docs, env | data_env(data))

@@ -1,10 +1,12 @@
 """The shape of the real-documentation benchmark's set (bench/real_docs/): ids, splits, patterns, manifest.
 
-Offline: the documents themselves are checked by ``python bench/real_docs.py --check`` (it downloads them).
+Offline: the documents themselves are checked by ``python bench/real_docs.py --check`` (it downloads the PyPI
+ones); the vendored ones (``bench/real_docs/files/``) are checked here against their recorded sha256.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -55,12 +57,31 @@ def test_answerable_questions_have_compiling_patterns_and_a_kept_file() -> None:
 
 def test_the_manifest_pins_every_corpus() -> None:
     for meta in CORPORA.values():
+        if meta.get("vendored"):
+            continue
         assert re.fullmatch(r"[0-9a-f]{64}", meta["sha256"])
         assert meta["sdist"] == f"{meta['package']}-{meta['version']}.tar.gz"
         assert meta["repo"].startswith("https://github.com/") and meta["tag"] and meta["license"]
         assert meta["files"] and all(
             f.startswith("docs/") and f.endswith((".md", ".rst", ".ipynb")) for f in meta["files"]
         )
+
+
+def test_vendored_corpora_are_committed_with_their_licence_and_checksums() -> None:
+    vendored = {name: meta for name, meta in CORPORA.items() if meta.get("vendored")}
+    assert {"grpc", "cfs_ds", "osal"} <= set(vendored)
+    for name, meta in vendored.items():
+        folder = SET / "files" / name
+        assert meta["repo"].startswith("https://github.com/") and re.fullmatch(r"[0-9a-f]{40}", meta["commit"])
+        assert meta["license"] and (folder / "LICENSE").is_file(), name
+        assert meta["files"] and sorted(meta["sha256"]) == sorted(meta["files"]), name
+        for rel in meta["files"]:
+            assert rel.startswith(meta["root"] + "/"), (name, rel)
+            digest = hashlib.sha256((folder / rel).read_bytes()).hexdigest()
+            assert digest == meta["sha256"][rel], (name, rel)
+        on_disk = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != "LICENSE"}
+        assert on_disk == set(meta["files"]), name
+    assert sum(p.stat().st_size for p in (SET / "files").rglob("*") if p.is_file()) < 3_000_000
 
 
 def test_scoring_counts_a_cited_fact_and_an_honest_failure() -> None:

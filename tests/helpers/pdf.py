@@ -41,3 +41,44 @@ def ruled_table_pdf() -> bytes:
             b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
         ]
     )
+
+
+def _grid(rows: list[int], cols: list[int], cells: list[tuple[str, str]]) -> bytes:
+    """A ruled two-column table: horizontal rules at ``rows`` (top down), vertical ones at ``cols``, a cell's text
+    17 points under the rule above it."""
+    lines = b"0.5 w\n" + b"".join(b"%d %d m %d %d l S\n" % (cols[0], y, cols[-1], y) for y in rows)
+    lines += b"".join(b"%d %d m %d %d l S\n" % (x, rows[-1], x, rows[0]) for x in cols)
+    for (left, right), top in zip(cells, rows, strict=False):
+        lines += _text(cols[0] + 5, top - 17, left) if left else b""
+        lines += _text(cols[1] + 5, top - 17, right) if right else b""
+    return lines
+
+
+def _pages(streams: list[bytes]) -> bytes:
+    """A PDF of 300x300 pages, one per content stream, in 10-point Helvetica."""
+    count = len(streams)
+    kids = b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(count))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, count)]
+    for i, stream in enumerate(streams):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] /Contents %d 0 R" % (4 + 2 * i)
+            + b" /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    return pdf_bytes(objects)
+
+
+def continued_table_pdf() -> bytes:
+    """Two pages with the running header "Field Guide" and a page number: page 1 the caption "Table 4: Settings"
+    and a ruled table (setting/default; size/25; limit/"the upload cap") at its foot; page 2, at its top, the
+    table's continuation without a header row, its first row the end of the "limit" row ("in megabytes"), then
+    depth/4, and the paragraph "Depth is per worker." under it."""
+    first = _text(50, 285, "Field Guide") + _text(50, 245, "Table 4: Settings")
+    first += _grid(
+        [235, 210, 185, 160], [50, 150, 250], [("setting", "default"), ("size", "25"), ("limit", "the upload cap")]
+    )
+    first += _text(145, 15, "1")
+    second = _text(50, 285, "Field Guide")
+    second += _grid([270, 245, 220], [50, 150, 250], [("", "in megabytes"), ("depth", "4")])
+    second += _text(50, 180, "Depth is per worker.") + _text(145, 15, "2")
+    return _pages([first, second])

