@@ -278,3 +278,29 @@ docstring <documenting-arguments>` too.
         assert shown in text, shown
     assert "    What" not in text  # definitions are paragraphs, not indented code
     assert "(terms)=" not in text
+
+
+def test_code_spans_are_kept_as_written_and_only_roles_reduced(tmp_path):
+    page = """# Placeholders
+
+The hook reads `${WIDGET_HOME}` and `${WIDGET_PROJECT_NAME}`, then fills `{name}` and `{name}/{tag}` in
+the path; see {func}`render_path` and :meth:`~widget.Path.fill` for `` `{odd}` `` cases. A `$` alone is
+fine. Footnote marks [^1] go, but `[^1]` in code stays.
+
+A lone `` pair opens no code span, so {term}`widget` is still a role.
+
+Icons :material-check: go, `:material-check:` stays, and so does `{{< pin >}}`.
+
+[^1]: A note.
+"""
+    (chunk,) = chunks(tmp_path, "placeholders.md", page)
+    text = chunk["content"]
+    for shown in (
+        "The hook reads `${WIDGET_HOME}` and `${WIDGET_PROJECT_NAME}`, then fills `{name}` and `{name}/{tag}` in",
+        "the path; see `render_path` and `fill` for `` `{odd}` `` cases. A `$` alone is",
+        "fine. Footnote marks  go, but `[^1]` in code stays.",
+        "A lone `` pair opens no code span, so widget is still a role.",
+        "Icons  go, `:material-check:` stays, and so does `{{< pin >}}`.",
+        "1. A note.",
+    ):
+        assert shown in text, shown

@@ -18,7 +18,8 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
 * include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
   lone attribute lists (``{ .annotate }``), MyST targets (``(label)=``) and icon shortcodes (``:material-check:``): removed;
 * inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
-  ``title <target>`` → ``title``);
+  ``title <target>`` → ``title``); inline code spans (```${VAR}```, ```{name}```) are never touched, found as
+  CommonMark finds them (:func:`_outside_code_spans`);
 * pipe tables: one line per row with its column names (:mod:`rags_expert.retrieval.loaders.tables`).
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 
 from rags_expert.retrieval.loaders.roles import CODE_DIRECTIVES, CODE_ROLES, DROPPED_DIRECTIVES, role_text
 from rags_expert.retrieval.loaders.tables import table_text
@@ -52,23 +54,54 @@ _FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
 _MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
-_MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
-_RST_ROLE = re.compile(r"(?<![\w`]):(?P<role>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>[^`]+)`")
+_ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
+_TICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
 
 
 def reduce_inline(line: str) -> str:
-    """A line's roles reduced to their text, and its shortcodes and icons outside code spans removed."""
-    line = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
-    line = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
+    """A line's roles reduced to their text, and its footnote marks, shortcodes and icons outside code spans
+    removed; code spans (```${VAR}```, ```{name}```) are kept as written."""
     line = _FOOTNOTE_DEFINITION.sub(lambda m: f"{m.group('indent')}{m.group('name')}. ", line)
-    line = _FOOTNOTE_REFERENCE.sub("", line)
-    parts = re.split(r"(`+[^`]*`+)", line)  # odd parts: code spans, kept as they are
-    return "".join(
-        p if i % 2 else _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), p))
-        for i, p in enumerate(parts)
-    )
+    return _outside_code_spans(line, _reduce_prose)
+
+
+def _reduce_prose(text: str) -> str:
+    """Text outside code spans and roles without its footnote references, shortcodes and icons."""
+    text = _FOOTNOTE_REFERENCE.sub("", text)
+    return _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), text))
+
+
+def _outside_code_spans(text: str, prose: Callable[[str], str]) -> str:
+    """``text`` with its roles (``{func}`x```, ``:func:`x```) reduced, its code spans kept as written and ``prose``
+    applied to the rest. Code spans are found as CommonMark finds them, left to right: a run of backticks closes at
+    the next run of the same length in the same paragraph, and a run that never closes is a literal backtick; a
+    role is a code span right after ``{name}`` or ``:name:``. So ``{x}`` inside a code span is never a role's name
+    and backticks never pair up across a code span."""
+    if "`" not in text:
+        return prose(text)
+    out: list[str] = []
+    done = scan = 0
+    while opened := _TICKS.search(text, scan):
+        ticks = opened.group()
+        paragraph = _BLANK_LINE.search(text, opened.end())
+        limit = paragraph.start() if paragraph else len(text)
+        closer = re.compile(r"(?<!`)" + ticks + r"(?!`)").search(text, opened.end(), limit)
+        if closer is None:  # a literal backtick run
+            scan = opened.end()
+            continue
+        role = _ROLE_PREFIX.search(text, done, opened.start())
+        start = role.start() if role else opened.start()
+        out.append(prose(text[done:start]))
+        if role:
+            out.append(_role(role.group("myst") or role.group("rst"), text[opened.end() : closer.start()]))
+        else:
+            out.append(text[opened.start() : closer.end()])
+        done = scan = closer.end()
+    out.append(prose(text[done:]))
+    return "".join(out)
 
 
 def _role(role: str, text: str) -> str:
@@ -344,13 +377,13 @@ def reduce_markup(text: str) -> str:
 
 
 def _roles_across_lines(text: str) -> str:
-    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code."""
+    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code
+    and code spans."""
     if "`" not in text:
         return text
     parts = re.split(r"(?ms)(^[ \t]*(?:`{3,}|~{3,}).*?^[ \t]*(?:`{3,}|~{3,})[ \t]*$)", text)
     for index in range(0, len(parts), 2):
-        part = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), parts[index])
-        parts[index] = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), part)
+        parts[index] = _outside_code_spans(parts[index], lambda prose: prose)
     return "".join(parts)
 
 
