@@ -269,7 +269,7 @@ docstring <documenting-arguments>` too.
     assert not MARKUP.search(prose(text)), text
     for shown in (
         "Bound logger\n\nWhat `get_logger` returns.",
-        "Seealso\n\nbound-loggers",
+        "See also:\n\nbound-loggers",
         "Processor\n\nA callable in the chain.",
         "`hook(cls, fields)`\n\nCalled with the class and its fields.",
         "Caution:\n\nWriting to `params` directly bypasses validation.",
@@ -302,5 +302,44 @@ Icons :material-check: go, `:material-check:` stays, and so does `{{< pin >}}`.
         "A lone `` pair opens no code span, so widget is still a role.",
         "Icons  go, `:material-check:` stays, and so does `{{< pin >}}`.",
         "1. A note.",
+    ):
+        assert shown in text, shown
+
+
+def test_myst_version_directives_read_as_sphinx_shows_them(tmp_path):
+    page = """# Changelog
+
+```{versionadded} 0.10
+The `widgets` option.
+
+It defaults to an empty list.
+```
+
+:::{versionchanged} 25.2.0
+Takes a **list** now.
+:::
+
+```{deprecated} 3.1 Use {func}`make_widget` instead.
+Kept for old callers.
+```
+
+````{versionremoved} 4.0
+```toml
+widgets = []
+```
+````
+
+```{versionadded} 0.9
+```
+"""
+    (chunk,) = chunks(tmp_path, "changelog.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "New in version 0.10: The `widgets` option.\n\nIt defaults to an empty list.",
+        "Changed in version 25.2.0: Takes a **list** now.",
+        "Deprecated since version 3.1: Use `make_widget` instead.\n\nKept for old callers.",
+        "Removed in version 4.0:\n\n```toml\nwidgets = []\n```",
+        "New in version 0.9.",
     ):
         assert shown in text, shown

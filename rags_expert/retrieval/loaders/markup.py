@@ -10,6 +10,8 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
   ``:::{note}`` … ``:::``: the title, then the body;
 * MyST/Sphinx directive fences ```` ```{note} ````: the body (options ``:class: x`` dropped);
   ```` ```{code-block} python ```` stays a code fence; ``{toctree}``/``{include}``-like ones are dropped;
+  ``{versionadded} 0.10``/``{versionchanged}``/``{deprecated}``/``{seealso}`` read as Sphinx words them ("New in
+  version 0.10: " and the first paragraph), in the words the rst loader uses (:func:`~.roles.label_text`);
 * Hugo/Docusaurus shortcodes ``{{% note %}}`` … ``{{% /note %}}`` and ``{{< x >}}``: the tags removed, their
   body kept, a ``title``/``caption`` argument kept as text;
 * MDX: ``import``/``export`` lines dropped, component tags (``<Tabs>``, ``<TabItem label="Py">``) replaced by
@@ -29,7 +31,15 @@ import re
 import textwrap
 from collections.abc import Callable
 
-from rags_expert.retrieval.loaders.roles import CODE_DIRECTIVES, CODE_ROLES, DROPPED_DIRECTIVES, role_text
+from rags_expert.retrieval.loaders.roles import (
+    CODE_DIRECTIVES,
+    CODE_ROLES,
+    DROPPED_DIRECTIVES,
+    LABELS,
+    VERSION_DIRECTIVES,
+    label_text,
+    role_text,
+)
 from rags_expert.retrieval.loaders.tables import table_text
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -57,6 +67,7 @@ _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^
 _ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
 
@@ -212,8 +223,24 @@ def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "
         return _eval_rst(body)
     if short == "glossary":
         return [*reduce_lines(_glossary(body)), ""]
+    if short in LABELS:
+        return _labelled(short, args, body)
     title = reduce_inline(args).strip() if args else short.replace("-", " ").capitalize()
     return [title, "", *reduce_lines(body), ""]
+
+
+def _labelled(name: str, args: str, body: list[str]) -> list[str]:
+    """A directive Sphinx shows with a label (:data:`~rags_expert.retrieval.loaders.roles.LABELS`), as Sphinx shows
+    it: ``{versionadded} 0.10`` → "New in version 0.10:" at the start of its first paragraph (when the body starts
+    with one and the argument has no words after the version), "New in version 0.10." when nothing follows,
+    ``{seealso}`` → "See also:" above its body."""
+    shown = reduce_lines(body)
+    while shown and not shown[0].strip():
+        shown = shown[1:]
+    label = label_text(name, args, reduce_inline, bool(shown))
+    if name in VERSION_DIRECTIVES and label.endswith(":") and shown and not _NOT_PARAGRAPH.match(shown[0]):
+        return [f"{label} {shown[0]}", *shown[1:], ""]
+    return [label, "", *shown, ""]
 
 
 def _eval_rst(body: list[str]) -> list[str]:
