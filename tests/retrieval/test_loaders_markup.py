@@ -343,3 +343,51 @@ widgets = []
         "New in version 0.9.",
     ):
         assert shown in text, shown
+
+
+def test_an_unknown_myst_directive_keeps_its_argument_line_and_body_as_written(tmp_path):
+    page = """# Settings
+
+```{settingtabs} cache.size = 64
+```
+
+```{settingtabs} retry.mode "fast", timeout: 15s
+limit = 5
+label: "a: b"
+```
+
+:::{quick-grid}
+---
+columns: 2
+---
+left = 1
+:::
+
+```{quick-grid}
+:gutter: 3
+:func:`spin` starts here = yes
+```
+
+:::{py:function} spin(times=3)
+Spins.
+:::
+
+```{note}
+:class: dropdown
+Noted.
+```
+"""
+    (chunk,) = chunks(tmp_path, "settings.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "cache.size = 64",
+        'retry.mode "fast", timeout: 15s\n\nlimit = 5\nlabel: "a: b"',
+        "left = 1",
+        "`spin` starts here = yes",
+        "spin(times=3)\n\nSpins.",
+        "Note\n\nNoted.",
+    ):
+        assert shown in text, shown
+    for hidden in ("Settingtabs", "Quick grid", "columns: 2", "gutter", "{", "---", ":::", "dropdown"):
+        assert hidden not in text, hidden

@@ -8,7 +8,9 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
   tabs ``=== "Tab"``: the title (or the type: "Note") as a line, the indented body dedented;
 * pymdownx blocks ``/// note | Title`` … ``///``, Docusaurus ``:::note Title`` … ``:::`` and MyST colon fences
   ``:::{note}`` … ``:::``: the title, then the body;
-* MyST/Sphinx directive fences ```` ```{note} ````: the body (options ``:class: x`` dropped);
+* MyST/Sphinx directive fences ```` ```{note} ````: the argument line, else an admonition's name ("Note"), then
+  the body, as written (options ``:class: x`` and a ``---`` YAML options block dropped; a project's own directive
+  keeps its words);
   ```` ```{code-block} python ```` stays a code fence; ``{toctree}``/``{include}``-like ones are dropped;
   ``{versionadded} 0.10``/``{versionchanged}``/``{deprecated}``/``{seealso}`` read as Sphinx words them ("New in
   version 0.10: " and the first paragraph), in the words the rst loader uses (:func:`~.roles.label_text`);
@@ -32,6 +34,7 @@ import textwrap
 from collections.abc import Callable
 
 from rags_expert.retrieval.loaders.roles import (
+    ADMONITIONS,
     CODE_DIRECTIVES,
     CODE_ROLES,
     DROPPED_DIRECTIVES,
@@ -47,7 +50,9 @@ _ADMONITION = re.compile(
     r"""^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+(?P<type>[\w-]+)(?P<rest>.*)|===[+!]?[ \t]+(?P<tab>"[^"]*"|'[^']*')[ \t]*)$"""
 )
 _QUOTED = re.compile(r"""["'](.*?)["']""")
-_COLON_OPEN = re.compile(r"^[ \t]*(?P<colons>:{3,})[ \t]*\{?(?P<type>[\w-]+)\}?(?P<rest>.*)$")
+_COLON_OPEN = re.compile(
+    r"^[ \t]*(?P<colons>:{3,})[ \t]*(?:\{(?P<directive>[\w:.+-]+)\}|(?P<type>[\w-]+))(?P<rest>.*)$"
+)
 _COLON_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
 _SLASH_OPEN = re.compile(r"^[ \t]*/{3,}[ \t]*(?P<type>[\w-]+)[ \t]*(?:\|[ \t]*(?P<title>.*))?$")
 _SLASH_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
@@ -67,6 +72,7 @@ _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^
 _ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t]|$)")
 _NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
@@ -211,9 +217,11 @@ def _directive(lines: list[str], start: int, opened: re.Match[str]) -> tuple[lis
 
 def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "```")) -> list[str]:
     """A MyST directive (a backtick or colon fence) as a reader sees it: dropped (a table of contents), code,
-    reStructuredText (``eval-rst``) converted, a glossary's definitions, or its title then its body."""
-    while body and re.match(r"^[ \t]*:[\w-]+:", body[0]):  # the directive's options
-        body = body[1:]
+    reStructuredText (``eval-rst``) converted, a glossary's definitions, a label (``{versionadded}``), or its
+    argument line then its body, as written; only an admonition with no title shows its name ("Note"). A
+    directive this loader does not know (a project's own ``{settingtabs} cache.size 64``) keeps its argument line
+    and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go."""
+    body = _without_options(body)
     short = name.lower().split(":")[-1]
     if short in DROPPED_DIRECTIVES:
         return []
@@ -225,8 +233,23 @@ def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "
         return [*reduce_lines(_glossary(body)), ""]
     if short in LABELS:
         return _labelled(short, args, body)
-    title = reduce_inline(args).strip() if args else short.replace("-", " ").capitalize()
-    return [title, "", *reduce_lines(body), ""]
+    if args:
+        return [reduce_inline(args).strip(), "", *reduce_lines(body), ""]
+    if short in ADMONITIONS:
+        return [short.capitalize(), "", *reduce_lines(body), ""]
+    return ["", *reduce_lines(body), ""]
+
+
+def _without_options(body: list[str]) -> list[str]:
+    """A MyST directive's body without its options: leading ``:key: value`` lines (``:func:`x` …`` is text), or a
+    leading YAML block between ``---`` lines."""
+    if body and body[0].strip() == "---":
+        end = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
+        if end is not None:
+            return body[end + 1 :]
+    while body and _OPTION.match(body[0]):
+        body = body[1:]
+    return body
 
 
 def _labelled(name: str, args: str, body: list[str]) -> list[str]:
@@ -352,8 +375,8 @@ def reduce_lines(lines: list[str]) -> list[str]:
             continue
         if opened := _COLON_OPEN.match(line):
             end = _closing(lines, index + 1, _COLON_CLOSE, len(opened.group("colons")))
-            if "{" in line:  # a MyST directive: {name} and its arguments
-                out.extend(_myst(opened.group("type"), opened.group("rest").strip(), lines[index + 1 : end]))
+            if opened.group("directive"):  # a MyST directive: {name} and its arguments
+                out.extend(_myst(opened.group("directive"), opened.group("rest").strip(), lines[index + 1 : end]))
             else:  # Docusaurus: :::type Title
                 out.extend(
                     [_title(opened.group("type"), opened.group("rest")), "", *reduce_lines(lines[index + 1 : end]), ""]

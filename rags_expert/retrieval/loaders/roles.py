@@ -35,6 +35,10 @@ DROPPED_DIRECTIVES = frozenset(
     }
 )
 """MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include)."""
+ADMONITIONS = frozenset(
+    {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning", "admonition"}
+)
+"""Admonition directives: Sphinx shows their name as their title ("Note") when they are given none."""
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "doctest", "testcode", "ipython"})
 """MyST directives that are code fences: kept as a fence with their language."""
 
