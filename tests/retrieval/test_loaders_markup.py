@@ -376,6 +376,10 @@ Spins.
 :class: dropdown
 Noted.
 ```
+
+```{testsetup} *
+import hidden_fixture
+```
 """
     (chunk,) = chunks(tmp_path, "settings.md", page)
     text = chunk["content"]
@@ -389,5 +393,5 @@ Noted.
         "Note\n\nNoted.",
     ):
         assert shown in text, shown
-    for hidden in ("Settingtabs", "Quick grid", "columns: 2", "gutter", "{", "---", ":::", "dropdown"):
+    for hidden in ("Settingtabs", "Quick grid", "columns: 2", "gutter", "{", "---", ":::", "dropdown", "hidden_"):
         assert hidden not in text, hidden

@@ -32,9 +32,12 @@ DROPPED_DIRECTIVES = frozenset(
         "autoexception",
         "autodoc",
         "mermaid",
+        "testsetup",
+        "testcleanup",
     }
 )
-"""MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include)."""
+"""MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include, a doctest's
+hidden setup and cleanup)."""
 ADMONITIONS = frozenset(
     {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning", "admonition"}
 )

@@ -32,7 +32,6 @@ CODE_DIRECTIVES = frozenset(
         "doctest",
         "testcode",
         "testoutput",
-        "testsetup",
         "ipython",
         "jupyter-execute",
         "prompt",
