@@ -38,9 +38,11 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v4"
+CHUNKER_VERSION = "v5"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
-v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36)."""
+v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
+v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
+read "New in version X: …", and unknown directives keep their words without an invented title (issue 36)."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

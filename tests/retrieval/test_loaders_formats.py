@@ -122,6 +122,14 @@ def test_rst_include_never_reads_another_file(tmp_path):
     assert "TOP-SECRET-VALUE" not in "\n".join(c["content"] for c in found)
 
 
+def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
+    rst = "Title\n=====\n\n.. versionadded:: 1.5\n\n.. deprecated:: 2.0 Use ``spin`` instead.\n"
+    myst = "# Title\n\n```{versionadded} 1.5\n```\n\n:::{deprecated} 2.0 Use `spin` instead.\n:::\n"
+    for name, page in (("changes.rst", rst), ("changes.md", myst)):
+        text = "\n".join(c["content"] for c in chunks(tmp_path, name, page))
+        assert "New in version 1.5." in text and "Deprecated since version 2.0: Use `spin` instead." in text, text
+
+
 def _docx() -> bytes:
     """A Word document with a title, headings, a list, a caption and a table with a merged cell."""
     import docx

@@ -269,7 +269,7 @@ docstring <documenting-arguments>` too.
     assert not MARKUP.search(prose(text)), text
     for shown in (
         "Bound logger\n\nWhat `get_logger` returns.",
-        "Seealso\n\nbound-loggers",
+        "See also:\n\nbound-loggers",
         "Processor\n\nA callable in the chain.",
         "`hook(cls, fields)`\n\nCalled with the class and its fields.",
         "Caution:\n\nWriting to `params` directly bypasses validation.",
@@ -278,3 +278,120 @@ docstring <documenting-arguments>` too.
         assert shown in text, shown
     assert "    What" not in text  # definitions are paragraphs, not indented code
     assert "(terms)=" not in text
+
+
+def test_code_spans_are_kept_as_written_and_only_roles_reduced(tmp_path):
+    page = """# Placeholders
+
+The hook reads `${WIDGET_HOME}` and `${WIDGET_PROJECT_NAME}`, then fills `{name}` and `{name}/{tag}` in
+the path; see {func}`render_path` and :meth:`~widget.Path.fill` for `` `{odd}` `` cases. A `$` alone is
+fine. Footnote marks [^1] go, but `[^1]` in code stays.
+
+A lone `` pair opens no code span, so {term}`widget` is still a role.
+
+Icons :material-check: go, `:material-check:` stays, and so does `{{< pin >}}`.
+
+[^1]: A note.
+"""
+    (chunk,) = chunks(tmp_path, "placeholders.md", page)
+    text = chunk["content"]
+    for shown in (
+        "The hook reads `${WIDGET_HOME}` and `${WIDGET_PROJECT_NAME}`, then fills `{name}` and `{name}/{tag}` in",
+        "the path; see `render_path` and `fill` for `` `{odd}` `` cases. A `$` alone is",
+        "fine. Footnote marks  go, but `[^1]` in code stays.",
+        "A lone `` pair opens no code span, so widget is still a role.",
+        "Icons  go, `:material-check:` stays, and so does `{{< pin >}}`.",
+        "1. A note.",
+    ):
+        assert shown in text, shown
+
+
+def test_myst_version_directives_read_as_sphinx_shows_them(tmp_path):
+    page = """# Changelog
+
+```{versionadded} 0.10
+The `widgets` option.
+
+It defaults to an empty list.
+```
+
+:::{versionchanged} 25.2.0
+Takes a **list** now.
+:::
+
+```{deprecated} 3.1 Use {func}`make_widget` instead.
+Kept for old callers.
+```
+
+````{versionremoved} 4.0
+```toml
+widgets = []
+```
+````
+
+```{versionadded} 0.9
+```
+"""
+    (chunk,) = chunks(tmp_path, "changelog.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "New in version 0.10: The `widgets` option.\n\nIt defaults to an empty list.",
+        "Changed in version 25.2.0: Takes a **list** now.",
+        "Deprecated since version 3.1: Use `make_widget` instead.\n\nKept for old callers.",
+        "Removed in version 4.0:\n\n```toml\nwidgets = []\n```",
+        "New in version 0.9.",
+    ):
+        assert shown in text, shown
+
+
+def test_an_unknown_myst_directive_keeps_its_argument_line_and_body_as_written(tmp_path):
+    page = """# Settings
+
+```{settingtabs} cache.size = 64
+```
+
+```{settingtabs} retry.mode "fast", timeout: 15s
+limit = 5
+label: "a: b"
+```
+
+:::{quick-grid}
+---
+columns: 2
+---
+left = 1
+:::
+
+```{quick-grid}
+:gutter: 3
+:func:`spin` starts here = yes
+```
+
+:::{py:function} spin(times=3)
+Spins.
+:::
+
+```{note}
+:class: dropdown
+Noted.
+```
+
+```{testsetup} *
+import hidden_fixture
+```
+"""
+    (chunk,) = chunks(tmp_path, "settings.md", page)
+    text = chunk["content"]
+    assert not MARKUP.search(prose(text)), text
+    for shown in (
+        "cache.size = 64",
+        'retry.mode "fast", timeout: 15s\n\nlimit = 5\nlabel: "a: b"',
+        "left = 1",
+        "`spin` starts here = yes",
+        "spin(times=3)\n\nSpins.",
+        "Note\n\nNoted.",
+    ):
+        assert shown in text, shown
+    for hidden in ("Settingtabs", "Quick grid", "columns: 2", "gutter", "{", "---", ":::", "dropdown", "hidden_"):
+        assert hidden not in text, hidden

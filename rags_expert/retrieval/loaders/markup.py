@@ -8,8 +8,12 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
   tabs ``=== "Tab"``: the title (or the type: "Note") as a line, the indented body dedented;
 * pymdownx blocks ``/// note | Title`` … ``///``, Docusaurus ``:::note Title`` … ``:::`` and MyST colon fences
   ``:::{note}`` … ``:::``: the title, then the body;
-* MyST/Sphinx directive fences ```` ```{note} ````: the body (options ``:class: x`` dropped);
+* MyST/Sphinx directive fences ```` ```{note} ````: the argument line, else an admonition's name ("Note"), then
+  the body, as written (options ``:class: x`` and a ``---`` YAML options block dropped; a project's own directive
+  keeps its words);
   ```` ```{code-block} python ```` stays a code fence; ``{toctree}``/``{include}``-like ones are dropped;
+  ``{versionadded} 0.10``/``{versionchanged}``/``{deprecated}``/``{seealso}`` read as Sphinx words them ("New in
+  version 0.10: " and the first paragraph), in the words the rst loader uses (:func:`~.roles.label_text`);
 * Hugo/Docusaurus shortcodes ``{{% note %}}`` … ``{{% /note %}}`` and ``{{< x >}}``: the tags removed, their
   body kept, a ``title``/``caption`` argument kept as text;
 * MDX: ``import``/``export`` lines dropped, component tags (``<Tabs>``, ``<TabItem label="Py">``) replaced by
@@ -18,7 +22,8 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
 * include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
   lone attribute lists (``{ .annotate }``), MyST targets (``(label)=``) and icon shortcodes (``:material-check:``): removed;
 * inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
-  ``title <target>`` → ``title``);
+  ``title <target>`` → ``title``); inline code spans (```${VAR}```, ```{name}```) are never touched, found as
+  CommonMark finds them (:func:`_outside_code_spans`);
 * pipe tables: one line per row with its column names (:mod:`rags_expert.retrieval.loaders.tables`).
 """
 
@@ -26,8 +31,18 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 
-from rags_expert.retrieval.loaders.roles import CODE_DIRECTIVES, CODE_ROLES, DROPPED_DIRECTIVES, role_text
+from rags_expert.retrieval.loaders.roles import (
+    ADMONITIONS,
+    CODE_DIRECTIVES,
+    CODE_ROLES,
+    DROPPED_DIRECTIVES,
+    LABELS,
+    VERSION_DIRECTIVES,
+    label_text,
+    role_text,
+)
 from rags_expert.retrieval.loaders.tables import table_text
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -35,7 +50,9 @@ _ADMONITION = re.compile(
     r"""^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+(?P<type>[\w-]+)(?P<rest>.*)|===[+!]?[ \t]+(?P<tab>"[^"]*"|'[^']*')[ \t]*)$"""
 )
 _QUOTED = re.compile(r"""["'](.*?)["']""")
-_COLON_OPEN = re.compile(r"^[ \t]*(?P<colons>:{3,})[ \t]*\{?(?P<type>[\w-]+)\}?(?P<rest>.*)$")
+_COLON_OPEN = re.compile(
+    r"^[ \t]*(?P<colons>:{3,})[ \t]*(?:\{(?P<directive>[\w:.+-]+)\}|(?P<type>[\w-]+))(?P<rest>.*)$"
+)
 _COLON_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
 _SLASH_OPEN = re.compile(r"^[ \t]*/{3,}[ \t]*(?P<type>[\w-]+)[ \t]*(?:\|[ \t]*(?P<title>.*))?$")
 _SLASH_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
@@ -52,23 +69,56 @@ _FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
 _MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
-_MYST_ROLE = re.compile(r"\{(?P<role>[\w:.+-]+)\}`(?P<text>[^`]+)`")
-_RST_ROLE = re.compile(r"(?<![\w`]):(?P<role>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>[^`]+)`")
+_ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
+_TICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t]|$)")
+_NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
 
 
 def reduce_inline(line: str) -> str:
-    """A line's roles reduced to their text, and its shortcodes and icons outside code spans removed."""
-    line = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
-    line = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), line)
+    """A line's roles reduced to their text, and its footnote marks, shortcodes and icons outside code spans
+    removed; code spans (```${VAR}```, ```{name}```) are kept as written."""
     line = _FOOTNOTE_DEFINITION.sub(lambda m: f"{m.group('indent')}{m.group('name')}. ", line)
-    line = _FOOTNOTE_REFERENCE.sub("", line)
-    parts = re.split(r"(`+[^`]*`+)", line)  # odd parts: code spans, kept as they are
-    return "".join(
-        p if i % 2 else _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), p))
-        for i, p in enumerate(parts)
-    )
+    return _outside_code_spans(line, _reduce_prose)
+
+
+def _reduce_prose(text: str) -> str:
+    """Text outside code spans and roles without its footnote references, shortcodes and icons."""
+    text = _FOOTNOTE_REFERENCE.sub("", text)
+    return _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), text))
+
+
+def _outside_code_spans(text: str, prose: Callable[[str], str]) -> str:
+    """``text`` with its roles (``{func}`x```, ``:func:`x```) reduced, its code spans kept as written and ``prose``
+    applied to the rest. Code spans are found as CommonMark finds them, left to right: a run of backticks closes at
+    the next run of the same length in the same paragraph, and a run that never closes is a literal backtick; a
+    role is a code span right after ``{name}`` or ``:name:``. So ``{x}`` inside a code span is never a role's name
+    and backticks never pair up across a code span."""
+    if "`" not in text:
+        return prose(text)
+    out: list[str] = []
+    done = scan = 0
+    while opened := _TICKS.search(text, scan):
+        ticks = opened.group()
+        paragraph = _BLANK_LINE.search(text, opened.end())
+        limit = paragraph.start() if paragraph else len(text)
+        closer = re.compile(r"(?<!`)" + ticks + r"(?!`)").search(text, opened.end(), limit)
+        if closer is None:  # a literal backtick run
+            scan = opened.end()
+            continue
+        role = _ROLE_PREFIX.search(text, done, opened.start())
+        start = role.start() if role else opened.start()
+        out.append(prose(text[done:start]))
+        if role:
+            out.append(_role(role.group("myst") or role.group("rst"), text[opened.end() : closer.start()]))
+        else:
+            out.append(text[opened.start() : closer.end()])
+        done = scan = closer.end()
+    out.append(prose(text[done:]))
+    return "".join(out)
 
 
 def _role(role: str, text: str) -> str:
@@ -167,9 +217,11 @@ def _directive(lines: list[str], start: int, opened: re.Match[str]) -> tuple[lis
 
 def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "```")) -> list[str]:
     """A MyST directive (a backtick or colon fence) as a reader sees it: dropped (a table of contents), code,
-    reStructuredText (``eval-rst``) converted, a glossary's definitions, or its title then its body."""
-    while body and re.match(r"^[ \t]*:[\w-]+:", body[0]):  # the directive's options
-        body = body[1:]
+    reStructuredText (``eval-rst``) converted, a glossary's definitions, a label (``{versionadded}``), or its
+    argument line then its body, as written; only an admonition with no title shows its name ("Note"). A
+    directive this loader does not know (a project's own ``{settingtabs} cache.size 64``) keeps its argument line
+    and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go."""
+    body = _without_options(body)
     short = name.lower().split(":")[-1]
     if short in DROPPED_DIRECTIVES:
         return []
@@ -179,8 +231,39 @@ def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "
         return _eval_rst(body)
     if short == "glossary":
         return [*reduce_lines(_glossary(body)), ""]
-    title = reduce_inline(args).strip() if args else short.replace("-", " ").capitalize()
-    return [title, "", *reduce_lines(body), ""]
+    if short in LABELS:
+        return _labelled(short, args, body)
+    if args:
+        return [reduce_inline(args).strip(), "", *reduce_lines(body), ""]
+    if short in ADMONITIONS:
+        return [short.capitalize(), "", *reduce_lines(body), ""]
+    return ["", *reduce_lines(body), ""]
+
+
+def _without_options(body: list[str]) -> list[str]:
+    """A MyST directive's body without its options: leading ``:key: value`` lines (``:func:`x` …`` is text), or a
+    leading YAML block between ``---`` lines."""
+    if body and body[0].strip() == "---":
+        end = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
+        if end is not None:
+            return body[end + 1 :]
+    while body and _OPTION.match(body[0]):
+        body = body[1:]
+    return body
+
+
+def _labelled(name: str, args: str, body: list[str]) -> list[str]:
+    """A directive Sphinx shows with a label (:data:`~rags_expert.retrieval.loaders.roles.LABELS`), as Sphinx shows
+    it: ``{versionadded} 0.10`` → "New in version 0.10:" at the start of its first paragraph (when the body starts
+    with one and the argument has no words after the version), "New in version 0.10." when nothing follows,
+    ``{seealso}`` → "See also:" above its body."""
+    shown = reduce_lines(body)
+    while shown and not shown[0].strip():
+        shown = shown[1:]
+    label = label_text(name, args, reduce_inline, bool(shown))
+    if name in VERSION_DIRECTIVES and label.endswith(":") and shown and not _NOT_PARAGRAPH.match(shown[0]):
+        return [f"{label} {shown[0]}", *shown[1:], ""]
+    return [label, "", *shown, ""]
 
 
 def _eval_rst(body: list[str]) -> list[str]:
@@ -292,8 +375,8 @@ def reduce_lines(lines: list[str]) -> list[str]:
             continue
         if opened := _COLON_OPEN.match(line):
             end = _closing(lines, index + 1, _COLON_CLOSE, len(opened.group("colons")))
-            if "{" in line:  # a MyST directive: {name} and its arguments
-                out.extend(_myst(opened.group("type"), opened.group("rest").strip(), lines[index + 1 : end]))
+            if opened.group("directive"):  # a MyST directive: {name} and its arguments
+                out.extend(_myst(opened.group("directive"), opened.group("rest").strip(), lines[index + 1 : end]))
             else:  # Docusaurus: :::type Title
                 out.extend(
                     [_title(opened.group("type"), opened.group("rest")), "", *reduce_lines(lines[index + 1 : end]), ""]
@@ -344,13 +427,13 @@ def reduce_markup(text: str) -> str:
 
 
 def _roles_across_lines(text: str) -> str:
-    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code."""
+    """Roles whose text goes on to the next line (``{ref}`the guide\\n<target>```) reduced, outside fenced code
+    and code spans."""
     if "`" not in text:
         return text
     parts = re.split(r"(?ms)(^[ \t]*(?:`{3,}|~{3,}).*?^[ \t]*(?:`{3,}|~{3,})[ \t]*$)", text)
     for index in range(0, len(parts), 2):
-        part = _MYST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), parts[index])
-        parts[index] = _RST_ROLE.sub(lambda m: _role(m.group("role"), m.group("text")), part)
+        parts[index] = _outside_code_spans(parts[index], lambda prose: prose)
     return "".join(parts)
 
 

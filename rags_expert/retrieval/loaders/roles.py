@@ -4,6 +4,7 @@ code, which directives a reader never sees as text, which are code, and what a r
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 DROPPED_DIRECTIVES = frozenset(
     {
@@ -31,11 +32,30 @@ DROPPED_DIRECTIVES = frozenset(
         "autoexception",
         "autodoc",
         "mermaid",
+        "testsetup",
+        "testcleanup",
     }
 )
-"""MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include)."""
+"""MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include, a doctest's
+hidden setup and cleanup)."""
+ADMONITIONS = frozenset(
+    {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning", "admonition"}
+)
+"""Admonition directives: Sphinx shows their name as their title ("Note") when they are given none."""
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "doctest", "testcode", "ipython"})
 """MyST directives that are code fences: kept as a fence with their language."""
+
+LABELS = {
+    "versionadded": "New in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
+    "seealso": "See also",
+    "todo": "To do",
+}
+"""How Sphinx shows a directive's argument (``versionadded`` ``2.0`` → ``New in version 2.0:``)."""
+VERSION_DIRECTIVES = frozenset({"versionadded", "versionchanged", "deprecated", "versionremoved"})
+"""The directives whose label Sphinx writes at the start of their first paragraph ("New in version 2.0: Added")."""
 
 CODE_ROLES = re.compile(
     r"(?:py:|c:|cpp:|js:)?(?:func|meth|class|attr|mod|obj|data|exc|const|type|member|var|envvar|option|program|command|file|samp|code|literal|setting|confval)"
@@ -53,3 +73,14 @@ def role_text(role: str, text: str) -> str:
     if target.startswith("~"):
         target = re.split(r"[.:]", target[1:])[-1]
     return target
+
+
+def label_text(name: str, argument: str, text: Callable[[str], str], body: bool = True) -> str:
+    """A labelled directive's (:data:`LABELS`) first line as Sphinx shows it: ``versionadded`` with the argument
+    ``2.0 Now async.`` → ``New in version 2.0: Now async.``, and with ``2.0`` and no ``body`` (nothing follows)
+    ``New in version 2.0.``; ``text`` turns the words after the version (markup of the loader's format) into
+    Markdown."""
+    version, _, said = argument.strip().partition(" ")
+    said = text(said).strip() if said.strip() else ""
+    end = "." if name in VERSION_DIRECTIVES and not said and not body else ":"
+    return " ".join(f"{LABELS[name]} {version}{end}".replace(f" {end}", end).split() + said.split())

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rags_expert.retrieval.loaders.base import TextUnit, decode
-from rags_expert.retrieval.loaders.roles import CODE_ROLES, DROPPED_DIRECTIVES, role_text
+from rags_expert.retrieval.loaders.roles import CODE_ROLES, DROPPED_DIRECTIVES, LABELS, label_text, role_text
 from rags_expert.retrieval.loaders.tables import table_text
 
 CODE_DIRECTIVES = frozenset(
@@ -32,7 +32,6 @@ CODE_DIRECTIVES = frozenset(
         "doctest",
         "testcode",
         "testoutput",
-        "testsetup",
         "ipython",
         "jupyter-execute",
         "prompt",
@@ -41,15 +40,6 @@ CODE_DIRECTIVES = frozenset(
 )
 """Sphinx directives whose body is code (also an extension's ``click:example``/``click:run``: the part after the
 last colon counts)."""
-LABELS = {
-    "versionadded": "New in version",
-    "versionchanged": "Changed in version",
-    "deprecated": "Deprecated since version",
-    "versionremoved": "Removed in version",
-    "seealso": "See also",
-    "todo": "To do",
-}
-"""How Sphinx shows a directive's argument (``.. versionadded:: 2.0`` → ``New in version 2.0``)."""
 DESCRIPTIONS = re.compile(
     r"(?:\w+:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
     r"staticmethod|property|module|envvar|option|confval|describe|object|program|cmdoption|setting|type|member|var|macro)"
@@ -315,9 +305,7 @@ class _Writer:
             return
         argument = " ".join([argument, *continued]).strip()
         if short in LABELS:
-            version, _, said = argument.partition(" ")
-            said = rst_to_markdown(said).strip() if said.strip() else ""
-            yield " ".join(f"{LABELS[short]} {version}:".replace(" :", ":").split() + said.split())
+            yield label_text(short, argument, rst_to_markdown, bool(body))
         elif DESCRIPTIONS.fullmatch(name):
             yield f"`{argument}`" if argument else ""
         elif argument:
