@@ -47,7 +47,7 @@ STEPS = 40
 GROUPS: dict[str, tuple[str, ...]] = {
     "lexical": ("idf_coverage", "idf_gap", "coverage", "missing"),
     "evidence rules": ("evidence", "evidence_gap", "answers"),
-    "e5": ("e5_unit", "e5_unit_gap", "e5_heading", "e5_chunk"),
+    "e5": ("e5_unit_z", "e5_unit_rank", "e5_heading_z", "e5_chunk_z"),
     "answer type": ("type_match",),
     "unit kind": ("kind_item", "kind_row", "kind_code", "lead_in", "pointer", "factual", "short", "long"),
     "retrieval rank": ("retrieval",),

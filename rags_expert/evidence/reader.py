@@ -3,8 +3,8 @@
 A candidate is a unit (sentence, list item, table row, code line) of a retrieved chunk. Its features
 (:data:`FEATURES`, :func:`feature_vectors`) are general ones: the evidence match and its parts (IDF-weighted and plain
 term coverage, the share of question terms its chunk lacks, whether the evidence's rules say it answers, whether it
-holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk, the chunk's
-retrieval rank, the unit's kind, its length, and optionally the local model's question likelihood
+holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk (relative to the
+question's other candidates), the chunk's retrieval rank, the unit's kind, its length, and optionally the local model's question likelihood
 ``log P(q | heading + unit)`` per question token (UPR, :mod:`rags_expert.evidence.likelihood`). Scores also count
 relative to the question's best candidate, so one threshold fits every question.
 
@@ -44,10 +44,10 @@ FEATURES: tuple[str, ...] = (
     "coverage",
     "missing",
     "type_match",
-    "e5_unit",
-    "e5_unit_gap",
-    "e5_heading",
-    "e5_chunk",
+    "e5_unit_z",
+    "e5_unit_rank",
+    "e5_heading_z",
+    "e5_chunk_z",
     "retrieval",
     "kind_item",
     "kind_row",
@@ -70,15 +70,40 @@ def _num(value: Any) -> float:
     return float(value) if value is not None else 0.0
 
 
+def _standardised(values: Sequence[float | None]) -> list[float]:
+    """Each value's z-score among one question's candidates (0 for all when there is no spread or no value): an
+    embedding model's similarities are read relative to each other, never by their scale, so the weights carry to
+    a knowledge base embedded by another model."""
+    known = [v for v in values if v is not None]
+    if len(known) < 2:
+        return [0.0] * len(values)
+    mean = sum(known) / len(known)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in known) / len(known))
+    return [0.0 if v is None or spread < 1e-9 else (v - mean) / spread for v in values]
+
+
+def _ranks(values: Sequence[float | None]) -> list[float]:
+    """``1 / (1 + rank)`` of each value among one question's candidates, highest first (0 without a value)."""
+    order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -(values[i] or 0.0))
+    out = [0.0] * len(values)
+    for rank, i in enumerate(order):
+        out[i] = 1.0 / (1.0 + rank)
+    return out
+
+
 def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
     """Per candidate of one question, its named features from the raw values :func:`candidates` records
-    (``evidence``, ``e5_unit``, ``words``, ``ql`` summed over ``ql_tokens`` question tokens, …); the ``*_gap`` ones
-    are the candidate's value minus the question's best (≤ 0)."""
-    best = {key: max((_num(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage", "e5_unit")}
+    (``evidence``, ``e5_unit``, ``words``, ``ql`` summed over ``ql_tokens`` question tokens, …). ``*_gap`` is the
+    candidate's value minus the question's best (≤ 0); similarities count only relative to the question's other
+    candidates (``*_z``: z-score, ``e5_unit_rank``: 1/(1+rank)), never by the embedding model's scale."""
+    best = {key: max((_num(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage")}
+    sims = {key: [r.get(key) for r in rows] for key in ("e5_unit", "e5_heading", "e5_chunk")}
+    z = {key: _standardised(values) for key, values in sims.items()}
+    unit_rank = _ranks(sims["e5_unit"])
     ql = [_num(r.get("ql")) / max(1, int(r.get("ql_tokens") or 1)) for r in rows]
     best_ql = max(ql, default=0.0)
     out = []
-    for r, q in zip(rows, ql, strict=True):
+    for i, (r, q) in enumerate(zip(rows, ql, strict=True)):
         kind = str(r.get("kind") or "prose")
         words = int(r.get("words") or 0)
         out.append(
@@ -91,10 +116,10 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
                 "coverage": _num(r.get("coverage")),
                 "missing": _num(r.get("missing")),
                 "type_match": float(bool(r.get("type_match"))),
-                "e5_unit": _num(r.get("e5_unit")),
-                "e5_unit_gap": _num(r.get("e5_unit")) - best["e5_unit"],
-                "e5_heading": _num(r.get("e5_heading")),
-                "e5_chunk": _num(r.get("e5_chunk")),
+                "e5_unit_z": z["e5_unit"][i],
+                "e5_unit_rank": unit_rank[i],
+                "e5_heading_z": z["e5_heading"][i],
+                "e5_chunk_z": z["e5_chunk"][i],
                 "retrieval": 1.0 / (1.0 + int(r.get("retrieval") or 0)),
                 "kind_item": float(kind == "item"),
                 "kind_row": float(kind == "row"),

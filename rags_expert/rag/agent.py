@@ -29,7 +29,6 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import StateGraph
 
 from rags_expert.agentflow import AgentFlow
-from rags_expert.evidence import EvidenceScorer
 from rags_expert.lessons import LessonMemory
 from rags_expert.llm.chat import bind_output_cap, build_chat_model
 from rags_expert.llm.grading import GradingContext
@@ -39,7 +38,7 @@ from rags_expert.rag.authorization import AuthorizeHook, build_authorizer
 from rags_expert.rag.fallback import build_fallback_retriever
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
-from rags_expert.rag.profiles import profile_for
+from rags_expert.rag.profiles import evidence_scorer, profile_for
 from rags_expert.rag.reranking import HostReranker, RerankStage
 from rags_expert.settings import RagsExpertSettings, coerce_settings
 
@@ -130,7 +129,7 @@ class RagsExpert(AgentFlow):
             lessons=self.lesson_memory if settings.lessons.enabled else None,
             fallback_retriever=self.fallback_retriever,
             authorizer=self.authorizer,
-            evidence=EvidenceScorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
+            evidence=evidence_scorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
             rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
         )
         return build_graph(deps)

@@ -18,6 +18,7 @@ LangGraph Server all show the same.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -82,9 +83,9 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     if error.startswith("PromptError:"):
         reason = "prompt_error"
     try:
-        content, sources = _failure_content(prompts, state, reason, error)
+        content, sources, closest = _failure_content(prompts, state, reason, error)
     except PromptError as exc:  # a broken failure template must not hide the failure
-        reason, error, sources = "prompt_error", redacted_error(exc), []
+        reason, error, sources, closest = "prompt_error", redacted_error(exc), [], []
         content = PromptStore().render(  # the packaged template
             "failure_error", question=question, component="the prompt templates", error="PromptError"
         )
@@ -99,6 +100,8 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     }
     if value(state, "hops"):
         metadata["hops"] = hop_list(state)
+    if closest:
+        metadata["closest"] = closest
     if error:
         metadata["error"] = error
         metadata["error_class"] = error_class(error)
@@ -109,10 +112,12 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
 
 def _failure_content(
     prompts: PromptStore, state: RagState, reason: str, error: str
-) -> tuple[str, list[dict[str, Any]]]:
-    """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The failure message for ``reason``, the sources it offers (those of a partial answer, or of the closest
+    passages when no answer was found), and those passages (:func:`closest_passages`)."""
     question = value(state, "question")
     sources: list[dict[str, Any]] = []
+    closest: list[dict[str, Any]] = []
     if reason == "empty_question":
         content = prompts.render("empty_question")
     elif reason == "invalid_request":
@@ -133,11 +138,27 @@ def _failure_content(
     elif error and reason != "not_authorized":  # not_authorized: declined like not-found, nothing offered
         component = FAULTY.get(reason, "the language model")
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
+    elif value(state, "closest") and reason != "not_authorized":  # declined: nothing offered
+        offered, sources, closest = closest_passages(prompts, state)
+        content = prompts.render("failure_not_found", question=question, partial="") + offered
     else:
         if value(state, "partial_answer"):
             sources = list(value(state, "partial_sources"))
         content = prompts.render("failure_not_found", question=question, partial=_partial(prompts, state))
-    return content, sources
+    return content, sources, closest
+
+
+def closest_passages(prompts: PromptStore, state: RagState) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The failure's offer of the units closest to an answer (prompt ``failure_closest``), each quoted and cited;
+    its sources (the chunks, numbered as cited); and per passage its ``quote``, number ``n`` and ``source``."""
+    lines = "\n".join(f"“{c['quote']}” [{c['n']}]" for c in value(state, "closest"))
+    text, sources = cited_sources(prompts.render("failure_closest", passages=lines), state["relevant"])
+    numbers = [int(n) for n in re.findall(r"” \[(\d+)\]$", text, flags=re.MULTILINE)]
+    passages = [
+        {"quote": c["quote"], "n": n, "source": sources[n - 1]["source"]}
+        for c, n in zip(value(state, "closest"), numbers, strict=True)
+    ]
+    return text, sources, passages
 
 
 def _partial(prompts: PromptStore, state: RagState) -> str:

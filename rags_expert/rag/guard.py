@@ -153,7 +153,8 @@ def guard_answer(success: Node, failure_node: Node, authorizer: Authorizer | Non
 
 
 def guard_partial(node: Node, authorizer: Authorizer | None) -> Node:
-    """``finalize_failure`` offering a partial answer only when every chunk it cites is still readable."""
+    """``finalize_failure`` offering a partial answer (or the closest passages) only when every chunk it cites is
+    still readable."""
     if authorizer is None:
         return node
 
@@ -162,6 +163,10 @@ def guard_partial(node: Node, authorizer: Authorizer | None) -> Node:
         uids = [str(s.get("uid")) for s in value(state, "partial_sources")]
         if value(state, "partial_answer") and await authorizer.revoked(value(state, "user"), uids):
             state = {**state, "partial_answer": "", "partial_sources": []}
+        relevant = value(state, "relevant")
+        closest = [chunk_id(relevant[c["n"] - 1]) for c in value(state, "closest") if 0 < c["n"] <= len(relevant)]
+        if closest and await authorizer.revoked(value(state, "user"), closest):
+            state = {**state, "closest": []}
         return await node(state)
 
     return run

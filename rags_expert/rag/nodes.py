@@ -49,7 +49,7 @@ from rags_expert.rag.options import (
     ainvoke_retriever,
     read_request,
 )
-from rags_expert.rag.profiles import ModelProfile, profile_for
+from rags_expert.rag.profiles import ModelProfile, evidence_scorer, profile_for
 from rags_expert.rag.recall import LessonRecalls, with_lessons
 from rags_expert.rag.refinement import refined_context
 from rags_expert.rag.relevance import RelevanceJudge, keep_context
@@ -85,7 +85,7 @@ class RagDeps:
 
     def __post_init__(self) -> None:
         if self.evidence is None:
-            object.__setattr__(self, "evidence", EvidenceScorer(self.settings.evidence))
+            object.__setattr__(self, "evidence", evidence_scorer(self.settings.evidence))
 
     @property
     def profile(self) -> ModelProfile:
@@ -373,13 +373,17 @@ class RagNodes:
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
         holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answering.
-        quoted_answer`); with none, leave the answer empty (the run ends in failure)."""
+        quoted_answer`); with none, leave the answer empty (the run ends in failure) and keep the closest units for
+        the failure to offer (``evidence.closest_passages``)."""
         deps = self.deps
         quoted = await quoted_answer(
             state["question"], state["relevant"], deps.evidence, deps.prompts, self.judge.pair_coverage
         )
         if quoted is None:
-            return {"answer_kind": ""}
+            closest = await deps.evidence.closest(
+                state["question"], state["relevant"], deps.settings.evidence.closest_passages
+            )
+            return {"answer_kind": "", "closest": [{"quote": m.sentence, "n": m.doc + 1} for m in closest]}
         emit("answer_extracted", chunk=quoted.chunk, score=round(quoted.score, 3))
         return {"answer": quoted.text, "answer_kind": "extractive", "failure_reason": ""}
 

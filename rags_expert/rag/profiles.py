@@ -13,6 +13,7 @@
 | another draft after a rejection | up to ``max_generations`` | none: one draft, then the extractive fallback |
 | lessons (reflect) | LLM writes one | none (a weak model's advice is noise) |
 | extractive fallback | off | on: the best matching sentence, quoted and cited |
+| which unit answers (``evidence.reader``) | the evidence's rules | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
 | follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
 
 The graders of a ~100M-parameter model approve ~75 % of anything (at chance), so for it the evidence
@@ -21,9 +22,14 @@ decides; a capable model keeps its own judgement and the evidence only fills in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from langchain_core.embeddings import Embeddings
+
+from rags_expert.evidence import EvidenceScorer
+from rags_expert.evidence.reader import ReadingScorer
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings
 from rags_expert.settings.evidence import RefinementMethod
 
@@ -55,6 +61,9 @@ class ModelProfile:
     """Write another draft after a rejected one (else ``max_generations`` is 1 for the question)."""
     write_lessons: bool
     extractive_fallback: bool
+    reader: bool = False
+    """The answer selector (:mod:`rags_expert.evidence.reader`) chooses the quoted unit, or none; else the evidence's
+    rules (``EvidenceScorer.best_answer``)."""
     multihop: Judge = "llm"
     """Who proposes a follow-up search (:mod:`rags_expert.rag.hops`): the model, or the evidence's bridge name."""
 
@@ -89,6 +98,7 @@ PROFILES: dict[str, ModelProfile] = {
         regenerate=False,
         write_lessons=False,
         extractive_fallback=True,
+        reader=True,
         multihop="evidence",
     ),
 }
@@ -97,9 +107,22 @@ PROFILES: dict[str, ModelProfile] = {
 def profile_for(settings: EvidenceSettings) -> ModelProfile:
     """The profile ``settings.profile`` names, with ``settings.extractive_fallback`` applied when set."""
     profile = PROFILES[settings.profile]
-    if settings.extractive_fallback is None or settings.extractive_fallback == profile.extractive_fallback:
-        return profile
-    return ModelProfile(**{**profile.__dict__, "extractive_fallback": settings.extractive_fallback})
+    own = {
+        key: chosen
+        for key, chosen in (("extractive_fallback", settings.extractive_fallback), ("reader", settings.reader))
+        if chosen is not None and chosen != getattr(profile, key)
+    }
+    return ModelProfile(**{**profile.__dict__, **own}) if own else profile
+
+
+def evidence_scorer(
+    settings: EvidenceSettings, embeddings: Embeddings | Callable[[], Embeddings | None] | None = None
+) -> EvidenceScorer:
+    """The evidence scorer the profile asks for: with its ``reader`` on, the one whose answer choice is the answer
+    selector's (:class:`~rags_expert.evidence.reader.ReadingScorer`)."""
+    if profile_for(settings).reader:
+        return ReadingScorer(settings, embeddings)
+    return EvidenceScorer(settings, embeddings)
 
 
 @dataclass(frozen=True)

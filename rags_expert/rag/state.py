@@ -84,6 +84,9 @@ class RagState(InputState, total=False):
     """The best grounded (but not useful) answer so far, offered on failure."""
     partial_sources: list[dict[str, Any]]
     """The chunks that partial answer cites, numbered as it cites them."""
+    closest: list[dict[str, Any]]
+    """When no answer was found, the units closest to one (``quote``, ``n``: the number of its chunk in
+    ``relevant``), offered on failure as "closest passages", never as an answer (``evidence.closest_passages``)."""
     rephrases: int
     generations: int
     max_rephrases: int
@@ -151,6 +154,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "feedback": "",
         "partial_answer": "",
         "partial_sources": [],
+        "closest": [],
         "rephrases": 0,
         "generations": 0,
         "max_rephrases": 0,

@@ -45,6 +45,22 @@ class EvidenceSettings(SettingsSection):
         "chunks, quoted and cited (only if it holds an answer of the question's type). None: the profile's "
         "default (small: on, standard: off).",
     )
+    reader: bool | None = Field(
+        None,
+        description="Choose the unit that answers (or none) with the answer selector (rags_expert.evidence.reader: "
+        "a conditional logit over every retrieved unit's features, weights fitted on dev data by "
+        "bench/train_reader.py) instead of the evidence's hand rules. It decides what the extractive fallback "
+        "quotes, what a draft must rest on, and when the run abstains. None: the profile's default (small: on, "
+        "standard: off).",
+    )
+    closest_passages: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="When the extractive fallback finds no answer, the number of closest units of the relevant "
+        "chunks the 'not found' reply quotes and cites under 'Not found; closest passages' (--json: 'closest'). "
+        "0: none.",
+    )
     use_embeddings: bool = Field(
         True,
         description="Blend in the cosine similarity of question and sentence under the knowledge base's embedding "

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from langchain_core.documents import Document
 
+from rags_expert.evidence import EvidenceScorer
 from rags_expert.evidence.reader import FEATURES, ReaderModel, ReadingScorer, feature_vectors
 from rags_expert.settings import EvidenceSettings
 
@@ -23,13 +23,19 @@ def _unit(**values):
     return {"kind": "prose", "gold": False} | values
 
 
-def test_gaps_are_relative_to_the_questions_best_candidate():
+def test_gaps_and_similarities_are_relative_to_the_questions_other_candidates():
     rows = [_unit(e5_unit=0.8, ql=-20.0, ql_tokens=10, evidence=0.7), _unit(e5_unit=0.7, ql=-30.0, ql_tokens=10)]
     first, second = feature_vectors(rows)
-    assert first["e5_unit_gap"] == 0.0 and second["e5_unit_gap"] == pytest.approx(-0.1)
+    assert first["e5_unit_z"] == pytest.approx(1.0) and second["e5_unit_z"] == pytest.approx(-1.0)
+    assert first["e5_unit_rank"] == 1.0 and second["e5_unit_rank"] == 0.5
     assert first["ql"] == -2.0 and second["ql_gap"] == pytest.approx(-1.0)
     assert second["evidence_gap"] == pytest.approx(-0.7)
     assert set(first) == set(FEATURES)
+    # another embedding model's scale (similarities twice as spread, shifted) reads the same
+    scaled = feature_vectors([_unit(e5_unit=0.4), _unit(e5_unit=0.2)])
+    assert [v["e5_unit_z"] for v in scaled] == pytest.approx([1.0, -1.0])
+    # no embeddings: the similarity features are all 0, not a guess
+    assert {v["e5_unit_z"] for v in feature_vectors([_unit(), _unit()])} == {0.0}
 
 
 def _model(threshold=0.5, no_answer=0.0):
@@ -96,3 +102,18 @@ def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys
     assert fresh["no_answer"] == pytest.approx(shipped.no_answer, abs=1e-5)
     assert fresh["threshold"] == pytest.approx(shipped.threshold, abs=1e-5)
     assert fresh["meta"]["sha256"] == shipped.meta["sha256"]  # the committed data is what they were fitted on
+
+
+async def test_closest_passages_are_distinct_factual_units_best_first():
+    docs = [
+        Document("The default timeout is 30 seconds. Retries are off.\n\n```python\nClient(timeout=30)\n```"),
+        Document("The default timeout is 30 seconds."),  # the same unit, held by an overlapping chunk
+    ]
+    settings = EvidenceSettings(use_embeddings=False)
+    for scorer in (EvidenceScorer(settings), ReadingScorer(settings, model=_model())):
+        closest = await scorer.closest("What is the default timeout?", docs, k=3)
+        texts = [m.sentence for m in closest]
+        assert texts[0] == "The default timeout is 30 seconds.", type(scorer)
+        assert len(texts) == len(set(texts)) and all(m.factual for m in closest)
+        assert "Client(timeout=30)" not in texts  # a code line is not a passage to offer
+        assert len(await scorer.closest("What is the default timeout?", docs, k=1)) == 1

@@ -90,8 +90,15 @@ async def test_small_profile_rejects_an_answer_that_does_not_answer() -> None:
 async def test_small_profile_says_not_found_for_an_absent_attribute() -> None:
     script = Script(generate=lambda t: "The Zephyr lighthouse was painted by Mara Quill.")
     msg, _ = await ask("Who painted the Zephyr lighthouse?", script, **SMALL)
-    assert msg.response_metadata["outcome"] == "failure"
-    assert msg.response_metadata["sources"] == []
+    meta = msg.response_metadata
+    assert meta["outcome"] == "failure" and msg.content.startswith("I could not find an answer")
+    assert "painted by" not in msg.content  # the rejected draft is never offered
+    # what it offers instead: the closest passages, quoted and cited, under their own heading
+    assert "Not found; closest passages" in msg.content
+    assert 1 <= len(meta["closest"]) <= 3 and len(meta["sources"]) >= 1
+    for passage in meta["closest"]:
+        assert f"“{passage['quote']}” [{passage['n']}]" in msg.content
+        assert passage["quote"] in meta["sources"][passage["n"] - 1]["content"]
 
 
 async def test_small_profile_says_not_found_for_an_absent_subject() -> None:

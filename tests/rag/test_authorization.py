@@ -334,3 +334,20 @@ async def test_langgraph_servers_authenticated_user_wins_over_the_clients_contex
     )
     assert [s["uid"] for s in out["messages"][-1].response_metadata["sources"]] == ["varen"]
     assert {c.user for c in table.checks[""]} == {"alice"}
+
+
+@pytest.mark.parametrize("revoked", [False, True])
+async def test_closest_passages_are_offered_only_while_their_chunks_are_readable(revoked):
+    from rags_expert.rag.authorization import Authorizer
+    from rags_expert.rag.guard import guard_partial
+
+    table = PermissionTable(grants={"alice": {"varen"} if revoked else {"varen", "secret"}})
+    seen = []
+
+    async def finalize(state):
+        seen.append(state)
+        return {}
+
+    state = {"user": "alice", "relevant": DOCS, "closest": [{"quote": SECRET, "n": 2}, {"quote": VAREN, "n": 1}]}
+    await guard_partial(finalize, Authorizer(table.allowed, timeout=5.0))(state)
+    assert seen[0]["closest"] == ([] if revoked else state["closest"])

