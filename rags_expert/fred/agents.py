@@ -47,7 +47,7 @@ from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.lessons import LessonMemory
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.agent import RagsExpert
-from rags_expert.rag.final import error_class
+from rags_expert.rag.answer.final import error_class
 from rags_expert.settings import AgentSettings, KGExpertSettings, RagsExpertSettings, coerce_settings
 
 log = logging.getLogger(__name__)

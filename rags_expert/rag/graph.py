@@ -25,14 +25,14 @@ any router, once a budget is used up, instead of a node that may call the model 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
 the model says; the recursion limit is set above that and never decides. A
-per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.budget`)
+per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.wrappers._budget`)
 stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
 sentence of the relevant chunks where the run would otherwise give up. An optional
-fallback source (:mod:`rags_expert.rag.fallback`, CRAG's "incorrect" action) is
+fallback source (:mod:`rags_expert.rag.retrieve.fallback_source`, CRAG's "incorrect" action) is
 searched once when nothing relevant was found, before giving up. With knowledge refinement on
-(:mod:`rags_expert.rag.refinement`, CRAG's decompose-recompose), ``[refine_knowledge →]`` cuts the relevant
-chunks not yet refined to their relevant strips on the way to ``generate``. Multi-hop (:mod:`rags_expert.rag.hops`):
+(:mod:`rags_expert.rag.grade.refinement`, CRAG's decompose-recompose), ``[refine_knowledge →]`` cuts the relevant
+chunks not yet refined to their relevant strips on the way to ``generate``. Multi-hop (:mod:`rags_expert.rag.retrieve.hops`):
 while hops are left, grading new relevant chunks plans a follow-up search for the bridge entity, at most
 ``max_hops - 1`` times a question; a planned one is ``hop_retrieve``; after it, the answer reads the chunks of every hop.
 """
@@ -45,15 +45,15 @@ from typing import Any, Literal, TypeVar
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.llm.usage import metered
-from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
-from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
-from rags_expert.rag.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
-from rags_expert.rag.hops import HOP_ANSWER_NODE, HOP_NODE, Hops, after_hop
+from rags_expert.rag.grade.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
-from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
+from rags_expert.rag.retrieve.fallback_source import FALLBACK_NODE, FallbackSource, wants_fallback
+from rags_expert.rag.retrieve.hops import HOP_ANSWER_NODE, HOP_NODE, Hops, after_hop
 from rags_expert.rag.state import InputState, OutputState, RagState, value
-from rags_expert.rag.timings import timed
+from rags_expert.rag.wrappers._budget import BUDGET_NODE, budget_exceeded, budgeted
+from rags_expert.rag.wrappers._timings import timed
+from rags_expert.rag.wrappers.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
 
 N = TypeVar("N", bound=Callable[..., Awaitable[Any]])
 
@@ -200,7 +200,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
     """Wire the nodes and routers into an (uncompiled) StateGraph.
 
     Every node is :func:`~rags_expert.llm.usage.metered` (the calls and tokens of those that call the model go to
-    the state's ``usage``) and :func:`~rags_expert.rag.timings.timed` (its wall and CPU seconds go to ``timings``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
+    the state's ``usage``) and :func:`~rags_expert.rag.wrappers._timings.timed` (its wall and CPU seconds go to ``timings``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.wrappers._budget.budgeted`).
 
     Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
     come as the run's context (``RequestContext``) or in ``configurable``.
@@ -210,7 +210,7 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
 
     # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
     builder.add_node("prepare", _node("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    auth = deps.authorizer  # the host's permission check (rags_expert.rag.guard); None: off
+    auth = deps.authorizer  # the host's permission check (rags_expert.rag.wrappers.guard); None: off
     builder.add_node("retrieve", _node("retrieve", guard_documents(nodes.retrieve, auth)))
     hops = Hops(
         deps.model, deps.retriever, deps.grading, deps.evidence, deps.settings, deps.profile, nodes.redacted_error

@@ -1,7 +1,7 @@
 """The nodes of the corrective-RAG graph: small async functions over the state.
 
 Each node returns a partial state update. Nodes never raise: a model or retriever
-fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.failsafe`)
+fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.wrappers.failsafe`)
 and the routers send the run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
@@ -29,19 +29,18 @@ from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answering import (
+from rags_expert.rag.answer.citations import chunk_id, cited_numbers, format_context
+from rags_expert.rag.answer.final import failure_message, success_message
+from rags_expert.rag.answer.prompt import (
     answer_messages,
     attribute,
     evidence_verdicts,
     quoted_answer,
     verdict_update,
 )
-from rags_expert.rag.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.citations import chunk_id, cited_numbers, format_context
-from rags_expert.rag.failsafe import fails_as, failure, redacted_error
-from rags_expert.rag.final import failure_message, success_message
-from rags_expert.rag.guard import AUTH_FAILED, permitted_history
-from rags_expert.rag.hops import grading_question
+from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
+from rags_expert.rag.grade.refinement import refined_context
+from rags_expert.rag.grade.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
@@ -50,13 +49,14 @@ from rags_expert.rag.options import (
     read_request,
 )
 from rags_expert.rag.profiles import ModelProfile, profile_for
-from rags_expert.rag.recall import LessonRecalls, with_lessons
-from rags_expert.rag.refinement import refined_context
-from rags_expert.rag.relevance import RelevanceJudge, keep_context
-from rags_expert.rag.reranking import RerankStage
-from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
+from rags_expert.rag.retrieve._recall import LessonRecalls, with_lessons
+from rags_expert.rag.retrieve.hops import grading_question
+from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
-from rags_expert.rag.verified import evidence_accepts
+from rags_expert.rag.verdict.verified import evidence_accepts
+from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
+from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
+from rags_expert.rag.wrappers.guard import AUTH_FAILED, permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
@@ -75,13 +75,13 @@ class RagDeps:
     grading: grading.GradingContext
     lessons: LessonMemory | None = None
     fallback_retriever: BaseRetriever | None = None
-    """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
+    """The fallback source (:mod:`rags_expert.rag.retrieve.fallback_source`), consulted once when nothing is relevant."""
     authorizer: Authorizer | None = None
-    """The host's answer-time permission check (:mod:`rags_expert.rag.guard`); None: off."""
+    """The host's answer-time permission check (:mod:`rags_expert.rag.wrappers.guard`); None: off."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
     rerank: RerankStage = field(default_factory=RerankStage)
-    """The reranking stage between retrieval and grading (:mod:`rags_expert.rag.reranking`; default: none)."""
+    """The reranking stage between retrieval and grading (:mod:`rags_expert.rag.retrieve.reranking`; default: none)."""
 
     def __post_init__(self) -> None:
         if self.evidence is None:
@@ -133,7 +133,7 @@ class RagNodes:
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
     def redacted_error(self, exc: BaseException) -> str:
-        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.failsafe.redacted_error`)."""
+        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.wrappers.failsafe.redacted_error`)."""
         return redacted_error(exc, self.deps.settings.secrets())
 
     async def prepare(
@@ -141,7 +141,7 @@ class RagNodes:
     ) -> dict[str, Any]:
         """Start a question: reset the working state and the call count, validate the request's options
         once, take the last user message, make a follow-up standalone, start recalling lessons (beside the
-        retrieval: :mod:`rags_expert.rag.recall`)."""
+        retrieval: :mod:`rags_expert.rag.retrieve._recall`)."""
         update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
         start = open_question(value(state, "messages"), config, self.deps.settings.max_question_chars)
         question = start.question
@@ -175,7 +175,7 @@ class RagNodes:
     @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query with the request's options (validated by ``prepare``), reranked
-        (:mod:`~rags_expert.rag.reranking`); a retriever fault ends the run honestly."""
+        (:mod:`~rags_expert.rag.retrieve.reranking`); a retriever fault ends the run honestly."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
         queries = [*value(state, "queries"), query]
@@ -185,8 +185,8 @@ class RagNodes:
         return {"documents": await self.deps.rerank.apply(query, docs, options.limit), "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a
-        chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.speculation`)."""
+        """Grade the new chunks (:mod:`rags_expert.rag.grade.relevance`), keep the relevant ones, never re-grade a
+        chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.answer.speculation`)."""
         graded = dict(value(state, "graded"))
         fresh: dict[str, Document] = {}
         for doc in value(state, "documents"):
@@ -333,7 +333,7 @@ class RagNodes:
             useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
         elif settings.evidence.verify_answers and await evidence_accepts(
             state["question"], answer, relevant, self.deps.evidence
-        ):  # the answer quotes what it cites: no model call (rags_expert.rag.verified)
+        ):  # the answer quotes what it cites: no model call (rags_expert.rag.verdict.verified)
             emit("answer_verified", generation=value(state, "generations"), by="evidence")
             grounded = useful = grading.Verdict(True, True, "", "")
         else:
@@ -372,7 +372,7 @@ class RagNodes:
     @fails_as("prompt_error", catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answering.
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer.prompt.
         quoted_answer`); with none, leave the answer empty (the run ends in failure)."""
         deps = self.deps
         quoted = await quoted_answer(

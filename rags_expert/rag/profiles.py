@@ -42,7 +42,7 @@ class ModelProfile:
     """Prompt key of the answer call."""
     refinement: RefinementMethod
     """How relevant chunks are cut to their relevant strips before the answer, unless ``refinement.method``
-    says (:mod:`rags_expert.rag.refinement`)."""
+    says (:mod:`rags_expert.rag.grade.refinement`)."""
     max_strips: int
     """Strips per chunk the evidence method keeps, unless ``refinement.max_strips`` says."""
     reattribute: bool
@@ -56,7 +56,7 @@ class ModelProfile:
     write_lessons: bool
     extractive_fallback: bool
     multihop: Judge = "llm"
-    """Who proposes a follow-up search (:mod:`rags_expert.rag.hops`): the model, or the evidence's bridge name."""
+    """Who proposes a follow-up search (:mod:`rags_expert.rag.retrieve.hops`): the model, or the evidence's bridge name."""
 
 
 PROFILES: dict[str, ModelProfile] = {

@@ -13,7 +13,7 @@ from helpers.permissions import PermissionTable
 from helpers.scripts import Script
 
 from rags_expert import RagsExpert
-from rags_expert.rag.authorization import AuthorizationConfigError
+from rags_expert.rag.wrappers.authorization import AuthorizationConfigError
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

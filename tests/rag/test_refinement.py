@@ -14,7 +14,7 @@ from helpers.scripts import MODEL_CHECKS, Script, between
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.rag.refinement import GAP, recompose, split_strips
+from rags_expert.rag.grade.refinement import GAP, recompose, split_strips
 from rags_expert.settings import RagsExpertSettings, RefinementSettings
 from rags_expert.testing import ScriptedChatModel
 

@@ -24,7 +24,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from rags_expert import RagsExpert
 from rags_expert.evidence.rerank import EvidenceReranker, fuse, linked
-from rags_expert.rag.reranking import RerankStage, build_reranker
+from rags_expert.rag.retrieve.reranking import RerankStage, build_reranker
 from rags_expert.retrieval.rerank.base import RerankError
 from rags_expert.retrieval.rerank.compressor import CompressorReranker
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.rag.verified import evidence_accepts, quotes_its_sources
+from rags_expert.rag.verdict.verified import evidence_accepts, quotes_its_sources
 from rags_expert.settings import EvidenceSettings
 from rags_expert.testing import ScriptedChatModel
 

@@ -23,8 +23,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.limits import QuestionTooLongError, check_question
-from rags_expert.rag.authorization import AuthorizationError, build_authorizer
-from rags_expert.rag.guard import permitted_docs
+from rags_expert.rag.wrappers.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag.wrappers.guard import permitted_docs
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_data
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings

@@ -176,8 +176,8 @@ def rewrite_citations(text: str, n_chunks: int, rewrite: Callable[[Citation], st
 def source_dict(doc: Document, n: int) -> dict[str, Any]:
     """The public description of a cited chunk: ``n`` is its number in the final answer; ``uid`` (= ``chunk_id``)
         identifies the chunk across runs; ``origin`` says which source it came from (``"primary"``, or
-        ``"fallback"``: :mod:`rags_expert.rag.fallback`); ``hop`` which search of a multi-hop question found it (1, 2, …:
-    :mod:`rags_expert.rag.hops`)."""
+        ``"fallback"``: :mod:`rags_expert.rag.retrieve.fallback_source`); ``hop`` which search of a multi-hop question found it (1, 2, …:
+    :mod:`rags_expert.rag.retrieve.hops`)."""
     meta = doc.metadata
     uid = chunk_id(doc)
     return {

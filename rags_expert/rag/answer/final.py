@@ -3,9 +3,9 @@
 Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
 ``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`),
-``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag.timings.summary`); on
+``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag.wrappers._timings.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence) and ``citations`` (each answer
-sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag.spans`); on
+sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag.answer.spans`); on
 failure ``reason`` and, after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used); ``hops``, the
 follow-up searches of a multi-hop question (each source's ``hop`` says which search found it).
@@ -25,11 +25,11 @@ from langchain_core.messages import AIMessage
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.llm.usage import summary
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag import timings
-from rags_expert.rag.budget import budget_text, spent_budget
-from rags_expert.rag.citations import cited_sources
-from rags_expert.rag.spans import span_citations
+from rags_expert.rag.answer.citations import cited_sources
+from rags_expert.rag.answer.spans import span_citations
 from rags_expert.rag.state import RagState, value
+from rags_expert.rag.wrappers import _timings as timings
+from rags_expert.rag.wrappers._budget import budget_text, spent_budget
 
 FAULTY = {
     "prompt_error": "the prompt templates",
@@ -45,13 +45,13 @@ def error_class(error: str) -> str:
 
 
 def hop_list(state: RagState) -> list[dict[str, Any]]:
-    """The follow-up searches of a multi-hop question (:mod:`rags_expert.rag.hops`): ``hop``, ``query``, ``bridge``."""
+    """The follow-up searches of a multi-hop question (:mod:`rags_expert.rag.retrieve.hops`): ``hop``, ``query``, ``bridge``."""
     return [{"hop": h["hop"], "query": h["query"], "bridge": h["bridge"]} for h in value(state, "hops")]
 
 
 def success_message(state: RagState, span_min_support: float) -> AIMessage:
     """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
-    (``evidence.span_min_support``: :func:`rags_expert.rag.spans.span_citations`)."""
+    (``evidence.span_min_support``: :func:`rags_expert.rag.answer.spans.span_citations`)."""
     content, sources = cited_sources(state["answer"], state["relevant"])
     return AIMessage(
         content=content,

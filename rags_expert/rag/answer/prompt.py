@@ -6,7 +6,7 @@
 * :func:`evidence_verdicts`: grounded / useful from the evidence (the ``small`` profile's graders).
 * :func:`verdict_update`: the state update of the two verdicts, whoever gave them.
 * :func:`extractive_answer`: the best matching sentence, quoted and cited (the extractive fallback).
-* :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag.bridge.pair_quote`).
+* :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag.retrieve.bridge.pair_quote`).
 * :func:`two_quotes`: the answer of two quoted sentences (a hop's or a pair's).
 """
 
@@ -29,9 +29,9 @@ from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
 from rags_expert.llm.grading import Verdict
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.bridge import pair_quote
-from rags_expert.rag.citations import cited_numbers, cited_sources, format_context
+from rags_expert.rag.answer.citations import cited_numbers, cited_sources, format_context
 from rags_expert.rag.profiles import ModelProfile
+from rags_expert.rag.retrieve.bridge import pair_quote
 from rags_expert.rag.state import RagState, value
 
 

@@ -33,7 +33,7 @@ from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, split_sentences
 from rags_expert.llm import grading
 from rags_expert.prompts import neutralise
-from rags_expert.rag.citations import chunk_id
+from rags_expert.rag.answer.citations import chunk_id
 from rags_expert.rag.profiles import RefinePlan
 from rags_expert.rag.state import RagState, value
 

@@ -5,7 +5,7 @@
   when the reply names no readable list;
 * or, in the ``small`` profile, the evidence (no call): a chunk whose best sentence matches the question
   well enough (``evidence.min_relevance``), and the two chunks of a linked pair (one names the other's title,
-  together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag.bridge.
+  together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag.retrieve.bridge.
   linked_pairs`), the two documents of a two-hop question found by one search.
 """
 
@@ -19,8 +19,8 @@ from langchain_core.runnables import RunnableConfig
 
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import grading
-from rags_expert.rag.bridge import linked_pairs
-from rags_expert.rag.citations import format_context
+from rags_expert.rag.answer.citations import format_context
+from rags_expert.rag.retrieve.bridge import linked_pairs
 from rags_expert.settings import EvidenceSettings
 
 

@@ -20,9 +20,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
-from rags_expert.rag.failsafe import fails_as
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.state import RagState, value
+from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 

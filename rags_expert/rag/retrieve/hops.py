@@ -6,7 +6,7 @@ the run goes to ``hop_retrieve``, which plans a follow-up query from the questio
 * ``standard`` profile: one model call (prompt ``hop_query``, IRCoT-style) proposes the query, or ``none`` when
   the chunks already hold what the question needs;
 * ``small`` profile: no model call; the bridge is the names (not code names) of the best matching factual
-  sentence that the question lacks (:mod:`rags_expert.rag.bridge`), and the query is those names.
+  sentence that the question lacks (:mod:`rags_expert.rag.retrieve.bridge`), and the query is those names.
 
 With a query, the node searches (``multihop.top_k`` chunks, the request's filters) and tags the chunks with their
 hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` grades them against the question and
@@ -36,14 +36,14 @@ from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
-from rags_expert.rag.answering import two_quotes
-from rags_expert.rag.bridge import hop_quote, plan_bridge, split_bridge
-from rags_expert.rag.citations import chunk_id, format_context
-from rags_expert.rag.failsafe import failure
+from rags_expert.rag.answer.citations import chunk_id, format_context
+from rags_expert.rag.answer.prompt import two_quotes
+from rags_expert.rag.grade.relevance import keep_context
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile
-from rags_expert.rag.relevance import keep_context
+from rags_expert.rag.retrieve.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag.state import RagState, value
+from rags_expert.rag.wrappers.failsafe import failure
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
@@ -212,7 +212,7 @@ class Hops:
         return (None if query.strip(" .\"'").lower() in NO_HOP else Plan(query)), 1
 
     async def _plan_by_evidence(self, state: RagState) -> Plan | None:
-        """The bridge of the latest hop's relevant chunks (:func:`~rags_expert.rag.bridge.plan_bridge`) and the
+        """The bridge of the latest hop's relevant chunks (:func:`~rags_expert.rag.retrieve.bridge.plan_bridge`) and the
         query of the bridge and the question, or None."""
         latest = value(state, "hops_planned") + 1
         docs = [d for d in value(state, "relevant") if hop_of(d) == latest]

@@ -5,7 +5,7 @@
   node hands to worker threads, embedding or a local Qdrant, counts) before and after the node, and adds
   ``{"timings": {node: {runs, wall_s, cpu_s}}}`` to its state update, which :func:`add_timings` sums per node.
   A node that starts a new question (``prepare``: an ``Overwrite`` of ``llm_calls``) starts a new record.
-* The lesson recall runs beside the nodes (:mod:`rags_expert.rag.recall`): its entry, ``lesson_recall``,
+* The lesson recall runs beside the nodes (:mod:`rags_expert.rag.retrieve._recall`): its entry, ``lesson_recall``,
   carries its own wall time, the CPU time of the worker thread that ran it, whether it was ``skipped`` (the
   scope holds no lesson: nothing embedded) and ``waited_s``, how long the node that needed the lessons waited
   for them (0 when the recall was done first: it did not delay the question).

@@ -2,7 +2,7 @@
 
 Indexes filter by permissions as they were at ingestion; a chunk can be revoked after that. The host gives the
 agent one hook, asked at answer time with the request's user (:class:`~rags_expert.rag.options.RequestOptions`
-``user_id``; None for an anonymous request) and chunk uids (``sources[].uid``, :func:`~rags_expert.rag.citations.chunk_id`);
+``user_id``; None for an anonymous request) and chunk uids (``sources[].uid``, :func:`~rags_expert.rag.answer.citations.chunk_id`);
 it answers the uids that user may read. Three kinds, one :class:`Authorizer`:
 
 * a callable passed as ``RagsExpert(authorize=...)``, sync (run, and its answer read, on a daemon thread of its own
@@ -15,7 +15,7 @@ A hook that raises, times out (``authorization.timeout``), answers an HTTP error
 but an iterable of uids or a ``{uid: bool}`` mapping), or is asked while ``authorization.max_hung_calls`` of its
 timed-out sync calls still run, raises :class:`AuthorizationError`, whose text names the hook kind and the fault's
 class only (never the URL's credentials, the token or the reply): the graph fails closed. Uids a hook adds that it was not asked about are
-ignored. Where the graph asks is :mod:`rags_expert.rag.guard`.
+ignored. Where the graph asks is :mod:`rags_expert.rag.wrappers.guard`.
 """
 
 from __future__ import annotations

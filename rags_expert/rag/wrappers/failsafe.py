@@ -1,7 +1,7 @@
 """A RAG node never raises: a fault that survives its retries becomes the failure state.
 
 :func:`fails_as` decorates a node method (of :class:`~rags_expert.rag.nodes.RagNodes` or
-:class:`~rags_expert.rag.fallback.FallbackSource`, anything with a ``redacted_error`` method): a fault of the
+:class:`~rags_expert.rag.retrieve.fallback_source.FallbackSource`, anything with a ``redacted_error`` method): a fault of the
 kinds it catches ends the node with ``error`` (``ErrorClass: message``, redacted: :func:`redacted_error`) and
 ``failure_reason``, and the routers send the run to ``finalize_failure``. What an attempt costs whether it
 succeeds or not (the LLM call, the loop counter) is the decorator's ``charge``, so a failed call is still

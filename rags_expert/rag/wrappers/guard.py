@@ -1,4 +1,4 @@
-"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag.authorization`), as node wrappers.
+"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag.wrappers.authorization`), as node wrappers.
 
 * :func:`guard_documents` (``retrieve``, ``fallback_retrieve``): every retrieved chunk, before the state
   update leaves the node, so grading, the speculative draft, state streams and checkpoints never see a
@@ -31,10 +31,10 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
-from rags_expert.rag.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.citations import chunk_id, cited_numbers
-from rags_expert.rag.failsafe import failure
+from rags_expert.rag.answer.citations import chunk_id, cited_numbers
 from rags_expert.rag.state import RagState, value
+from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
+from rags_expert.rag.wrappers.failsafe import failure
 
 AUTH_FAILED = "authorization_error"
 """The failure reason when the hook failed (fail closed)."""
@@ -85,7 +85,7 @@ def guard_documents(node: Node, authorizer: Authorizer | None) -> Node:
 
 def guard_relevant(node: Node, authorizer: Authorizer | None) -> Node:
     """A grading node whose ``relevant`` chunks are only those still readable when grading ends (a chunk may be
-    revoked while it is graded), before anything plans a next search from them (:mod:`rags_expert.rag.hops`)."""
+    revoked while it is graded), before anything plans a next search from them (:mod:`rags_expert.rag.retrieve.hops`)."""
     if authorizer is None:
         return node
 
