@@ -29,15 +29,10 @@ from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answer.citations import chunk_id, cited_numbers, format_context
+from rags_expert.rag.answer.citations import chunk_id
+from rags_expert.rag.answer.extractive import quoted_answer
 from rags_expert.rag.answer.final import failure_message, success_message
-from rags_expert.rag.answer.prompt import (
-    answer_messages,
-    attribute,
-    evidence_verdicts,
-    quoted_answer,
-    verdict_update,
-)
+from rags_expert.rag.answer.prompt import answer_messages
 from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.grade.refinement import refined_context
 from rags_expert.rag.grade.relevance import RelevanceJudge, keep_context
@@ -53,7 +48,7 @@ from rags_expert.rag.retrieve._recall import LessonRecalls, with_lessons
 from rags_expert.rag.retrieve.hops import grading_question
 from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
-from rags_expert.rag.verdict.verified import evidence_accepts
+from rags_expert.rag.verdict.decision import AnswerJudge
 from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.wrappers.guard import AUTH_FAILED, permitted_history
@@ -101,10 +96,6 @@ class RagDeps:
 LESSON_SCOPE = "rag"
 
 
-def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
-    return bool(cited_numbers(answer, len(relevant)))
-
-
 class RagNodes:
     """The node functions, bound to one agent's dependencies."""
 
@@ -119,6 +110,9 @@ class RagNodes:
             deps.settings.evidence,
             by_llm=deps.profile.relevance == "llm",
             pair_coverage=hops.pair_coverage if hops.max_hops > 1 else None,
+        )
+        self.verdicts = AnswerJudge(
+            deps.model, deps.grading, deps.evidence, deps.settings, deps.profile, self.redacted_error
         )
         self.recalls = LessonRecalls(
             deps.lessons, deps.authorizer
@@ -290,64 +284,9 @@ class RagNodes:
         return message_text(reply).strip()
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Check the answer is grounded in the chunks and useful for the question.
-
-        Citations first: an answer that cites no chunk gets those of the chunks supporting its sentences
-        (``evidence.attribution``; the small profile re-attributes every answer). An empty answer, or one
-        still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
-        the LLM graders (two concurrent calls) or, in the small profile, the evidence decide; with
-        ``evidence.verify_answers`` an answer that quotes what it cites is accepted without the model calls.
-        """
-        answer = value(state, "answer")
-        relevant = state["relevant"]
-        profile, settings = self.deps.profile, self.deps.settings
-        update: dict[str, Any] = {}
-        unsupported = ""
-        attribution = None
-        by_evidence = profile.grounded == "evidence"
-        if answer and (
-            by_evidence
-            or profile.reattribute
-            or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))
-        ):
-            attribution = attribute(
-                answer, relevant, self.deps.evidence, replace=profile.reattribute, prose_only=by_evidence
-            )
-            if attribution.complete:
-                answer = update["answer"] = attribution.text
-            else:
-                unsupported = attribution.unsupported[0][:200]
-        if not answer or (settings.require_citations and not _cites_a_chunk(answer, relevant)):
-            feedback = (
-                "the answer was empty"
-                if not answer
-                else f"no chunk supports: {unsupported}"
-                if unsupported
-                else "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
-            )
-            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
-            return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
-        if by_evidence and attribution is not None:
-            verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
-            grounded = grading.Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
-            useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
-        elif settings.evidence.verify_answers and await evidence_accepts(
-            state["question"], answer, relevant, self.deps.evidence
-        ):  # the answer quotes what it cites: no model call (rags_expert.rag.verdict.verified)
-            emit("answer_verified", generation=value(state, "generations"), by="evidence")
-            grounded = useful = grading.Verdict(True, True, "", "")
-        else:
-            update["llm_calls"] = 2
-            context = format_context(refined_context(relevant, value(state, "strips")))  # what the answer read
-            results = await asyncio.gather(
-                grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
-                grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
-                return_exceptions=True,
-            )
-            if failed := next((r for r in results if isinstance(r, BaseException)), None):
-                return update | failure(self.redacted_error(failed), "llm_error")
-            grounded, useful = results  # type: ignore[assignment]  # no exception left
-        return update | verdict_update(state, answer, grounded, useful)
+        """Accept the answer or say why not (:class:`~rags_expert.rag.verdict.decision.AnswerJudge`): citations
+        added where it lacks them, then the evidence or the two LLM graders (grounded, useful)."""
+        return await self.verdicts.grade(state, config)
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory
@@ -372,7 +311,7 @@ class RagNodes:
     @fails_as("prompt_error", catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer.prompt.
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer.extractive.
         quoted_answer`); with none, leave the answer empty (the run ends in failure)."""
         deps = self.deps
         quoted = await quoted_answer(
