@@ -28,6 +28,7 @@ from rags_expert.evidence import EvidenceScorer
 from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
+from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answer.citations import chunk_id
 from rags_expert.rag.answer.extractive import quoted_answer
@@ -51,7 +52,7 @@ from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.rag.verdict.decision import AnswerJudge
 from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
-from rags_expert.rag.wrappers.guard import AUTH_FAILED, permitted_history
+from rags_expert.rag.wrappers.guard import permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
@@ -144,7 +145,7 @@ class RagNodes:
         try:
             request = read_request(runtime.context, config)
         except InvalidRequestError as exc:
-            return update | {"question": question} | failure(f"InvalidRequest: {exc}", "invalid_request")
+            return update | {"question": question} | failure(f"InvalidRequest: {exc}", FailureReason.INVALID_REQUEST)
         update |= {
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
@@ -154,7 +155,11 @@ class RagNodes:
         try:  # assistant turns citing a revoked chunk are not condensed against
             history = await permitted_history(self.deps.authorizer, request.user_id, start.history)
         except AuthorizationError as exc:
-            return update | {"question": question} | failure(f"AuthorizationError: {exc}", AUTH_FAILED)
+            return (
+                update
+                | {"question": question}
+                | failure(f"AuthorizationError: {exc}", FailureReason.AUTHORIZATION_ERROR)
+            )
         if transcript := followup_transcript(history, self.deps.settings):
             update["llm_calls"] = new_count(1)
             try:
@@ -162,11 +167,11 @@ class RagNodes:
                     self.deps.model, question, transcript, self.deps.grading, config=config
                 )
             except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-                return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
+                return update | {"question": question} | failure(self.redacted_error(exc), FailureReason.LLM_ERROR)
         lessons = await self.recalls.begin(question, update["lesson_scope"], request.user_id)
         return update | {"question": question, "query": question} | lessons
 
-    @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
+    @fails_as(FailureReason.RETRIEVAL_ERROR, reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query with the request's options (validated by ``prepare``), reranked
         (:mod:`~rags_expert.rag.retrieve.reranking`); a retriever fault ends the run honestly."""
@@ -197,7 +202,7 @@ class RagNodes:
             judged, draft = await judging, ""
         update: dict[str, Any] = recalled | {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
-            return update | failure(self.redacted_error(judged.error), "llm_error")
+            return update | failure(self.redacted_error(judged.error), FailureReason.LLM_ERROR)
         new = []
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
@@ -232,7 +237,9 @@ class RagNodes:
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
             return recalled, exc
 
-    @fails_as("llm_error", charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1})
+    @fails_as(
+        FailureReason.LLM_ERROR, charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1}
+    )
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering); any
         fault (LLMCallError, or a model that cannot even be called) ends the run."""
@@ -246,9 +253,9 @@ class RagNodes:
         )
         return {"query": query}
 
-    @fails_as("prompt_error", catch=(PromptError,), log_as="the answer prompt cannot be rendered")
+    @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,), log_as="the answer prompt cannot be rendered")
     @fails_as(
-        "llm_error",
+        FailureReason.LLM_ERROR,
         catch=(LLMCallError,),
         charge=lambda state: {"generations": value(state, "generations") + 1, "llm_calls": 1},
     )
@@ -308,7 +315,7 @@ class RagNodes:
         )
         return {"llm_calls": 1}
 
-    @fails_as("prompt_error", catch=(PromptError,))
+    @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
         holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer.extractive.

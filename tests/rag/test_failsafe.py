@@ -11,6 +11,7 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
+from rags_expert.outcomes import FailureReason
 from rags_expert.rag.state import DEFAULTS, PER_RUN, RagState, fresh_question, value
 from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.settings import RagsExpertSettings
@@ -69,7 +70,12 @@ class _Node:
     def redacted_error(self, exc: BaseException) -> str:
         return f"{type(exc).__name__}: {exc}"
 
-    @fails_as("llm_error", catch=(LookupError,), charge=lambda s: {"tries": value(s, "rephrases") + 1}, reset={"x": 0})
+    @fails_as(
+        FailureReason.LLM_ERROR,
+        catch=(LookupError,),
+        charge=lambda s: {"tries": value(s, "rephrases") + 1},
+        reset={"x": 0},
+    )
     async def node(self, state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(fault := config.get("fault"), BaseException):
             raise fault

@@ -61,6 +61,7 @@ from rags_expert.conversation import open_question
 from rags_expert.kg.reflexion._seed_hooks import SeedHooks, missing_hooks
 from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 from rags_expert.llm.chat import LLMCallError
+from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError
 
 log = logging.getLogger(__name__)
@@ -126,11 +127,11 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         if reason := state_value(state, "exit_reason"):
             return str(reason)
         if state_value(state, "error"):
-            return "llm_error"
+            return FailureReason.LLM_ERROR.value
         if reason := self.done_reason(state):
             return reason
         if state_value(state, "steps") >= self.max_steps:
-            return "max_steps"
+            return FailureReason.MAX_STEPS.value
         return None
 
     # --- nodes (thin wrappers adding logging and failure handling) ---
@@ -144,7 +145,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
             update = {"error": f"{node}: {exc}", "memory": [AIMessage(f"[{node} failed: {exc}]")]}
             log.error("reflexion %s failed: %s", node, exc)
         except PromptError as exc:  # a host's template that cannot render: an honest failure, never an exception
-            update = {"error": f"{node}: PromptError: {exc}", "exit_reason": "prompt_error"}
+            update = {"error": f"{node}: PromptError: {exc}", "exit_reason": FailureReason.PROMPT_ERROR.value}
             log.error("reflexion %s: %s", node, exc)
         step = update.get("steps", state_value(state, "steps"))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
@@ -185,7 +186,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     async def _finalize_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Fix the exit reason and append the user-facing answer to the conversation."""
-        reason = self.exit_reason(state) or "max_steps"
+        reason = self.exit_reason(state) or FailureReason.MAX_STEPS.value
         result = self.parse_final_result({**state, "exit_reason": reason})
         self.log_final_result(result)
         return {"exit_reason": reason, "messages": [self.final_message(result)]}

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage
 
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.llm.usage import summary
+from rags_expert.outcomes import FailureReason, Outcome
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag.answer.citations import cited_sources
 from rags_expert.rag.answer.spans import span_citations
@@ -31,10 +32,10 @@ from rags_expert.rag.state import RagState, value
 from rags_expert.rag.wrappers import _timings as timings
 from rags_expert.rag.wrappers._budget import budget_text, spent_budget
 
-FAULTY = {
-    "prompt_error": "the prompt templates",
+FAULTY: dict[str, str] = {
+    FailureReason.PROMPT_ERROR: "the prompt templates",
     FAULT_REASON: COMPONENT,
-    "authorization_error": "the permission check",
+    FailureReason.AUTHORIZATION_ERROR: "the permission check",
 }
 """What failed, by failure reason, when it is not the language model."""
 
@@ -56,7 +57,7 @@ def success_message(state: RagState, span_min_support: float) -> AIMessage:
     return AIMessage(
         content=content,
         response_metadata={
-            "outcome": "success",
+            "outcome": Outcome.SUCCESS.value,
             "answer_kind": value(state, "answer_kind") or "generated",
             "sources": sources,
             "citations": span_citations(content, sources, span_min_support),
@@ -77,19 +78,19 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     an exception into the (redacted) ``error`` text.
     """
     question = value(state, "question")
-    reason = value(state, "failure_reason") or "no_relevant_documents"
+    reason = value(state, "failure_reason") or FailureReason.NO_RELEVANT_DOCUMENTS.value
     error = value(state, "error")
     if error.startswith("PromptError:"):
-        reason = "prompt_error"
+        reason = FailureReason.PROMPT_ERROR.value
     try:
         content, sources = _failure_content(prompts, state, reason, error)
     except PromptError as exc:  # a broken failure template must not hide the failure
-        reason, error, sources = "prompt_error", redacted_error(exc), []
+        reason, error, sources = FailureReason.PROMPT_ERROR.value, redacted_error(exc), []
         content = PromptStore().render(  # the packaged template
             "failure_error", question=question, component="the prompt templates", error="PromptError"
         )
     metadata: dict[str, Any] = {
-        "outcome": "failure",
+        "outcome": Outcome.FAILURE.value,
         "reason": reason,
         "sources": sources,
         "question": question,
@@ -102,7 +103,7 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     if error:
         metadata["error"] = error
         metadata["error_class"] = error_class(error)
-    if reason == "budget_exceeded" and (spent := spent_budget(state)):
+    if reason == FailureReason.BUDGET_EXCEEDED and (spent := spent_budget(state)):
         metadata["budget"] = {"name": spent[0], "limit": spent[1], "used": spent[2]}
     return AIMessage(content, response_metadata=metadata)
 
@@ -113,16 +114,16 @@ def _failure_content(
     """The failure message for ``reason`` and the sources it offers (those of a partial answer)."""
     question = value(state, "question")
     sources: list[dict[str, Any]] = []
-    if reason == "empty_question":
+    if reason == FailureReason.EMPTY_QUESTION:
         content = prompts.render("empty_question")
-    elif reason == "invalid_request":
+    elif reason == FailureReason.INVALID_REQUEST:
         content = prompts.render("failure_request", question=question, detail=error.split(":", 1)[1].strip())
-    elif reason == "question_too_long":
+    elif reason == FailureReason.QUESTION_TOO_LONG:
         content = prompts.render("failure_too_long", detail=error.split(":", 1)[1].strip())
-    elif reason == "retrieval_error":
+    elif reason == FailureReason.RETRIEVAL_ERROR:
         detail = error.split(":", 1)[1].strip() if ":" in error else error
         content = prompts.render("failure_retrieval", question=question, error=error_class(error), detail=detail)
-    elif reason == "budget_exceeded" and not error and (spent := spent_budget(state)):
+    elif reason == FailureReason.BUDGET_EXCEEDED and not error and (spent := spent_budget(state)):
         content = prompts.render(
             "failure_budget",
             question=question,
@@ -130,7 +131,7 @@ def _failure_content(
             partial=_partial(prompts, state),
         )
         sources = list(value(state, "partial_sources")) if value(state, "partial_answer") else []
-    elif error and reason != "not_authorized":  # not_authorized: declined like not-found, nothing offered
+    elif error and reason != FailureReason.NOT_AUTHORIZED:  # not_authorized: declined like not-found, nothing offered
         component = FAULTY.get(reason, "the language model")
         content = prompts.render("failure_error", question=question, component=component, error=error_class(error))
     else:

@@ -20,13 +20,13 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
+from rags_expert.outcomes import FailureReason
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
-FALLBACK_NODE = "fallback_retrieve"
 ORIGIN_KEY = "retrieval_origin"
 """Metadata key of a chunk's source: ``"fallback"`` on the fallback's chunks (absent: the primary retriever)."""
 
@@ -68,7 +68,7 @@ class FallbackSource:
         self.redacted_error = redacted_error
 
     @fails_as(
-        "retrieval_error",
+        FailureReason.RETRIEVAL_ERROR,
         charge=lambda state: {"fallback_consulted": True, "queries": [*value(state, "queries"), state["question"]]},
         reset={"documents": []},
         log_as="fallback retrieval failed",

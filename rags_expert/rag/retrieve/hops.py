@@ -36,6 +36,7 @@ from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
+from rags_expert.outcomes import FailureReason
 from rags_expert.rag.answer.citations import chunk_id, format_context
 from rags_expert.rag.answer.extractive import two_quotes
 from rags_expert.rag.grade.relevance import keep_context
@@ -49,8 +50,6 @@ from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
 
-HOP_NODE = "hop_retrieve"
-HOP_ANSWER_NODE = "answer_hop"
 HOP_KEY = "retrieval_hop"
 """Chunk metadata: the hop (2, 3, …) whose search found the chunk (absent: the first)."""
 NO_HOP = frozenset({"", "none", "null", "n/a", "no"})
@@ -162,7 +161,7 @@ class Hops:
         except Exception as exc:  # noqa: BLE001 - any retriever fault
             error = self.redacted_error(exc)
             log.error("hop retrieval failed: %s", error)
-            return update | {"documents": []} | failure(error, "retrieval_error")
+            return update | {"documents": []} | failure(error, FailureReason.RETRIEVAL_ERROR)
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, HOP_KEY: hop}, id=d.id)
             for d in docs

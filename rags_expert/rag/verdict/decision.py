@@ -23,6 +23,7 @@ from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import grading
 from rags_expert.llm.grading import Verdict
+from rags_expert.outcomes import FailureReason
 from rags_expert.rag.answer.citations import cited_numbers, cited_sources, format_context
 from rags_expert.rag.grade.refinement import refined_context
 from rags_expert.rag.profiles import ModelProfile
@@ -64,7 +65,12 @@ class AnswerJudge:
         if not answer or (self.settings.require_citations and not cites_a_chunk(answer, relevant)):
             feedback = EMPTY if not answer else (attribution.reason if attribution else "") or UNCITED
             emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
-            return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
+            return update | {
+                "grounded": False,
+                "useful": False,
+                "feedback": feedback,
+                "failure_reason": FailureReason.NOT_GROUNDED.value,
+            }
         if self.profile.grounded == "evidence" and attribution is not None:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.evidence)
             grounded = Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
@@ -78,7 +84,7 @@ class AnswerJudge:
             update["llm_calls"] = 2
             results = await self._graded(state, answer, config)
             if failed := next((r for r in results if isinstance(r, BaseException)), None):
-                return update | failure(self.redacted_error(failed), "llm_error")
+                return update | failure(self.redacted_error(failed), FailureReason.LLM_ERROR)
             grounded, useful = results  # type: ignore[assignment]  # no exception left
         return update | verdict_update(state, answer, grounded, useful)
 
@@ -116,13 +122,13 @@ def verdict_update(state: RagState, answer: str, grounded: Verdict, useful: Verd
         )
     if not grounded.value:
         detail = grounded.reason or "it makes claims the chunks do not support"
-        return update | {"feedback": f"not grounded: {detail}", "failure_reason": "not_grounded"}
+        return update | {"feedback": f"not grounded: {detail}", "failure_reason": FailureReason.NOT_GROUNDED.value}
     if not useful.value:
         # cited now: later rounds may trim the context and renumber its chunks
         partial, partial_sources = cited_sources(answer, state["relevant"])
         return update | {
             "feedback": f"does not answer the question: {useful.reason or 'information is missing'}",
-            "failure_reason": "not_useful",
+            "failure_reason": FailureReason.NOT_USEFUL.value,
             "partial_answer": partial,
             "partial_sources": partial_sources,
         }

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from rags_expert.llm.chat import LLMCallError
+from rags_expert.outcomes import FailureReason
 from rags_expert.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -35,13 +36,14 @@ def redacted_error(exc: BaseException, secrets: list[str]) -> str:
     return redact(f"{type(exc).__name__}: {exc}", secrets)[:ERROR_CHARS]
 
 
-def failure(error: str, reason: str) -> dict[str, Any]:
-    """The state update that ends a run in ``finalize_failure`` with ``error`` and ``reason``."""
-    return {"error": error, "failure_reason": reason}
+def failure(error: str, reason: FailureReason) -> dict[str, Any]:
+    """The state update that ends a run in ``finalize_failure`` with ``error`` and ``reason`` (its string: the
+    state and the final message hold plain strings, which any checkpointer restores)."""
+    return {"error": error, "failure_reason": reason.value}
 
 
 def fails_as(
-    reason: str,
+    reason: FailureReason,
     *,
     catch: tuple[type[BaseException], ...] = (Exception,),
     charge: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,

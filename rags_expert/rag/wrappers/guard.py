@@ -31,21 +31,17 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
+from rags_expert.outcomes import FailureReason
 from rags_expert.rag.answer.citations import chunk_id, cited_numbers
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.wrappers.failsafe import failure
 
-AUTH_FAILED = "authorization_error"
-"""The failure reason when the hook failed (fail closed)."""
-NOT_AUTHORIZED = "not_authorized"
-"""The failure reason when every chunk an answer would use or cites was revoked."""
-
-Node = Callable[..., Awaitable[dict[str, Any]]]
+NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 
 
 def _fault(exc: AuthorizationError) -> dict[str, Any]:
-    return failure(f"AuthorizationError: {exc}", AUTH_FAILED)
+    return failure(f"AuthorizationError: {exc}", FailureReason.AUTHORIZATION_ERROR)
 
 
 async def permitted_docs(authorizer: Authorizer, user: str | None, docs: Sequence[Document]) -> list[Document]:
@@ -58,7 +54,7 @@ async def permitted_docs(authorizer: Authorizer, user: str | None, docs: Sequenc
     return kept
 
 
-def guard_documents(node: Node, authorizer: Authorizer | None) -> Node:
+def guard_documents(node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
     """A retrieval node whose ``documents`` are only those the request's user may read."""
     if authorizer is None:
         return node
@@ -83,7 +79,7 @@ def guard_documents(node: Node, authorizer: Authorizer | None) -> Node:
     return run
 
 
-def guard_relevant(node: Node, authorizer: Authorizer | None) -> Node:
+def guard_relevant(node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
     """A grading node whose ``relevant`` chunks are only those still readable when grading ends (a chunk may be
     revoked while it is graded), before anything plans a next search from them (:mod:`rags_expert.rag.retrieve.hops`)."""
     if authorizer is None:
@@ -108,7 +104,7 @@ def guard_relevant(node: Node, authorizer: Authorizer | None) -> Node:
     return run
 
 
-def guard_context(node: Node, authorizer: Authorizer | None) -> Node:
+def guard_context(node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
     """``generate`` over only the relevant chunks still readable; with none left, the run declines."""
     if authorizer is None:
         return node
@@ -123,13 +119,15 @@ def guard_context(node: Node, authorizer: Authorizer | None) -> Node:
         if len(kept) == len(relevant):
             return await node(state, config)
         if not kept:
-            return {"relevant": []} | failure("NotAuthorized: no chunk to answer from is readable", NOT_AUTHORIZED)
+            return {"relevant": []} | failure(
+                "NotAuthorized: no chunk to answer from is readable", FailureReason.NOT_AUTHORIZED
+            )
         return {"relevant": kept} | await node({**state, "relevant": kept}, config)
 
     return run
 
 
-def guard_answer(success: Node, failure_node: Node, authorizer: Authorizer | None) -> Node:
+def guard_answer(success: NodeFn, failure_node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
     """``finalize_success`` when every cited chunk (every relevant one, for an answer citing none) is still
     readable; else ``failure_node`` declining (``not_authorized``, or ``authorization_error`` on a fault)."""
     if authorizer is None:
@@ -147,12 +145,14 @@ def guard_answer(success: Node, failure_node: Node, authorizer: Authorizer | Non
         if len(kept) == len(cited):
             return await success(state)
         emit("answer_withheld", reason="a cited chunk is no longer readable")
-        return await failure_node({**state, **withheld, "error": "", "failure_reason": NOT_AUTHORIZED})
+        return await failure_node(
+            {**state, **withheld, "error": "", "failure_reason": FailureReason.NOT_AUTHORIZED.value}
+        )
 
     return run
 
 
-def guard_partial(node: Node, authorizer: Authorizer | None) -> Node:
+def guard_partial(node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
     """``finalize_failure`` offering a partial answer only when every chunk it cites is still readable."""
     if authorizer is None:
         return node
