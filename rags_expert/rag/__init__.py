@@ -1,6 +1,7 @@
 """The corrective-RAG agent: the :class:`RagsExpert` AgentFlow, its graph, nodes, state, options and model
 profiles at the top, the stages in folders (``retrieve``, ``grade``, ``answer``, ``verdict``) and what wraps every
-node in ``wrappers`` (docs/architecture.md#the-rag-package).
+node in ``wrappers`` (docs/architecture.md#the-rag-package). The exports are imported on first use
+(:mod:`rags_expert.lazy`), so the command line can read :class:`~rags_expert.rag.names.Node` without the agent.
 
 Deprecated paths: the modules of the former flat layout still import from their old names
 (``rags_expert.rag.citations`` …, listed in :data:`MOVED`), with a :class:`DeprecationWarning`; each is the same
@@ -15,10 +16,16 @@ import warnings
 from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rags_expert.rag.agent import RagsExpert, RetrieverNotConfiguredError
+from rags_expert.lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from rags_expert.rag.agent import RagsExpert, RetrieverNotConfiguredError
+
+__getattr__ = lazy_exports(
+    __name__, dict.fromkeys(["RagsExpert", "RetrieverNotConfiguredError"], f"{__name__}.agent"), globals()
+)
 __all__ = ["RagsExpert", "RetrieverNotConfiguredError"]
 
 MOVED = {

@@ -39,7 +39,6 @@ from rags_expert.rag.state import RagState, value
 
 log = logging.getLogger(__name__)
 
-REFINE_NODE = "refine_knowledge"
 GAP = " … "
 """Between two kept strips that were not neighbours in the chunk."""
 

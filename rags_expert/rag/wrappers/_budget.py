@@ -15,12 +15,13 @@ from collections.abc import Callable
 from typing import Any, get_args, get_type_hints
 
 from rags_expert.llm.usage import total_tokens
+from rags_expert.outcomes import FailureReason
+from rags_expert.rag.names import Node
 from rags_expert.rag.state import RagState, value
 
-BUDGET_NODE = "budget_exceeded"
-"""The node a budgeted router sends a run to once a budget is used up."""
-
-NO_MODEL_CALL = frozenset({"extract_answer", "answer_hop", "finalize_success", "finalize_failure", BUDGET_NODE})
+NO_MODEL_CALL = frozenset(
+    {Node.EXTRACT_ANSWER, Node.ANSWER_HOP, Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE, Node.BUDGET_EXCEEDED}
+)
 """Destinations that never call the model: a budget never diverts a route to them."""
 
 
@@ -43,22 +44,32 @@ def budget_text(name: str, limit: int) -> str:
     return f"the token budget of {limit} token{'s' if limit != 1 else ''}"
 
 
-def budgeted(router: Callable[[RagState], str]) -> tuple[Callable[[RagState], str], list[str]]:
+Router = Callable[[RagState], str]
+Routes = tuple[Router, list[str]]
+"""A router and its destinations: the arguments of ``add_conditional_edges`` after the node."""
+
+
+def routes(router: Router) -> Routes:
+    """``router`` and its destinations (its ``Literal`` return type, as plain strings)."""
+    return router, [str(destination) for destination in get_args(get_type_hints(router)["return"])]
+
+
+def budgeted(router: Router) -> Routes:
     """``router`` with the budget check, and its destinations (the router's ``Literal`` return type plus the
     budget node) for ``add_conditional_edges``."""
-    destinations = list(get_args(get_type_hints(router)["return"]))
+    destinations = routes(router)[1]
 
     def route(state: RagState) -> str:
         destination = router(state)
         if destination not in NO_MODEL_CALL and spent_budget(state) is not None:
-            return BUDGET_NODE
+            return Node.BUDGET_EXCEEDED
         return destination
 
     route.__name__ = router.__name__
     route.__doc__ = router.__doc__
-    return route, [*destinations, BUDGET_NODE]
+    return route, [*destinations, Node.BUDGET_EXCEEDED.value]
 
 
 async def budget_exceeded(state: RagState) -> dict[str, Any]:
     """The run has used up a budget: record why it ends (a later extractive quote may still answer)."""
-    return {"failure_reason": "budget_exceeded"}
+    return {"failure_reason": FailureReason.BUDGET_EXCEEDED.value}
