@@ -134,42 +134,50 @@ class RagNodes:
     async def prepare(
         self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
     ) -> dict[str, Any]:
-        """Start a question: reset the working state and the call count, validate the request's options
-        once, take the last user message, make a follow-up standalone, start recalling lessons (beside the
-        retrieval: :mod:`rags_expert.rag.retrieve._recall`)."""
-        update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
+        """Start a question: reset the working state and the call count, take the last user message, validate the
+        request's options once, make a follow-up standalone, start recalling lessons (beside the retrieval:
+        :mod:`rags_expert.rag.retrieve._recall`). Each step's fault ends the run (:func:`fails_as`)."""
         start = open_question(value(state, "messages"), config, self.deps.settings.max_question_chars)
-        question = start.question
+        update = fresh_question(self.deps.settings) | {"llm_calls": new_count(), "question": start.question}
         if start.reason:  # a checkpointer fault, no question, or one too long (conversation.open_question)
-            return update | {"question": question, "error": start.error, "failure_reason": start.reason}
-        try:
-            request = read_request(runtime.context, config)
-        except InvalidRequestError as exc:
-            return update | {"question": question} | failure(f"InvalidRequest: {exc}", FailureReason.INVALID_REQUEST)
-        update |= {
+            return update | {"error": start.error, "failure_reason": start.reason}
+        update |= await self._options(update, config, runtime)
+        if not update.get("error"):
+            update |= await self._standalone(update, start.history, config)
+        if update.get("error"):
+            return update
+        lessons = await self.recalls.begin(update["question"], update["lesson_scope"], update["user"])
+        return update | {"query": update["question"]} | lessons
+
+    @fails_as(FailureReason.INVALID_REQUEST, catch=(InvalidRequestError,))
+    async def _options(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RequestContext]
+    ) -> dict[str, Any]:
+        """The request's options, validated once (:mod:`rags_expert.rag.options`), as the state keeps them."""
+        request = read_request(runtime.context, config)
+        return {
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
             "user": request.user_id,
         }
-        try:  # assistant turns citing a revoked chunk are not condensed against
-            history = await permitted_history(self.deps.authorizer, request.user_id, start.history)
-        except AuthorizationError as exc:
-            return (
-                update
-                | {"question": question}
-                | failure(f"AuthorizationError: {exc}", FailureReason.AUTHORIZATION_ERROR)
-            )
-        if transcript := followup_transcript(history, self.deps.settings):
-            update["llm_calls"] = new_count(1)
-            try:
-                question = await grading.condense_question(
-                    self.deps.model, question, transcript, self.deps.grading, config=config
-                )
-            except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-                return update | {"question": question} | failure(self.redacted_error(exc), FailureReason.LLM_ERROR)
-        lessons = await self.recalls.begin(question, update["lesson_scope"], request.user_id)
-        return update | {"question": question, "query": question} | lessons
+
+    @fails_as(FailureReason.AUTHORIZATION_ERROR, catch=(AuthorizationError,))
+    async def _standalone(self, state: dict[str, Any], history: list[Any], config: RunnableConfig) -> dict[str, Any]:
+        """A follow-up question made standalone against the turns the user may still read (assistant turns citing
+        a revoked chunk are not condensed against); nothing when there is no earlier turn to read."""
+        permitted = await permitted_history(self.deps.authorizer, state["user"], history)
+        if transcript := followup_transcript(permitted, self.deps.settings):
+            return await self._condense(state, transcript, config)
+        return {}
+
+    @fails_as(FailureReason.LLM_ERROR, charge=lambda state: {"llm_calls": new_count(1)})
+    async def _condense(self, state: dict[str, Any], transcript: str, config: RunnableConfig) -> dict[str, Any]:
+        """The question rewritten to stand alone (one model call, counted whether it succeeds or not)."""
+        question = await grading.condense_question(
+            self.deps.model, state["question"], transcript, self.deps.grading, config=config
+        )
+        return {"question": question}
 
     @fails_as(FailureReason.RETRIEVAL_ERROR, reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:

@@ -22,7 +22,7 @@ LLM-call bound hold (docs/llm-calls.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.retrieve.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers.failsafe import failure
+from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
@@ -101,6 +101,13 @@ class Plan:
     chunk: str = ""
 
 
+def _hop_started(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What a hop search spends whether it finds anything or fails: its plan, its query (added to ``queries``) and
+    the round it was searched in."""
+    queries = [*value(state, "queries"), value(state, "hop_plan")["query"]]
+    return {"hop_plan": {}, "queries": queries, "hop_round": len(queries)}
+
+
 @dataclass(frozen=True)
 class Hops:
     """The ``hop_retrieve`` and ``answer_hop`` nodes of one agent (immutable, shared by its runs)."""
@@ -142,6 +149,9 @@ class Hops:
             plan, calls = await self._plan_by_evidence(state), 0
         return (None if plan is None or plan.query in value(state, "queries") else plan), calls
 
+    @fails_as(
+        FailureReason.RETRIEVAL_ERROR, charge=_hop_started, reset={"documents": []}, log_as="hop retrieval failed"
+    )
     async def hop_retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Search with the planned hop's query (the request's filters) for ``multihop.top_k`` chunks not relevant
         yet, tagged with their hop; those an earlier search found irrelevant to the question are graded again (a
@@ -149,19 +159,13 @@ class Hops:
         ``retrieve``'s."""
         plan = value(state, "hop_plan")
         hop = value(state, "hops_planned") + 1
-        queries = [*value(state, "queries"), plan["query"]]
-        update: dict[str, Any] = {"hop_plan": {}, "queries": queries, "hop_round": len(queries)}
         options = SearchOptions.of(state["search"])
         limit = self.settings.multihop.top_k or options.limit
         graded = value(state, "graded")
-        try:  # twice the chunks, so that the relevant ones found already leave room for new ones
-            docs = await ainvoke_retriever(
-                self.retriever, plan["query"], config, options.model_copy(update={"top_k": 2 * limit})
-            )
-        except Exception as exc:  # noqa: BLE001 - any retriever fault
-            error = self.redacted_error(exc)
-            log.error("hop retrieval failed: %s", error)
-            return update | {"documents": []} | failure(error, FailureReason.RETRIEVAL_ERROR)
+        # twice the chunks, so that the relevant ones found already leave room for new ones
+        docs = await ainvoke_retriever(
+            self.retriever, plan["query"], config, options.model_copy(update={"top_k": 2 * limit})
+        )
         tagged = [
             Document(page_content=d.page_content, metadata={**d.metadata, HOP_KEY: hop}, id=d.id)
             for d in docs
@@ -169,7 +173,7 @@ class Hops:
         ][:limit]
         again = {chunk_id(d) for d in tagged}  # judged irrelevant to the question: graded again, for the bridge
         emit("hop_searched", hop=hop, query=plan["query"], bridge=plan["bridge"], chunks=len(tagged))
-        update |= {
+        update: dict[str, Any] = {
             "documents": tagged,
             "graded": {cid: verdict for cid, verdict in graded.items() if cid not in again},
             "hops": [*value(state, "hops"), {"hop": hop, **plan}],
