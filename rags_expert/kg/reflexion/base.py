@@ -63,8 +63,12 @@ from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, quest
 from rags_expert.llm.chat import LLMCallError
 from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError
+from rags_expert.rag.wrappers.failsafe import guarded, redacted_error
 
 log = logging.getLogger(__name__)
+
+_FAULTS = {LLMCallError: FailureReason.LLM_ERROR, PromptError: FailureReason.PROMPT_ERROR}
+"""The faults a node ends in instead of raising, by the exit reason they give."""
 
 R = TypeVar("R")
 
@@ -139,14 +143,16 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     # input schema from that annotation, and a subclass's extra state keys must reach it.
 
     async def _run(self, node: str, fn: Any, state: dict[str, Any]) -> dict[str, Any]:
-        try:
-            update = await fn(state)
-        except LLMCallError as exc:
-            update = {"error": f"{node}: {exc}", "memory": [AIMessage(f"[{node} failed: {exc}]")]}
-            log.error("reflexion %s failed: %s", node, exc)
-        except PromptError as exc:  # a host's template that cannot render: an honest failure, never an exception
-            update = {"error": f"{node}: PromptError: {exc}", "exit_reason": FailureReason.PROMPT_ERROR.value}
-            log.error("reflexion %s: %s", node, exc)
+        """``fn(state)`` as node ``node``: a model fault, or a host's template that cannot render, ends the run
+        honestly (:func:`~rags_expert.rag.wrappers.failsafe.guarded`, as the RAG nodes' faults), and every run of it
+        adds its record to the log."""
+        update = await guarded(
+            lambda: fn(state),
+            _FAULTS,
+            lambda exc: f"{node}: {redacted_error(exc, [])}",
+            log_as=f"reflexion {node} failed",
+            key="exit_reason",
+        )
         step = update.get("steps", state_value(state, "steps"))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
         if update.get("error"):

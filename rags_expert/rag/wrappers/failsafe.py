@@ -42,6 +42,33 @@ def failure(error: str, reason: FailureReason) -> dict[str, Any]:
     return {"error": error, "failure_reason": reason.value}
 
 
+async def guarded(
+    call: Callable[[], Awaitable[dict[str, Any]]],
+    faults: Mapping[type[BaseException], FailureReason],
+    redacted_error: Callable[[BaseException], str],
+    *,
+    charged: Mapping[str, Any] | None = None,
+    reset: Mapping[str, Any] | None = None,
+    log_as: str | None = None,
+    key: str = "failure_reason",
+) -> dict[str, Any]:
+    """``call()``'s update, or on a fault of a kind in ``faults`` the update of its reason: ``error`` (the fault as
+    ``redacted_error`` words it) and ``key`` (the RAG state's ``failure_reason``; the KG state's ``exit_reason``).
+
+    ``charged`` is part of the update either way; ``reset`` is written on a fault only; ``log_as`` logs the fault
+    at ERROR under that phrase. Faults of other kinds pass through. Every node fault of both agents ends here
+    (:func:`fails_as`, and the KG reflexion loop's ``_run``)."""
+    try:
+        update = await call()
+    except tuple(faults) as exc:
+        reason = next(reason for kind, reason in faults.items() if isinstance(exc, kind))
+        error = redacted_error(exc)
+        if log_as:
+            log.error("%s: %s", log_as, error)
+        return dict(charged or {}) | dict(reset or {}) | {"error": error, key: reason.value}
+    return dict(charged or {}) | update
+
+
 def fails_as(
     reason: FailureReason,
     *,
@@ -50,7 +77,8 @@ def fails_as(
     reset: Mapping[str, Any] | None = None,
     log_as: str | None = None,
 ) -> Callable[[M], M]:
-    """Decorate a node method so a ``catch`` fault returns :func:`failure` with ``reason`` instead of raising.
+    """Decorate a node method so a ``catch`` fault returns :func:`failure` with ``reason`` instead of raising
+    (:func:`guarded`, with the method's object's ``redacted_error``).
 
     ``charge(state)`` is part of the update whether the node succeeds or fails; ``reset`` is written on a
     fault only (e.g. no documents); ``log_as`` logs the fault at ERROR under that phrase. Faults of other
@@ -61,15 +89,14 @@ def fails_as(
     def decorate(node: M) -> M:
         @functools.wraps(node)
         async def run(self: Any, state: Mapping[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
-            charged = charge(state) if charge else {}
-            try:
-                update = await node(self, state, *args, **kwargs)
-            except catch as exc:
-                error = self.redacted_error(exc)
-                if log_as:
-                    log.error("%s: %s", log_as, error)
-                return charged | dict(reset or {}) | failure(error, reason)
-            return charged | update
+            return await guarded(
+                lambda: node(self, state, *args, **kwargs),
+                dict.fromkeys(catch, reason),
+                self.redacted_error,
+                charged=charge(state) if charge else None,
+                reset=reset,
+                log_as=log_as,
+            )
 
         return run  # type: ignore[return-value]
 
