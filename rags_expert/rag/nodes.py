@@ -30,8 +30,8 @@ from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError, PromptStore
+from rags_expert.rag.answer._extractive import quoted_answer
 from rags_expert.rag.answer.citations import chunk_id
-from rags_expert.rag.answer.extractive import quoted_answer
 from rags_expert.rag.answer.final import failure_message, success_message
 from rags_expert.rag.answer.prompt import answer_messages
 from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
@@ -49,7 +49,7 @@ from rags_expert.rag.retrieve._recall import LessonRecalls, with_lessons
 from rags_expert.rag.retrieve.hops import grading_question
 from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
-from rags_expert.rag.verdict.decision import AnswerJudge
+from rags_expert.rag.verdict._decision import AnswerJudge
 from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.wrappers.guard import permitted_history
@@ -299,7 +299,7 @@ class RagNodes:
         return message_text(reply).strip()
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Accept the answer or say why not (:class:`~rags_expert.rag.verdict.decision.AnswerJudge`): citations
+        """Accept the answer or say why not (:class:`~rags_expert.rag.verdict._decision.AnswerJudge`): citations
         added where it lacks them, then the evidence or the two LLM graders (grounded, useful)."""
         return await self.verdicts.grade(state, config)
 
@@ -326,7 +326,7 @@ class RagNodes:
     @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer.extractive.
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer._extractive.
         quoted_answer`); with none, leave the answer empty (the run ends in failure)."""
         deps = self.deps
         quoted = await quoted_answer(

@@ -37,8 +37,8 @@ from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
 from rags_expert.outcomes import FailureReason
+from rags_expert.rag.answer._extractive import two_quotes
 from rags_expert.rag.answer.citations import chunk_id, format_context
-from rags_expert.rag.answer.extractive import two_quotes
 from rags_expert.rag.grade.relevance import keep_context
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile

@@ -1,8 +1,8 @@
 """Whether an answer is accepted, and if not, why: the body of the ``grade_generation`` node.
 
-The answer is first given citations where it lacks them (:func:`~rags_expert.rag.verdict.evidence.attribute`).
+The answer is first given citations where it lacks them (:func:`~rags_expert.rag.verdict._evidence.attribute`).
 It is then rejected without a grading call when it is empty, or cites no chunk while ``require_citations`` is on;
-otherwise the evidence decides (the ``small`` profile: :func:`~rags_expert.rag.verdict.evidence.evidence_verdicts`),
+otherwise the evidence decides (the ``small`` profile: :func:`~rags_expert.rag.verdict._evidence.evidence_verdicts`),
 or accepts an answer that quotes what it cites (``evidence.verify_answers``: :mod:`~rags_expert.rag.verdict.verified`),
 or the two LLM graders decide (grounded, useful). A rejection's ``feedback`` is read by the next generation and by
 the rephrasing; its ``failure_reason`` (``not_grounded`` / ``not_useful``) is the run's if it ends here.
@@ -28,7 +28,7 @@ from rags_expert.rag.answer.citations import cited_numbers, cited_sources, forma
 from rags_expert.rag.grade.refinement import refined_context
 from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.verdict.evidence import Attribution, attribute, evidence_verdicts
+from rags_expert.rag.verdict._evidence import Attribution, attribute, evidence_verdicts
 from rags_expert.rag.verdict.verified import evidence_accepts
 from rags_expert.rag.wrappers.failsafe import failure
 from rags_expert.settings import RagsExpertSettings

@@ -36,7 +36,7 @@ from rags_expert.evidence.answer_type import answer_category, names_category, ne
 from rags_expert.evidence.text import measure_hint, stem, words
 from rags_expert.rag.answer.citations import cited_numbers, source_dict
 from rags_expert.rag.answer.spans import answer_sentences, best_span
-from rags_expert.rag.verdict.evidence import built_on
+from rags_expert.rag.verdict._evidence import built_on
 
 
 def _held(sentence: str, cited: Sequence[Document], min_support: float) -> bool:
