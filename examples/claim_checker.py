@@ -19,7 +19,7 @@ from rags_expert.agentflow import AgentFlow
 from rags_expert.llm.chat import build_chat_model, message_text
 from rags_expert.llm.grading import GradingContext, grade_grounded, grade_relevance_each
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.citations import format_context, source_dict
+from rags_expert.rag.answer.citations import format_context, source_dict
 from rags_expert.retrieval.factory import build_retriever
 from rags_expert.settings import coerce_settings
 

@@ -16,6 +16,7 @@ from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.checkpoints.guard import checkpointer_fault
 from rags_expert.limits import QuestionTooLongError, check_question, question_preview
 from rags_expert.llm.chat import message_text
+from rags_expert.outcomes import FailureReason
 
 if TYPE_CHECKING:
     from rags_expert.settings import AgentSettings
@@ -86,12 +87,14 @@ def open_question(messages: list[AnyMessage], config: RunnableConfig, max_chars:
     if fault := checkpointer_fault(config):
         return Opening(question, history, FAULT_REASON, fault)
     if not question:
-        return Opening(question, history, "empty_question")
+        return Opening(question, history, FailureReason.EMPTY_QUESTION.value)
     try:
         if max_chars is not None:
             check_question(question, max_chars)
     except QuestionTooLongError as exc:
-        return Opening(question_preview(question), history, "question_too_long", f"QuestionTooLong: {exc}")
+        return Opening(
+            question_preview(question), history, FailureReason.QUESTION_TOO_LONG.value, f"QuestionTooLong: {exc}"
+        )
     return Opening(question, history)
 
 

@@ -3,7 +3,7 @@
 | event | emitted by | data |
 |---|---|---|
 | ``answer_rejected`` | RAG ``grade_generation`` | ``generation``, ``feedback`` (the streamed draft is discarded) |
-| ``hop_searched`` | RAG ``hop_retrieve`` (:mod:`rags_expert.rag.hops`) | ``hop``, ``query``, ``bridge``, ``chunks`` |
+| ``hop_searched`` | RAG ``hop_retrieve`` (:mod:`rags_expert.rag.retrieve.hops`) | ``hop``, ``query``, ``bridge``, ``chunks`` |
 | ``lesson_recalled`` / ``lesson_produced`` / ``lesson_stored`` | :mod:`rags_expert.lessons` | see there |
 
 The words an event gives a host to show (``feedback``, ``reason``) may quote a model's output, which may echo

@@ -17,7 +17,7 @@ pytest_plugins = ["helpers.slow_guard", "pytester"]  # slow_guard: a test that s
 def isolated_environment(tmp_path_factory, monkeypatch):
     """Keep tests off the user's data: a fresh data dir, no API key; lesson memory and the speculative draft
     off unless a test enables them (tests of other behaviour count the calls of the unspeculative path;
-    tests/rag/test_speculative.py and the termination property run with the draft on)."""
+    tests/rag/answer/test_speculation.py and the termination property run with the draft on)."""
     monkeypatch.setenv("RAGS_EXPERT_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setenv("RAGS_EXPERT_LESSONS__ENABLED", "false")
     monkeypatch.setenv("RAGS_EXPERT_SPECULATIVE_DRAFT", "false")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from rags_expert.outcomes import FailureReason
+
 COMPONENT = "the conversation store (the PostgreSQL checkpointer)"
 """How failure messages name the checkpointer when it fails (``failure_error``'s ``component``)."""
-FAULT_REASON = "checkpointer_error"
+FAULT_REASON = FailureReason.CHECKPOINTER_ERROR.value
 """The ``reason`` (RAG) / ``exit_reason`` (KG) of a run the checkpointer failed."""
 
 

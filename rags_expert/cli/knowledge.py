@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rags_expert.cli.support import args_settings, printable, setting_type, text_arg
 from rags_expert.retrieval.loaders import SUPPORTED_SUFFIXES, shown_path
 from rags_expert.secrets import redact
-from rags_expert.settings import KnowledgeBaseSettings
+from rags_expert.settings import KnowledgeBaseSettings, RetrievalSettings
 
 if TYPE_CHECKING:
     from rags_expert.retrieval.ingest import IngestReport
@@ -113,7 +113,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     settings = _settings(args)
     tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()] or None
     try:
-        docs = retriever_from_settings(settings).invoke(args.query, top_k=args.k, library_tags=tags)
+        top_k = args.k or settings.retrieval.top_k
+        docs = retriever_from_settings(settings).invoke(args.query, top_k=top_k, library_tags=tags)
     except (KnowledgeBaseError, KnowledgeFlowError) as exc:
         print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
@@ -175,7 +176,11 @@ def register(subparsers: Any) -> None:
 
     s = subparsers.add_parser("search", help="search the configured retriever (retrieval.backend) for debugging it")
     s.add_argument("query", type=text_arg)
-    s.add_argument("-k", type=setting_type("retrieval.top_k"), default=5, help="number of hits (default 5)")
+    s.add_argument(
+        "-k",
+        type=setting_type("retrieval.top_k"),
+        help=f"number of hits (default: the setting retrieval.top_k, {RetrievalSettings.model_fields['top_k'].default})",
+    )
     store_options(s)
     s.add_argument(
         "--tags",

@@ -45,13 +45,13 @@ from rags_expert.fred.turn import conversation, fault_text, run_graph
 from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS, Progress
 from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.lessons import LessonMemory
+from rags_expert.outcomes import Outcome, not_found
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.agent import RagsExpert
-from rags_expert.rag.final import error_class
+from rags_expert.rag.answer.final import error_class
 from rags_expert.settings import AgentSettings, KGExpertSettings, RagsExpertSettings, coerce_settings
 
 log = logging.getLogger(__name__)
-NOT_FOUND = frozenset({"no_relevant_documents", "not_grounded", "not_useful"})
 
 
 class TurnInput(BaseModel):
@@ -222,12 +222,12 @@ class RagsExpertFredAgent(OurFredAgent):
         return agent.get_standalone_graph(), retriever, request_context(ctx)
 
     def outcome(self, metadata: Mapping[str, Any]) -> str:
-        if metadata.get("outcome") == "success":
+        if metadata.get("outcome") == Outcome.SUCCESS:
             n = len(metadata.get("sources") or [])
             how = "quoted" if metadata.get("answer_kind") == "extractive" else "answered"
             return f"{how} from {n} source(s)"
         reason = metadata.get("reason") or "failure"
-        if reason in NOT_FOUND and not metadata.get("error"):
+        if not_found(dict(metadata)):
             return "not found in the knowledge base"
         error = metadata.get("error")
         return f"failed: {reason}" + (f" ({error_class(error)})" if error else "")

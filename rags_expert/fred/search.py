@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field
 
 from rags_expert.retrieval.knowledge_flow import hit_to_document
 from rags_expert.retrieval.options import SearchOptions
+from rags_expert.settings import RetrievalSettings
 
 
 class FredDocumentSearch(BaseRetriever):
@@ -39,7 +40,9 @@ class FredDocumentSearch(BaseRetriever):
 
     port: Any
     """The turn's ``ctx.services.document_search``."""
-    top_k: int = 8
+    top_k: int = Field(default_factory=lambda: RetrievalSettings().top_k)
+    """Hits per search when the request gives no ``top_k``: the agent passes its ``retrieval.top_k``; the
+    setting's default otherwise."""
     hits: dict[str, Any] = Field(default_factory=dict)
     """Every hit returned this turn, by the chunk id of its Document."""
 

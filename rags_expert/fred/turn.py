@@ -38,7 +38,7 @@ def conversation(turns: Sequence[Any], message: str, cited: Sequence[Sequence[st
 
     ``cited``: the uids each of the last ``len(cited)`` turns cited (the state's ``history_uids``); an answer
     carries them as its ``sources`` so answer-time authorization can leave out one citing a revoked chunk
-    (:func:`rags_expert.rag.guard.permitted_history`); an older answer's sources are unknown."""
+    (:func:`rags_expert.rag.wrappers.guard.permitted_history`); an older answer's sources are unknown."""
     messages: list[AnyMessage] = []
     known = dict(zip(range(len(turns) - len(cited), len(turns)), cited, strict=False))
     for i, turn in enumerate(turns):

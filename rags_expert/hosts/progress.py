@@ -25,24 +25,25 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from rags_expert.events import display_text
+from rags_expert.rag.names import Node
 from rags_expert.retrieval.loaders import shown_path
 
 LINE_LIMIT = 240
 """Characters of a whole progress line."""
 
 
-RAG_STARTS = {
-    "retrieve": "searching the knowledge base",
-    "grade_documents": "grading the chunks",
-    "fallback_retrieve": "nothing relevant found: searching the fallback source",
-    "rephrase_query": "rephrasing the search",
-    "refine_knowledge": "keeping the relevant parts of the chunks",
-    "generate": "writing a draft",
-    "grade_generation": "checking the draft",
-    "extract_answer": "quoting the best matching sentence of the sources",
-    "hop_retrieve": "looking for what the question needs next (multi-hop)",
-    "answer_hop": "quoting the follow-up search's answer",
-    "budget_exceeded": "the question's budget is used up",
+RAG_STARTS: dict[str, str] = {
+    Node.RETRIEVE: "searching the knowledge base",
+    Node.GRADE_DOCUMENTS: "grading the chunks",
+    Node.FALLBACK_RETRIEVE: "nothing relevant found: searching the fallback source",
+    Node.REPHRASE_QUERY: "rephrasing the search",
+    Node.REFINE_KNOWLEDGE: "keeping the relevant parts of the chunks",
+    Node.GENERATE: "writing a draft",
+    Node.GRADE_GENERATION: "checking the draft",
+    Node.EXTRACT_ANSWER: "quoting the best matching sentence of the sources",
+    Node.HOP_RETRIEVE: "looking for what the question needs next (multi-hop)",
+    Node.ANSWER_HOP: "quoting the follow-up search's answer",
+    Node.BUDGET_EXCEEDED: "the question's budget is used up",
 }
 """The RAG graph's line when a node starts."""
 
@@ -56,18 +57,18 @@ KG_STARTS = {
 
 def rag_end_line(node: str, update: Mapping[str, Any]) -> str | None:
     """What to tell the user when a RAG node has ended with ``update`` (None: nothing worth a line)."""
-    if node == "grade_documents" and "graded" in update:
+    if node == Node.GRADE_DOCUMENTS and "graded" in update:
         planned = "; a follow-up search is needed" if update.get("hop_plan") else ""
         return f"{update.get('new_relevant', 0)} new relevant chunk(s){planned}"
-    if node == "refine_knowledge" and "strips" in update:
+    if node == Node.REFINE_KNOWLEDGE and "strips" in update:
         return f"{len(update['strips'])} chunk(s) cut to their relevant parts"
-    if node == "hop_retrieve" and update.get("hops"):
+    if node == Node.HOP_RETRIEVE and update.get("hops"):
         hop = update["hops"][-1]
         bridge = f" (bridge: {display_text(hop['bridge'])})" if hop.get("bridge") else ""
         return f"hop {hop['hop']}{bridge}: {len(update.get('documents', []))} chunk(s) for {display_text(hop['query'])}"
-    if node == "rephrase_query" and update.get("query"):
+    if node == Node.REPHRASE_QUERY and update.get("query"):
         return f"new search: {display_text(update['query'])}"
-    if node == "grade_generation" and "grounded" in update:
+    if node == Node.GRADE_GENERATION and "grounded" in update:
         feedback = update.get("feedback")
         return f"draft rejected: {display_text(feedback)}" if feedback else "draft accepted"
     return None

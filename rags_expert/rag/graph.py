@@ -1,38 +1,22 @@
 """The corrective-RAG graph: routers (pure functions of the state) and the builder.
 
-```
-START → prepare ─┬─ empty / error ───────────────────────────────→ finalize_failure
-                 └→ retrieve → grade_documents ─┬─ new relevant ─→ [refine_knowledge →] generate → grade_generation
-                                                ├─ speculative draft kept ──────→ grade_generation
-                                                ├─ a hop planned ───────────────→ hop_retrieve ─┬─ (model's) → grade_documents
-                                                │   ┌──────────────────────────────────────────────┘
-                                                │   └─ (evidence's) → answer_hop ─┬─ quote → finalize_success
-                                                │                                  └─ none → [refine →] generate
-                      ↑                         ├─ none, R left ─→ rephrase_query ─┐
-                      └─────────────────────────┼──────────────────────────────────┘
-                                                ├─ none, no R, fallback source not yet consulted
-                                                │      → fallback_retrieve → grade_documents (once)
-                                                └─ none, no R ───→ finalize_failure
-grade_generation ─┬─ grounded and useful ─────────→ finalize_success
-                  └─ rejected ────────────────────→ reflect (lesson memory) ─┐
-reflect ─┬─ not grounded, G left ─────────────────→ [refine_knowledge →] generate ←┘
-         ├─ not useful, R and G left ─────────────→ rephrase_query
-         ├─ otherwise, with the extractive fallback → extract_answer ─┬─ a sentence to quote → finalize_success
-         └─ otherwise ────────────────────────────→ finalize_failure  └─ none ─────────────→ finalize_failure
-any router, once a budget is used up, instead of a node that may call the model → budget_exceeded → (as "otherwise")
-```
+The graph itself is drawn in docs/graphs.md, generated from the compiled graph (``python -m rags_expert.diagrams``),
+and docs/architecture.md follows a question through it stage by stage. In short: ``prepare`` → ``retrieve`` →
+``grade_documents``, then a hop, a rephrasing, the fallback source or an answer (``generate``, through
+``refine_knowledge`` with refinement on); ``grade_generation`` accepts it or ``reflect`` learns from its rejection
+before another try; every run ends in ``finalize_success`` or ``finalize_failure``.
 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
 the model says; the recursion limit is set above that and never decides. A
-per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.budget`)
+per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.wrappers._budget`)
 stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
 sentence of the relevant chunks where the run would otherwise give up. An optional
-fallback source (:mod:`rags_expert.rag.fallback`, CRAG's "incorrect" action) is
+fallback source (:mod:`rags_expert.rag.retrieve.fallback_source`, CRAG's "incorrect" action) is
 searched once when nothing relevant was found, before giving up. With knowledge refinement on
-(:mod:`rags_expert.rag.refinement`, CRAG's decompose-recompose), ``[refine_knowledge →]`` cuts the relevant
-chunks not yet refined to their relevant strips on the way to ``generate``. Multi-hop (:mod:`rags_expert.rag.hops`):
+(:mod:`rags_expert.rag.grade.refinement`, CRAG's decompose-recompose), ``refine_knowledge`` cuts the relevant
+chunks not yet refined to their relevant strips on the way to ``generate``. Multi-hop (:mod:`rags_expert.rag.retrieve.hops`):
 while hops are left, grading new relevant chunks plans a follow-up search for the bridge entity, at most
 ``max_hops - 1`` times a question; a planned one is ``hop_retrieve``; after it, the answer reads the chunks of every hop.
 """
@@ -45,15 +29,16 @@ from typing import Any, Literal, TypeVar
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.llm.usage import metered
-from rags_expert.rag.budget import BUDGET_NODE, budget_exceeded, budgeted
-from rags_expert.rag.fallback import FALLBACK_NODE, FallbackSource, wants_fallback
-from rags_expert.rag.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
-from rags_expert.rag.hops import HOP_ANSWER_NODE, HOP_NODE, Hops, after_hop
+from rags_expert.rag.grade.refinement import RefinePlan, Refiner, needs_refinement
+from rags_expert.rag.names import Node
 from rags_expert.rag.nodes import RagDeps, RagNodes
 from rags_expert.rag.options import RequestContext
-from rags_expert.rag.refinement import REFINE_NODE, RefinePlan, Refiner, needs_refinement
+from rags_expert.rag.retrieve.fallback_source import FallbackSource, wants_fallback
+from rags_expert.rag.retrieve.hops import Hops, after_hop
 from rags_expert.rag.state import InputState, OutputState, RagState, value
-from rags_expert.rag.timings import timed
+from rags_expert.rag.wrappers._budget import Routes, budget_exceeded, budgeted, routes
+from rags_expert.rag.wrappers._timings import timed
+from rags_expert.rag.wrappers.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
 
 N = TypeVar("N", bound=Callable[..., Awaitable[Any]])
 
@@ -72,120 +57,122 @@ def _rephrases_left(state: RagState) -> bool:
     return value(state, "rephrases") < value(state, "max_rephrases")
 
 
-def route_after_prepare(state: RagState) -> Literal["retrieve", "finalize_failure"]:
+def route_after_prepare(state: RagState) -> Literal[Node.RETRIEVE, Node.FINALIZE_FAILURE]:
     """An empty question or a failed condense step ends the run without retrieval."""
     if value(state, "error") or not value(state, "question"):
-        return "finalize_failure"
-    return "retrieve"
+        return Node.FINALIZE_FAILURE
+    return Node.RETRIEVE
 
 
-def route_after_retrieve(state: RagState) -> Literal["grade_documents", "finalize_failure"]:
+def route_after_retrieve(state: RagState) -> Literal[Node.GRADE_DOCUMENTS, Node.FINALIZE_FAILURE]:
     """A retriever fault ends the run; otherwise grade what came back."""
-    return "finalize_failure" if value(state, "error") else "grade_documents"
+    return Node.FINALIZE_FAILURE if value(state, "error") else Node.GRADE_DOCUMENTS
 
 
-def _give_up(state: RagState) -> Literal["extract_answer", "finalize_failure"]:
+def _give_up(state: RagState) -> Literal[Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """Where a run without an accepted answer goes: the extractive fallback when it is on and there is
     something relevant to quote, else the honest failure."""
     if value(state, "fallback") and value(state, "relevant") and not value(state, "error"):
-        return "extract_answer"
-    return "finalize_failure"
+        return Node.EXTRACT_ANSWER
+    return Node.FINALIZE_FAILURE
 
 
-def _to_generate(state: RagState) -> Literal["refine_knowledge", "generate"]:
+def _to_generate(state: RagState) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE]:
     """``generate``, through ``refine_knowledge`` while a relevant chunk is not refined yet (refinement on)."""
-    return "refine_knowledge" if needs_refinement(state) else "generate"
+    return Node.REFINE_KNOWLEDGE if needs_refinement(state) else Node.GENERATE
 
 
 def route_after_grading(
     state: RagState,
 ) -> Literal[
-    "grade_generation",
-    "hop_retrieve",
-    "answer_hop",
-    "refine_knowledge",
-    "generate",
-    "rephrase_query",
-    "fallback_retrieve",
-    "extract_answer",
-    "finalize_failure",
+    Node.GRADE_GENERATION,
+    Node.HOP_RETRIEVE,
+    Node.ANSWER_HOP,
+    Node.REFINE_KNOWLEDGE,
+    Node.GENERATE,
+    Node.REPHRASE_QUERY,
+    Node.FALLBACK_RETRIEVE,
+    Node.EXTRACT_ANSWER,
+    Node.FINALIZE_FAILURE,
 ]:
     """Check a kept speculative draft; plan a hop while hops are left; after one, quote its answer (small
     profile) or answer from the chunks of every hop; else generate from new relevant chunks; with none,
     rephrase while rephrases remain, then search the fallback source once (when there is one) before giving up."""
     if value(state, "error"):
-        return "finalize_failure"
+        return Node.FINALIZE_FAILURE
     if value(state, "speculative") == "kept":
-        return "grade_generation"
+        return Node.GRADE_GENERATION
     if value(state, "hop_plan"):
-        return "hop_retrieve"
+        return Node.HOP_RETRIEVE
     if after_hop(state) and value(state, "relevant") and _generations_left(state):
         return _to_generate(state)  # the hop found nothing new: answer from what was found
     if value(state, "new_relevant") > 0 and _generations_left(state):
         return _to_generate(state)
     if _rephrases_left(state) and _generations_left(state):
-        return "rephrase_query"
+        return Node.REPHRASE_QUERY
     if wants_fallback(state):
-        return "fallback_retrieve"
+        return Node.FALLBACK_RETRIEVE
     return _give_up(state)
 
 
-def route_after_hop(state: RagState) -> Literal["grade_documents", "answer_hop", "finalize_failure"]:
+def route_after_hop(state: RagState) -> Literal[Node.GRADE_DOCUMENTS, Node.ANSWER_HOP, Node.FINALIZE_FAILURE]:
     """Grade the hop's chunks (an evidence hop graded them itself: quote its answer), unless the search failed."""
     if value(state, "error"):
-        return "finalize_failure"
-    return "answer_hop" if value(state, "hops")[-1].get("bridge") else "grade_documents"
+        return Node.FINALIZE_FAILURE
+    return Node.ANSWER_HOP if value(state, "hops")[-1].get("bridge") else Node.GRADE_DOCUMENTS
 
 
 def route_after_hop_answer(
     state: RagState,
-) -> Literal["finalize_success", "refine_knowledge", "generate", "extract_answer", "finalize_failure"]:
+) -> Literal[Node.FINALIZE_SUCCESS, Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """A quoted hop answer ends the run; without one, write an answer from the chunks of every hop."""
     if value(state, "answer_kind") == "extractive" and not value(state, "error"):
-        return "finalize_success"
+        return Node.FINALIZE_SUCCESS
     return _to_generate(state) if _generations_left(state) else _give_up(state)
 
 
-def route_after_rephrase(state: RagState) -> Literal["retrieve", "finalize_failure"]:
+def route_after_rephrase(state: RagState) -> Literal[Node.RETRIEVE, Node.FINALIZE_FAILURE]:
     """Retrieve again with the new query, unless the rephrasing call failed."""
-    return "finalize_failure" if value(state, "error") else "retrieve"
+    return Node.FINALIZE_FAILURE if value(state, "error") else Node.RETRIEVE
 
 
-def route_after_generate(state: RagState) -> Literal["grade_generation", "finalize_failure"]:
+def route_after_generate(state: RagState) -> Literal[Node.GRADE_GENERATION, Node.FINALIZE_FAILURE]:
     """Grade the answer, unless generation failed."""
-    return "finalize_failure" if value(state, "error") else "grade_generation"
+    return Node.FINALIZE_FAILURE if value(state, "error") else Node.GRADE_GENERATION
 
 
-def route_after_generation_grading(state: RagState) -> Literal["finalize_success", "reflect", "finalize_failure"]:
+def route_after_generation_grading(
+    state: RagState,
+) -> Literal[Node.FINALIZE_SUCCESS, Node.REFLECT, Node.FINALIZE_FAILURE]:
     """Accept a grounded, useful answer; learn from a rejected one first."""
     if value(state, "error"):
-        return "finalize_failure"
+        return Node.FINALIZE_FAILURE
     if value(state, "grounded") and value(state, "useful"):
-        return "finalize_success"
-    return "reflect"
+        return Node.FINALIZE_SUCCESS
+    return Node.REFLECT
 
 
-def route_after_refine(state: RagState) -> Literal["generate"]:
+def route_after_refine(state: RagState) -> Literal[Node.GENERATE]:
     """Refined chunks are answered from."""
-    return "generate"
+    return Node.GENERATE
 
 
 def route_after_reflect(
     state: RagState,
-) -> Literal["refine_knowledge", "generate", "rephrase_query", "extract_answer", "finalize_failure"]:
+) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.REPHRASE_QUERY, Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
     if not value(state, "grounded") and _generations_left(state):
         return _to_generate(state)
     if value(state, "grounded") and _rephrases_left(state) and _generations_left(state):
-        return "rephrase_query"
+        return Node.REPHRASE_QUERY
     return _give_up(state)
 
 
-def route_after_extract(state: RagState) -> Literal["finalize_success", "finalize_failure"]:
+def route_after_extract(state: RagState) -> Literal[Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE]:
     """A quoted sentence is an answer; without one the run ends in the honest failure."""
     if value(state, "answer_kind") == "extractive" and not value(state, "error"):
-        return "finalize_success"
-    return "finalize_failure"
+        return Node.FINALIZE_SUCCESS
+    return Node.FINALIZE_FAILURE
 
 
 def max_node_steps(max_rephrases: int, max_generations: int, max_hops: int = 1) -> int:
@@ -197,62 +184,37 @@ def max_node_steps(max_rephrases: int, max_generations: int, max_hops: int = 1) 
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
-    """Wire the nodes and routers into an (uncompiled) StateGraph.
-
-    Every node is :func:`~rags_expert.llm.usage.metered` (the calls and tokens of those that call the model go to
-    the state's ``usage``) and :func:`~rags_expert.rag.timings.timed` (its wall and CPU seconds go to ``timings``), and every router that may lead to one checks the budget (:func:`~rags_expert.rag.budget.budgeted`).
-
-    Hosts send and get back the conversation (``InputState`` / ``OutputState``); per-request options
-    come as the run's context (``RequestContext``) or in ``configurable``.
-    """
-    nodes = RagNodes(deps)
+    """The (uncompiled) graph: one row per node, with its guard (the host's permission check, where a node reads or
+    cites chunks) and its router; :func:`_node` meters and times every node, :func:`budgeted` checks the budget.
+    Hosts send and get back the conversation; per-request options come as the run's context (``RequestContext``)."""
+    nodes, auth, settings = RagNodes(deps), deps.authorizer, deps.settings
+    hops = Hops(deps.model, deps.retriever, deps.grading, deps.evidence, settings, deps.profile, nodes.redacted_error)
+    fallback = FallbackSource(deps.fallback_retriever, settings, nodes.redacted_error)
+    refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(settings))
+    grade = hops.planning(guard_relevant(nodes.grade_documents, auth))  # plans the next hop while one is wanted
+    rows: list[tuple[Node, Callable[..., Awaitable[Any]], Routes | None]] = [
+        (Node.PREPARE, nodes.prepare, budgeted(route_after_prepare)),
+        (Node.RETRIEVE, guard_documents(nodes.retrieve, auth), budgeted(route_after_retrieve)),
+        (Node.GRADE_DOCUMENTS, grade, budgeted(route_after_grading)),
+        (Node.REPHRASE_QUERY, nodes.rephrase_query, budgeted(route_after_rephrase)),
+        (Node.FALLBACK_RETRIEVE, guard_documents(fallback.retrieve, auth), budgeted(route_after_retrieve)),
+        (Node.REFINE_KNOWLEDGE, refiner.refine_knowledge, budgeted(route_after_refine)),
+        (Node.HOP_RETRIEVE, guard_documents(hops.hop_retrieve, auth), budgeted(route_after_hop)),
+        (Node.ANSWER_HOP, hops.answer_hop, budgeted(route_after_hop_answer)),
+        (Node.GENERATE, guard_context(nodes.generate, auth), budgeted(route_after_generate)),
+        (Node.GRADE_GENERATION, nodes.grade_generation, budgeted(route_after_generation_grading)),
+        (Node.REFLECT, nodes.reflect, budgeted(route_after_reflect)),
+        (Node.EXTRACT_ANSWER, nodes.extract_answer, routes(route_after_extract)),  # never calls the model
+        (Node.BUDGET_EXCEEDED, budget_exceeded, routes(_give_up)),
+        (Node.FINALIZE_SUCCESS, guard_answer(nodes.finalize_success, nodes.finalize_failure, auth), None),
+        (Node.FINALIZE_FAILURE, guard_partial(nodes.finalize_failure, auth), None),
+    ]
     builder = StateGraph(RagState, context_schema=RequestContext, input_schema=InputState, output_schema=OutputState)
-
-    # prepare takes (state, config, runtime): langgraph runs that, its add_node overloads omit it
-    builder.add_node("prepare", _node("prepare", nodes.prepare))  # type: ignore[call-overload,arg-type]  # langgraph stub gap
-    auth = deps.authorizer  # the host's permission check (rags_expert.rag.guard); None: off
-    builder.add_node("retrieve", _node("retrieve", guard_documents(nodes.retrieve, auth)))
-    hops = Hops(
-        deps.model, deps.retriever, deps.grading, deps.evidence, deps.settings, deps.profile, nodes.redacted_error
-    )
-    grade_documents = hops.planning(
-        guard_relevant(nodes.grade_documents, auth)
-    )  # plans the next hop while one is wanted
-    builder.add_node("grade_documents", _node("grade_documents", grade_documents))
-    builder.add_node("rephrase_query", _node("rephrase_query", nodes.rephrase_query))
-    fallback = guard_documents(
-        FallbackSource(deps.fallback_retriever, deps.settings, nodes.redacted_error).retrieve, auth
-    )
-    builder.add_node(FALLBACK_NODE, _node(FALLBACK_NODE, fallback))  # routed to only with a fallback source
-    refiner = Refiner(deps.model, deps.grading, deps.evidence, RefinePlan.of(deps.settings))
-    builder.add_node(REFINE_NODE, _node(REFINE_NODE, refiner.refine_knowledge))  # routed to only with refinement on
-    builder.add_node(
-        HOP_NODE, _node(HOP_NODE, guard_documents(hops.hop_retrieve, auth))
-    )  # routed to only with multihop.max_hops > 1
-    builder.add_node(HOP_ANSWER_NODE, _node(HOP_ANSWER_NODE, hops.answer_hop))  # after an evidence hop
-    builder.add_node("generate", _node("generate", guard_context(nodes.generate, auth)))
-    builder.add_node("grade_generation", _node("grade_generation", nodes.grade_generation))
-    builder.add_node("reflect", _node("reflect", nodes.reflect))
-    builder.add_node("extract_answer", _node("extract_answer", nodes.extract_answer))
-    builder.add_node(BUDGET_NODE, timed(BUDGET_NODE, budget_exceeded))
-    success = guard_answer(nodes.finalize_success, nodes.finalize_failure, auth)
-    builder.add_node("finalize_success", _node("finalize_success", success))
-    builder.add_node("finalize_failure", _node("finalize_failure", guard_partial(nodes.finalize_failure, auth)))
-
-    builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", *budgeted(route_after_prepare))
-    builder.add_conditional_edges("retrieve", *budgeted(route_after_retrieve))
-    builder.add_conditional_edges("grade_documents", *budgeted(route_after_grading))
-    builder.add_conditional_edges("rephrase_query", *budgeted(route_after_rephrase))
-    builder.add_conditional_edges(FALLBACK_NODE, *budgeted(route_after_retrieve))
-    builder.add_conditional_edges(REFINE_NODE, *budgeted(route_after_refine))
-    builder.add_conditional_edges(HOP_NODE, *budgeted(route_after_hop))
-    builder.add_conditional_edges(HOP_ANSWER_NODE, *budgeted(route_after_hop_answer))
-    builder.add_conditional_edges("generate", *budgeted(route_after_generate))
-    builder.add_conditional_edges("grade_generation", *budgeted(route_after_generation_grading))
-    builder.add_conditional_edges("reflect", *budgeted(route_after_reflect))
-    builder.add_conditional_edges("extract_answer", route_after_extract)
-    builder.add_conditional_edges(BUDGET_NODE, _give_up)
-    builder.add_edge("finalize_success", END)
-    builder.add_edge("finalize_failure", END)
+    builder.add_edge(START, Node.PREPARE.value)
+    for node, function, router in rows:  # LangGraph, the usage and the timings get the names as plain strings
+        builder.add_node(node.value, _node(node.value, function))
+        if router is None:
+            builder.add_edge(node.value, END)
+        else:
+            builder.add_conditional_edges(node.value, *router)
     return builder

@@ -1,7 +1,7 @@
 """The nodes of the corrective-RAG graph: small async functions over the state.
 
 Each node returns a partial state update. Nodes never raise: a model or retriever
-fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.failsafe`)
+fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.wrappers.failsafe`)
 and the routers send the run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
@@ -28,20 +28,15 @@ from rags_expert.evidence import EvidenceScorer
 from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
+from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answering import (
-    answer_messages,
-    attribute,
-    evidence_verdicts,
-    quoted_answer,
-    verdict_update,
-)
-from rags_expert.rag.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.citations import chunk_id, cited_numbers, format_context
-from rags_expert.rag.failsafe import fails_as, failure, redacted_error
-from rags_expert.rag.final import failure_message, success_message
-from rags_expert.rag.guard import AUTH_FAILED, permitted_history
-from rags_expert.rag.hops import grading_question
+from rags_expert.rag.answer._extractive import quoted_answer
+from rags_expert.rag.answer.citations import chunk_id
+from rags_expert.rag.answer.final import failure_message, success_message
+from rags_expert.rag.answer.prompt import answer_messages
+from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
+from rags_expert.rag.grade.refinement import refined_context
+from rags_expert.rag.grade.relevance import RelevanceJudge, keep_context
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
@@ -50,13 +45,14 @@ from rags_expert.rag.options import (
     read_request,
 )
 from rags_expert.rag.profiles import ModelProfile, evidence_scorer, profile_for
-from rags_expert.rag.recall import LessonRecalls, with_lessons
-from rags_expert.rag.refinement import refined_context
-from rags_expert.rag.relevance import RelevanceJudge, keep_context
-from rags_expert.rag.reranking import RerankStage
-from rags_expert.rag.speculation import DRAFT_TAG, settle_draft
+from rags_expert.rag.retrieve._recall import LessonRecalls, with_lessons
+from rags_expert.rag.retrieve.hops import grading_question
+from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
-from rags_expert.rag.verified import evidence_accepts
+from rags_expert.rag.verdict._decision import AnswerJudge
+from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
+from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
+from rags_expert.rag.wrappers.guard import permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
@@ -75,13 +71,13 @@ class RagDeps:
     grading: grading.GradingContext
     lessons: LessonMemory | None = None
     fallback_retriever: BaseRetriever | None = None
-    """The fallback source (:mod:`rags_expert.rag.fallback`), consulted once when nothing is relevant."""
+    """The fallback source (:mod:`rags_expert.rag.retrieve.fallback_source`), consulted once when nothing is relevant."""
     authorizer: Authorizer | None = None
-    """The host's answer-time permission check (:mod:`rags_expert.rag.guard`); None: off."""
+    """The host's answer-time permission check (:mod:`rags_expert.rag.wrappers.guard`); None: off."""
     evidence: EvidenceScorer = field(default=None)  # type: ignore[assignment]  # filled in __post_init__
     """Model-free evidence (lexical, plus the knowledge base's embeddings when the agent has them)."""
     rerank: RerankStage = field(default_factory=RerankStage)
-    """The reranking stage between retrieval and grading (:mod:`rags_expert.rag.reranking`; default: none)."""
+    """The reranking stage between retrieval and grading (:mod:`rags_expert.rag.retrieve.reranking`; default: none)."""
 
     def __post_init__(self) -> None:
         if self.evidence is None:
@@ -101,10 +97,6 @@ class RagDeps:
 LESSON_SCOPE = "rag"
 
 
-def _cites_a_chunk(answer: str, relevant: list[Document]) -> bool:
-    return bool(cited_numbers(answer, len(relevant)))
-
-
 class RagNodes:
     """The node functions, bound to one agent's dependencies."""
 
@@ -120,6 +112,9 @@ class RagNodes:
             by_llm=deps.profile.relevance == "llm",
             pair_coverage=hops.pair_coverage if hops.max_hops > 1 else None,
         )
+        self.verdicts = AnswerJudge(
+            deps.model, deps.grading, deps.evidence, deps.settings, deps.profile, self.redacted_error
+        )
         self.recalls = LessonRecalls(
             deps.lessons, deps.authorizer
         )  # started by prepare, taken by the first answer call
@@ -133,49 +128,61 @@ class RagNodes:
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
     def redacted_error(self, exc: BaseException) -> str:
-        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.failsafe.redacted_error`)."""
+        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.wrappers.failsafe.redacted_error`)."""
         return redacted_error(exc, self.deps.settings.secrets())
 
     async def prepare(
         self, state: RagState, config: RunnableConfig, runtime: Runtime[RequestContext]
     ) -> dict[str, Any]:
-        """Start a question: reset the working state and the call count, validate the request's options
-        once, take the last user message, make a follow-up standalone, start recalling lessons (beside the
-        retrieval: :mod:`rags_expert.rag.recall`)."""
-        update = fresh_question(self.deps.settings) | {"llm_calls": new_count()}
+        """Start a question: reset the working state and the call count, take the last user message, validate the
+        request's options once, make a follow-up standalone, start recalling lessons (beside the retrieval:
+        :mod:`rags_expert.rag.retrieve._recall`). Each step's fault ends the run (:func:`fails_as`)."""
         start = open_question(value(state, "messages"), config, self.deps.settings.max_question_chars)
-        question = start.question
+        update = fresh_question(self.deps.settings) | {"llm_calls": new_count(), "question": start.question}
         if start.reason:  # a checkpointer fault, no question, or one too long (conversation.open_question)
-            return update | {"question": question, "error": start.error, "failure_reason": start.reason}
-        try:
-            request = read_request(runtime.context, config)
-        except InvalidRequestError as exc:
-            return update | {"question": question} | failure(f"InvalidRequest: {exc}", "invalid_request")
-        update |= {
+            return update | {"error": start.error, "failure_reason": start.reason}
+        update |= await self._options(update, config, runtime)
+        if not update.get("error"):
+            update |= await self._standalone(update, start.history, config)
+        if update.get("error"):
+            return update
+        lessons = await self.recalls.begin(update["question"], update["lesson_scope"], update["user"])
+        return update | {"query": update["question"]} | lessons
+
+    @fails_as(FailureReason.INVALID_REQUEST, catch=(InvalidRequestError,))
+    async def _options(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RequestContext]
+    ) -> dict[str, Any]:
+        """The request's options, validated once (:mod:`rags_expert.rag.options`), as the state keeps them."""
+        request = read_request(runtime.context, config)
+        return {
             "search": request.search(self.deps.settings.retrieval.top_k).kwargs(),
             "lesson_scope": self._lesson_scope(request),
             "fallback_source": self.deps.fallback_retriever is not None,
             "user": request.user_id,
         }
-        try:  # assistant turns citing a revoked chunk are not condensed against
-            history = await permitted_history(self.deps.authorizer, request.user_id, start.history)
-        except AuthorizationError as exc:
-            return update | {"question": question} | failure(f"AuthorizationError: {exc}", AUTH_FAILED)
-        if transcript := followup_transcript(history, self.deps.settings):
-            update["llm_calls"] = new_count(1)
-            try:
-                question = await grading.condense_question(
-                    self.deps.model, question, transcript, self.deps.grading, config=config
-                )
-            except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
-                return update | {"question": question} | failure(self.redacted_error(exc), "llm_error")
-        lessons = await self.recalls.begin(question, update["lesson_scope"], request.user_id)
-        return update | {"question": question, "query": question} | lessons
 
-    @fails_as("retrieval_error", reset={"documents": []}, log_as="retrieval failed")
+    @fails_as(FailureReason.AUTHORIZATION_ERROR, catch=(AuthorizationError,))
+    async def _standalone(self, state: dict[str, Any], history: list[Any], config: RunnableConfig) -> dict[str, Any]:
+        """A follow-up question made standalone against the turns the user may still read (assistant turns citing
+        a revoked chunk are not condensed against); nothing when there is no earlier turn to read."""
+        permitted = await permitted_history(self.deps.authorizer, state["user"], history)
+        if transcript := followup_transcript(permitted, self.deps.settings):
+            return await self._condense(state, transcript, config)
+        return {}
+
+    @fails_as(FailureReason.LLM_ERROR, charge=lambda state: {"llm_calls": new_count(1)})
+    async def _condense(self, state: dict[str, Any], transcript: str, config: RunnableConfig) -> dict[str, Any]:
+        """The question rewritten to stand alone (one model call, counted whether it succeeds or not)."""
+        question = await grading.condense_question(
+            self.deps.model, state["question"], transcript, self.deps.grading, config=config
+        )
+        return {"question": question}
+
+    @fails_as(FailureReason.RETRIEVAL_ERROR, reset={"documents": []}, log_as="retrieval failed")
     async def retrieve(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Fetch chunks for the current query with the request's options (validated by ``prepare``), reranked
-        (:mod:`~rags_expert.rag.reranking`); a retriever fault ends the run honestly."""
+        (:mod:`~rags_expert.rag.retrieve.reranking`); a retriever fault ends the run honestly."""
         options = SearchOptions.of(state["search"])
         query = state["query"]
         queries = [*value(state, "queries"), query]
@@ -185,8 +192,8 @@ class RagNodes:
         return {"documents": await self.deps.rerank.apply(query, docs, options.limit), "queries": queries}
 
     async def grade_documents(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Grade the new chunks (:mod:`rags_expert.rag.relevance`), keep the relevant ones, never re-grade a
-        chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.speculation`)."""
+        """Grade the new chunks (:mod:`rags_expert.rag.grade.relevance`), keep the relevant ones, never re-grade a
+        chunk; on a question's first retrieval, write a speculative draft meanwhile (:mod:`~rags_expert.rag.answer.speculation`)."""
         graded = dict(value(state, "graded"))
         fresh: dict[str, Document] = {}
         for doc in value(state, "documents"):
@@ -203,7 +210,7 @@ class RagNodes:
             judged, draft = await judging, ""
         update: dict[str, Any] = recalled | {"speculative": "", "llm_calls": int(drafting) + judged.llm_calls}
         if judged.error is not None:
-            return update | failure(self.redacted_error(judged.error), "llm_error")
+            return update | failure(self.redacted_error(judged.error), FailureReason.LLM_ERROR)
         new = []
         for (cid, doc), verdict in zip(fresh.items(), judged.verdicts, strict=True):
             graded[cid] = verdict
@@ -238,7 +245,9 @@ class RagNodes:
         except Exception as exc:  # noqa: BLE001 - LLMCallError, or a model that cannot even be called
             return recalled, exc
 
-    @fails_as("llm_error", charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1})
+    @fails_as(
+        FailureReason.LLM_ERROR, charge=lambda state: {"rephrases": value(state, "rephrases") + 1, "llm_calls": 1}
+    )
     async def rephrase_query(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """Rewrite the retrieval query (the question itself stays unchanged for grading and answering); any
         fault (LLMCallError, or a model that cannot even be called) ends the run."""
@@ -252,9 +261,9 @@ class RagNodes:
         )
         return {"query": query}
 
-    @fails_as("prompt_error", catch=(PromptError,), log_as="the answer prompt cannot be rendered")
+    @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,), log_as="the answer prompt cannot be rendered")
     @fails_as(
-        "llm_error",
+        FailureReason.LLM_ERROR,
         catch=(LLMCallError,),
         charge=lambda state: {"generations": value(state, "generations") + 1, "llm_calls": 1},
     )
@@ -290,64 +299,9 @@ class RagNodes:
         return message_text(reply).strip()
 
     async def grade_generation(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
-        """Check the answer is grounded in the chunks and useful for the question.
-
-        Citations first: an answer that cites no chunk gets those of the chunks supporting its sentences
-        (``evidence.attribution``; the small profile re-attributes every answer). An empty answer, or one
-        still citing no chunk while ``require_citations`` is on, is rejected without a grading call. Then
-        the LLM graders (two concurrent calls) or, in the small profile, the evidence decide; with
-        ``evidence.verify_answers`` an answer that quotes what it cites is accepted without the model calls.
-        """
-        answer = value(state, "answer")
-        relevant = state["relevant"]
-        profile, settings = self.deps.profile, self.deps.settings
-        update: dict[str, Any] = {}
-        unsupported = ""
-        attribution = None
-        by_evidence = profile.grounded == "evidence"
-        if answer and (
-            by_evidence
-            or profile.reattribute
-            or (settings.evidence.attribution and not _cites_a_chunk(answer, relevant))
-        ):
-            attribution = attribute(
-                answer, relevant, self.deps.evidence, replace=profile.reattribute, prose_only=by_evidence
-            )
-            if attribution.complete:
-                answer = update["answer"] = attribution.text
-            else:
-                unsupported = attribution.unsupported[0][:200]
-        if not answer or (settings.require_citations and not _cites_a_chunk(answer, relevant)):
-            feedback = (
-                "the answer was empty"
-                if not answer
-                else f"no chunk supports: {unsupported}"
-                if unsupported
-                else "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
-            )
-            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
-            return update | {"grounded": False, "useful": False, "feedback": feedback, "failure_reason": "not_grounded"}
-        if by_evidence and attribution is not None:
-            verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.deps.evidence)
-            grounded = grading.Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
-            useful = grading.Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
-        elif settings.evidence.verify_answers and await evidence_accepts(
-            state["question"], answer, relevant, self.deps.evidence
-        ):  # the answer quotes what it cites: no model call (rags_expert.rag.verified)
-            emit("answer_verified", generation=value(state, "generations"), by="evidence")
-            grounded = useful = grading.Verdict(True, True, "", "")
-        else:
-            update["llm_calls"] = 2
-            context = format_context(refined_context(relevant, value(state, "strips")))  # what the answer read
-            results = await asyncio.gather(
-                grading.grade_grounded(self.deps.model, context, answer, self.deps.grading, config=config),
-                grading.grade_useful(self.deps.model, state["question"], answer, self.deps.grading, config=config),
-                return_exceptions=True,
-            )
-            if failed := next((r for r in results if isinstance(r, BaseException)), None):
-                return update | failure(self.redacted_error(failed), "llm_error")
-            grounded, useful = results  # type: ignore[assignment]  # no exception left
-        return update | verdict_update(state, answer, grounded, useful)
+        """Accept the answer or say why not (:class:`~rags_expert.rag.verdict._decision.AnswerJudge`): citations
+        added where it lacks them, then the evidence or the two LLM graders (grounded, useful)."""
+        return await self.verdicts.grade(state, config)
 
     async def reflect(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
         """After a rejected answer, write one sentence of advice and store it in the lesson memory
@@ -369,10 +323,10 @@ class RagNodes:
         )
         return {"llm_calls": 1}
 
-    @fails_as("prompt_error", catch=(PromptError,))
+    @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answering.
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer._extractive.
         quoted_answer`); with none, leave the answer empty (the run ends in failure) and keep the closest units for
         the failure to offer (``evidence.closest_passages``)."""
         deps = self.deps

@@ -48,7 +48,7 @@ class ModelProfile:
     """Prompt key of the answer call."""
     refinement: RefinementMethod
     """How relevant chunks are cut to their relevant strips before the answer, unless ``refinement.method``
-    says (:mod:`rags_expert.rag.refinement`)."""
+    says (:mod:`rags_expert.rag.grade.refinement`)."""
     max_strips: int
     """Strips per chunk the evidence method keeps, unless ``refinement.max_strips`` says."""
     reattribute: bool
@@ -65,7 +65,7 @@ class ModelProfile:
     """The answer selector (:mod:`rags_expert.evidence.reader`) chooses the quoted unit, or none; else the evidence's
     rules (``EvidenceScorer.best_answer``)."""
     multihop: Judge = "llm"
-    """Who proposes a follow-up search (:mod:`rags_expert.rag.hops`): the model, or the evidence's bridge name."""
+    """Who proposes a follow-up search (:mod:`rags_expert.rag.retrieve.hops`): the model, or the evidence's bridge name."""
 
 
 PROFILES: dict[str, ModelProfile] = {

@@ -27,7 +27,7 @@ from langgraph.types import Overwrite
 
 from rags_expert.llm.usage import add_usage
 from rags_expert.rag.profiles import RefinePlan, profile_for
-from rags_expert.rag.timings import add_timings
+from rags_expert.rag.wrappers._timings import add_timings
 from rags_expert.settings import RagsExpertSettings
 
 
@@ -73,7 +73,7 @@ class RagState(InputState, total=False):
     speculative: str
     """What became of this retrieval's speculative draft: ``"kept"`` (it is ``answer``), ``"discarded"``, or ""."""
     refine: bool
-    """Whether relevant chunks are cut to their relevant strips before the answer (:mod:`rags_expert.rag.refinement`)."""
+    """Whether relevant chunks are cut to their relevant strips before the answer (:mod:`rags_expert.rag.grade.refinement`)."""
     strips: dict[str, str]
     """The kept strips of each refined relevant chunk, by chunk id (the chunk's text in the answer prompt)."""
     grounded: bool
@@ -94,11 +94,11 @@ class RagState(InputState, total=False):
     fallback: bool
     """Whether the extractive fallback may answer when no generated answer passes (the profile's choice)."""
     fallback_source: bool
-    """Whether a fallback source is configured (:mod:`rags_expert.rag.fallback`), set by ``prepare``."""
+    """Whether a fallback source is configured (:mod:`rags_expert.rag.retrieve.fallback_source`), set by ``prepare``."""
     fallback_consulted: bool
     """Whether this question searched the fallback source (at most once)."""
     max_hops: int
-    """Searches the question may chain (``multihop.max_hops``; 1: no hop, :mod:`rags_expert.rag.hops`)."""
+    """Searches the question may chain (``multihop.max_hops``; 1: no hop, :mod:`rags_expert.rag.retrieve.hops`)."""
     hops_planned: int
     """Times a follow-up search was planned (at most ``max_hops - 1``)."""
     hop_plan: dict[str, Any]
@@ -116,7 +116,7 @@ class RagState(InputState, total=False):
     lessons: list[str]
     """Lessons recalled for this question (advice from earlier failures), shown to the answer prompt."""
     lesson_recall: str
-    """The key of this question's lesson recall while it runs beside the graph (:mod:`rags_expert.rag.recall`);
+    """The key of this question's lesson recall while it runs beside the graph (:mod:`rags_expert.rag.retrieve._recall`);
     "" once ``lessons`` holds its result, or with no recall."""
     llm_calls: Annotated[int, operator.add]
     """LLM requests made for this question (transport retries not counted)."""
@@ -126,7 +126,7 @@ class RagState(InputState, total=False):
     usage: Annotated[dict[str, dict[str, Any]], add_usage]
     """Calls and tokens per node for this question (see :mod:`rags_expert.llm.usage`); restarted with ``llm_calls``."""
     timings: Annotated[dict[str, dict[str, Any]], add_timings]
-    """Wall and CPU seconds per node for this question (see :mod:`rags_expert.rag.timings`); restarted with
+    """Wall and CPU seconds per node for this question (see :mod:`rags_expert.rag.wrappers._timings`); restarted with
     ``llm_calls``."""
     max_calls: int | None
     """The question's LLM-call budget (``budget.max_calls``; None: none)."""

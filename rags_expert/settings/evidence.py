@@ -33,7 +33,7 @@ class EvidenceSettings(SettingsSection):
         True,
         description="Accept an answer without the model's grounding and usefulness calls when the evidence sees "
         "both: every sentence cites a chunk holding all its terms and numbers (evidence.min_support), and the one "
-        "sentence of the chunks that best answers the question states everything it adds (rags_expert.rag.verified). "
+        "sentence of the chunks that best answers the question states everything it adds (rags_expert.rag.verdict.verified). "
         "The evidence only accepts: otherwise the model checks as before. On by default: it saves the checks' round "
         "trip on a quoting answer (the happy path in one round trip, docs/benchmarks.md), and agreed with a judge "
         "knowing the gold answer on 98.9-100 % of answers. Turn it off when every answer must go past the model's "

@@ -36,7 +36,13 @@ def default_data_dir() -> Path:
 class RetrievalSettings(SettingsSection):
     """What one RAG query asks for: how many chunks, from which retriever, searched and fused how."""
 
-    top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per query.")
+    top_k: int = Field(
+        4,
+        ge=1,
+        le=100,
+        description="Chunks retrieved per query; also the hits `rags-expert search` prints and Fred's document "
+        "search returns when no -k / top_k is given.",
+    )
     backend: Literal["qdrant", "knowledge_flow"] = Field(
         "qdrant", description="The default retriever: the Qdrant knowledge base or a knowledge-flow service."
     )

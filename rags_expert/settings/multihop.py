@@ -1,4 +1,4 @@
-"""Multi-hop retrieval in the RAG graph (:mod:`rags_expert.rag.hops`, docs/concepts.md#multi-hop)."""
+"""Multi-hop retrieval in the RAG graph (:mod:`rags_expert.rag.retrieve.hops`, docs/concepts.md#multi-hop)."""
 
 from __future__ import annotations
 

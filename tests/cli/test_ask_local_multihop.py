@@ -1,7 +1,7 @@
 """A question that needs two documents, through ``rags-expert ingest`` and ``rags-expert ask --local`` as a user runs
 them (subprocesses, the bundled SmolLM2-135M on llama.cpp, the default embedding model, the ``small`` profile): the
 evidence finds the bridge in the first document, searches again for it, and quotes both documents with a citation
-of each (rags_expert.rag.hops)."""
+of each (rags_expert.rag.retrieve.hops)."""
 
 from __future__ import annotations
 

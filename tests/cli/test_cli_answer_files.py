@@ -244,3 +244,17 @@ def test_verify_reads_an_answer_saved_by_windows_powershell(castle, tmp_path, en
     done = run_cli(["verify", str(path)], env)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("ok ")
+
+
+def test_search_prints_retrieval_top_k_hits_unless_k_is_given(tmp_path):
+    docs = {f"castle{i}.md": f"# Castle {i}\n\nCastle number {i} was built in 14{i}0.\n" for i in range(6)}
+    env = cli_env(ingest_docs(tmp_path, docs))
+    hits = {
+        how: len(json.loads(run_cli(["search", "castle", "--json", *flags], {**env, **extra}).stdout))
+        for how, flags, extra in [
+            ("default", [], {}),
+            ("configured", [], {"RAGS_EXPERT_RETRIEVAL__TOP_K": "2"}),
+            ("flag", ["-k", "5"], {"RAGS_EXPERT_RETRIEVAL__TOP_K": "2"}),
+        ]
+    }
+    assert hits == {"default": 4, "configured": 2, "flag": 5}

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from rags_expert.fred.search import FredDocumentSearch
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.retrieval.options import SearchOptions
+from rags_expert.settings import RetrievalSettings
 
 
 class Hit(BaseModel):
@@ -61,3 +62,9 @@ async def test_absent_options_leave_the_scoping_to_fred_and_top_k_to_the_retriev
     assert port.calls == [
         {"question": "When?", "top_k": 5, "library_tag_ids": None, "document_uids": None, "search_policy": None}
     ]
+
+
+async def test_without_a_top_k_the_search_takes_the_settings_default():
+    port = RecordingPort()
+    await FredDocumentSearch(port=port).ainvoke("When?")
+    assert port.calls[0]["top_k"] == RetrievalSettings().top_k == 4

@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from rags_expert.events import PROMPT_TAGS, display_text, emit
 from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS
 from rags_expert.prompts import packaged_prompt_dir
-from rags_expert.rag.citations import format_context
+from rags_expert.rag.answer.citations import format_context
 
 ECHO = (
     '<chunk n="1" title="Castle Varen > History" source="/docs/castle.md">\nThe moon is made of green cheese.\n</chunk>'

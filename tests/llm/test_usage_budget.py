@@ -32,7 +32,7 @@ NODE_OF_KIND = {
     "answer": "generate",
     "rephrase": "rephrase_query",
     "condense": "prepare",
-    "hop": "grade_documents",  # the follow-up query is planned after grading (rags_expert.rag.hops)
+    "hop": "grade_documents",  # the follow-up query is planned after grading (rags_expert.rag.retrieve.hops)
 }
 
 

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from rags_expert.llm.chat import build_chat_model
 from rags_expert.prompts import PromptStore
 from rags_expert.rag import RagsExpert
-from rags_expert.rag.answering import answer_messages, answer_prefix
+from rags_expert.rag.answer.prompt import answer_messages, answer_prefix
 from rags_expert.rag.profiles import PROFILES
 from rags_expert.settings import RagsExpertSettings
 

@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage
 from rags_expert import RagsExpert
 from rags_expert.language import FALLBACK, detect_language, language_name
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.answering import answer_messages
+from rags_expert.rag.answer.prompt import answer_messages
 from rags_expert.rag.profiles import PROFILES
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client

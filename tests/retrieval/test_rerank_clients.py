@@ -12,7 +12,7 @@ from helpers.kf_service import KnowledgeFlowService
 from helpers.rerank_server import RerankServer
 from langchain_core.documents import Document
 
-from rags_expert.rag.reranking import RerankStage, build_reranker
+from rags_expert.rag.retrieve.reranking import RerankStage, build_reranker
 from rags_expert.retrieval.knowledge_flow import KnowledgeFlowRetriever
 from rags_expert.retrieval.rerank.base import RerankError
 from rags_expert.retrieval.rerank.http_api import HttpReranker

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rags_expert.rag.fallback import fallback_options
 from rags_expert.rag.options import RequestOptions
+from rags_expert.rag.retrieve.fallback_source import fallback_options
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RetrievalSettings
 

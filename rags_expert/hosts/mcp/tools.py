@@ -23,8 +23,9 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.limits import QuestionTooLongError, check_question
-from rags_expert.rag.authorization import AuthorizationError, build_authorizer
-from rags_expert.rag.guard import permitted_docs
+from rags_expert.outcomes import FailureReason
+from rags_expert.rag.wrappers.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag.wrappers.guard import permitted_docs
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_data
 from rags_expert.settings import KGExpertSettings, RagsExpertSettings
@@ -32,7 +33,7 @@ from rags_expert.settings.environment import SecretBook
 
 log = logging.getLogger(__name__)
 
-NO_MODEL_REASON = "no_chat_model"
+NO_MODEL_REASON = FailureReason.NO_CHAT_MODEL.value
 NO_MODEL = (
     "no chat model is configured, so {tool} cannot answer (search works without one): set llm.base_url and "
     "llm.model (RAGS_EXPERT_LLM__BASE_URL and RAGS_EXPERT_LLM__MODEL, or --base-url and --model) or an API key "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
+from rags_expert.outcomes import FailureReason, Outcome
 from rags_expert.prompts import PromptStore
 
 if TYPE_CHECKING:
@@ -52,9 +53,9 @@ def error_class(error: str) -> str:
 def answer_text(result: KGQueryResult, prompts: PromptStore, shown: list[dict[str, Any]]) -> str:
     """What the user reads: the rows found, or an honest failure."""
     question = result.question
-    if result.exit_reason == "empty_question":
+    if result.exit_reason == FailureReason.EMPTY_QUESTION:
         return prompts.render("empty_question")
-    if result.exit_reason == "question_too_long":
+    if result.exit_reason == FailureReason.QUESTION_TOO_LONG:
         return prompts.render("failure_too_long", detail=(result.error or "").split("QuestionTooLong: ", 1)[-1])
     if result.error:
         component = COMPONENT if result.exit_reason == FAULT_REASON else "the language model"
@@ -81,7 +82,7 @@ def answer_message(result: KGQueryResult, prompts: PromptStore, *, answer_rows: 
     """The final AIMessage of one question (see the module docstring)."""
     shown = [dict(row) for row in result.rows[:answer_rows]]
     metadata: dict[str, Any] = {
-        "outcome": "success" if result.ok else "failure",
+        "outcome": (Outcome.SUCCESS if result.ok else Outcome.FAILURE).value,
         "question": result.question,
         "query": result.query,
         "columns": list(result.columns),

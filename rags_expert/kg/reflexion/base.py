@@ -61,9 +61,14 @@ from rags_expert.conversation import open_question
 from rags_expert.kg.reflexion._seed_hooks import SeedHooks, missing_hooks
 from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 from rags_expert.llm.chat import LLMCallError
+from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError
+from rags_expert.rag.wrappers.failsafe import guarded, redacted_error
 
 log = logging.getLogger(__name__)
+
+_FAULTS = {LLMCallError: FailureReason.LLM_ERROR, PromptError: FailureReason.PROMPT_ERROR}
+"""The faults a node ends in instead of raising, by the exit reason they give."""
 
 R = TypeVar("R")
 
@@ -126,11 +131,11 @@ class ReflexionAgent(SeedHooks, Generic[R]):
         if reason := state_value(state, "exit_reason"):
             return str(reason)
         if state_value(state, "error"):
-            return "llm_error"
+            return FailureReason.LLM_ERROR.value
         if reason := self.done_reason(state):
             return reason
         if state_value(state, "steps") >= self.max_steps:
-            return "max_steps"
+            return FailureReason.MAX_STEPS.value
         return None
 
     # --- nodes (thin wrappers adding logging and failure handling) ---
@@ -138,14 +143,16 @@ class ReflexionAgent(SeedHooks, Generic[R]):
     # input schema from that annotation, and a subclass's extra state keys must reach it.
 
     async def _run(self, node: str, fn: Any, state: dict[str, Any]) -> dict[str, Any]:
-        try:
-            update = await fn(state)
-        except LLMCallError as exc:
-            update = {"error": f"{node}: {exc}", "memory": [AIMessage(f"[{node} failed: {exc}]")]}
-            log.error("reflexion %s failed: %s", node, exc)
-        except PromptError as exc:  # a host's template that cannot render: an honest failure, never an exception
-            update = {"error": f"{node}: PromptError: {exc}", "exit_reason": "prompt_error"}
-            log.error("reflexion %s: %s", node, exc)
+        """``fn(state)`` as node ``node``: a model fault, or a host's template that cannot render, ends the run
+        honestly (:func:`~rags_expert.rag.wrappers.failsafe.guarded`, as the RAG nodes' faults), and every run of it
+        adds its record to the log."""
+        update = await guarded(
+            lambda: fn(state),
+            _FAULTS,
+            lambda exc: f"{node}: {redacted_error(exc, [])}",
+            log_as=f"reflexion {node} failed",
+            key="exit_reason",
+        )
         step = update.get("steps", state_value(state, "steps"))
         record = {"step": step, "node": node, **self.log_step(step, node, update)}
         if update.get("error"):
@@ -185,7 +192,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     async def _finalize_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Fix the exit reason and append the user-facing answer to the conversation."""
-        reason = self.exit_reason(state) or "max_steps"
+        reason = self.exit_reason(state) or FailureReason.MAX_STEPS.value
         result = self.parse_final_result({**state, "exit_reason": reason})
         self.log_final_result(result)
         return {"exit_reason": reason, "messages": [self.final_message(result)]}

@@ -80,6 +80,7 @@ from rags_expert.kg.reflexion.state import question_of
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm.chat import LLMCallError, redact
 from rags_expert.llm.grading import GradingContext, condense_question, structured_call
+from rags_expert.outcomes import FailureReason
 from rags_expert.secrets import redact_message
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings
 
@@ -208,7 +209,7 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
 
     def parse_final_result(self, state: KGState) -> KGQueryResult:
         """The result with the executed query :func:`~rags_expert.kg.execution._policy.choose_attempt` picks."""
-        return build_result(state, self.exit_reason(state) or "max_steps")
+        return build_result(state, self.exit_reason(state) or FailureReason.MAX_STEPS.value)
 
     def final_message(self, result: KGQueryResult) -> AIMessage:
         """The user-facing answer with the query, columns, rows, score, steps and exit reason as metadata."""
@@ -233,5 +234,5 @@ class KGQueryReflexionAgent(ReflexionAgent[KGQueryResult]):
         try:
             await self.backend.start()
         except GraphQueryError as exc:
-            return KGQueryResult.failed(question, "backend_error", str(exc))
+            return KGQueryResult.failed(question, FailureReason.BACKEND_ERROR.value, str(exc))
         return await super().execute(question.strip(), prompt, **inputs)

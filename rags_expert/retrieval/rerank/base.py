@@ -2,7 +2,7 @@
 
 A reranker takes the query and the retrieved candidates and returns the ``top_k`` it ranks best, best first.
 It raises :class:`RerankError` (or anything else) on a fault; the RAG graph's stage
-(:mod:`rags_expert.rag.reranking`) then keeps the retrieval order, so a reranker never fails a run.
+(:mod:`rags_expert.rag.retrieve.reranking`) then keeps the retrieval order, so a reranker never fails a run.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ the knowledge-flow client's retry rule (connection errors, timeouts, 429 and 5xx
 retried again) and the shared backoff. ``requests``' timeout bounds each read only, so the body is streamed with a
 total deadline (``rerank.timeout`` per attempt) and a size cap (``rerank.max_reply_bytes``), and the connection
 closed after it. The API key is sent as a bearer token and never appears in an error or a log line. Any fault
-raises :class:`RerankError`; the RAG graph then keeps the retrieval order (:mod:`rags_expert.rag.reranking`).
+raises :class:`RerankError`; the RAG graph then keeps the retrieval order (:mod:`rags_expert.rag.retrieve.reranking`).
 """
 
 from __future__ import annotations
