@@ -8,10 +8,12 @@ question's other candidates), the chunk's retrieval rank, the unit's kind, its l
 ``log P(q | heading + unit)`` per question token (UPR, :mod:`rags_expert.evidence.likelihood`). Scores also count
 relative to the question's best candidate, so one threshold fits every question.
 
-The model is a conditional logit over one question's candidates **and a "no answer" option** (its logit is a learned
-constant): ``P(unit i answers) = exp(w·x_i) / (exp(b) + Σ_j exp(w·x_j))``. Weak candidates all round leave the
-probability with "no answer"; one strong candidate takes it. The run quotes the most probable unit when its
-probability reaches the threshold, else it abstains. Weights and threshold are data (``reader_weights.json`` beside
+The selector is a conditional logit over one question's candidates **and a "no answer" option** (its logit is a
+learned constant): ``P(unit i answers) = exp(w·x_i) / (exp(b) + Σ_j exp(w·x_j))``. Weak candidates all round leave
+the probability with "no answer"; one strong candidate takes it. A small calibrator (a logistic regression on the
+chosen quote's log-odds, its lead over the next quote and the evidence's own reading of it, fitted on
+leave-one-corpus-out choices) turns that into the probability that the quote answers; the run quotes it when this
+reaches the threshold, else it abstains. Weights and threshold are data (``reader_weights.json`` beside
 this module), written by ``python bench/train_reader.py`` from dev data only.
 
 :class:`ReadingScorer` is the :class:`~rags_expert.evidence.scorer.EvidenceScorer` whose ``best_answer`` is the
@@ -201,29 +203,77 @@ async def candidates(scorer: EvidenceScorer, question: str, docs: Sequence[Docum
     return out
 
 
+CALIBRATION_FEATURES: tuple[str, ...] = ("log_odds", "margin", "answers", "evidence", "type_match", "missing")
+"""What the calibrator reads of a question's most probable quote (:func:`calibration_features`)."""
+
+
+def calibration_features(probability: float, runner_up: float, row: Mapping[str, Any]) -> dict[str, float]:
+    """The calibrator's inputs for the most probable quote: the selector's log-odds for it, its lead over the next
+    quote, and the evidence's own reading of that unit (its rules' "answers", its match score, the answer type, the
+    share of the question's terms its chunk lacks)."""
+    p = min(max(probability, 1e-6), 1 - 1e-6)
+    return {
+        "log_odds": math.log(p / (1 - p)),
+        "margin": probability - runner_up,
+        "answers": float(bool(row.get("answers"))),
+        "evidence": _num(row.get("evidence")),
+        "type_match": float(bool(row.get("type_match"))),
+        "missing": _num(row.get("missing", 1.0)),
+    }
+
+
 @dataclass(frozen=True)
-class ReaderModel:
-    """A fitted conditional logit: standardised features, weights, the "no answer" logit, and the threshold."""
+class Logistic:
+    """A fitted logistic regression on named, standardised features."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     weights: tuple[float, ...]
-    no_answer: float
-    """The logit of "no candidate answers" (the other options' logits are ``w·x``)."""
+    bias: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Logistic:
+        """The regression a ``bench/train_reader.py`` JSON describes."""
+        return cls(
+            tuple(data["features"]),
+            tuple(data["mean"]),
+            tuple(data["scale"]),
+            tuple(data["weights"]),
+            float(data["bias"]),
+        )
+
+    def linear(self, named: Mapping[str, float]) -> float:
+        """``w·x`` of the standardised features (without the bias)."""
+        return sum(
+            w * (named[f] - m) / s
+            for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
+        )
+
+    def probability(self, named: Mapping[str, float]) -> float:
+        """The logistic of ``w·x + b``."""
+        z = self.linear(named) + self.bias
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+@dataclass(frozen=True)
+class ReaderModel:
+    """The answer selector: a conditional logit over one question's candidates and "no answer" (``selector``: its
+    bias is the "no answer" logit), and a calibrator of its choice (``calibrator``) with the threshold below which
+    the run abstains."""
+
+    selector: Logistic
+    calibrator: Logistic
     threshold: float
-    """Below this probability for the most probable candidate, the run abstains."""
+    """Below this calibrated probability that the chosen quote answers, the run abstains."""
     meta: Mapping[str, Any]
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReaderModel:
         """The model a ``bench/train_reader.py`` JSON describes."""
         return cls(
-            tuple(data["features"]),
-            tuple(data["mean"]),
-            tuple(data["scale"]),
-            tuple(data["weights"]),
-            float(data["no_answer"]),
+            Logistic.from_json(data["selector"]),
+            Logistic.from_json(data["calibrator"]),
             float(data["threshold"]),
             dict(data.get("meta") or {}),
         )
@@ -237,35 +287,53 @@ class ReaderModel:
     @property
     def needs_likelihood(self) -> bool:
         """Whether the model reads the local model's question likelihood."""
-        return bool(LIKELIHOOD_FEATURES & set(self.features))
-
-    def logit(self, named: Mapping[str, float]) -> float:
-        """``w·x`` of one candidate's standardised features."""
-        return sum(
-            w * (named[f] - m) / s
-            for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
-        )
+        return bool(LIKELIHOOD_FEATURES & set(self.selector.features))
 
     def probabilities(self, rows: Sequence[Mapping[str, Any]]) -> list[float]:
         """P(candidate i answers the question), per candidate; what is left is P(no candidate does)."""
-        logits = [self.logit(v) for v in feature_vectors(rows)]
-        top = max([self.no_answer, *logits])
+        logits = [self.selector.linear(v) for v in feature_vectors(rows)]
+        no_answer = self.selector.bias
+        top = max([no_answer, *logits])
         exps = [math.exp(z - top) for z in logits]
-        total = math.exp(self.no_answer - top) + sum(exps)
+        total = math.exp(no_answer - top) + sum(exps)
         return [e / total for e in exps]
 
-    def choose(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
-        """``(index, probability)`` of the most probable quote when it reaches the threshold, else None (the run
-        says "not found"). A unit that overlapping chunks both hold is one quote: its candidates' probabilities add
-        up (``same_as``: the index of the first candidate with the same text), and the first of them is chosen."""
+    def quote(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float, float] | None:
+        """``(index, probability, runner-up's probability)`` of the most probable quote, or None without candidates.
+        A unit that overlapping chunks both hold is one quote: its candidates' probabilities add up (``same_as``: the
+        index of the first candidate with the same text), and the first of them stands for it."""
         total: dict[int, float] = {}
         for i, (row, prob) in enumerate(zip(rows, self.probabilities(rows), strict=True)):
             first = int(row.get("same_as", i))
             total[first] = total.get(first, 0.0) + prob
         if not total:
             return None
-        best = max(total, key=lambda i: (total[i], -i))
-        return (best, total[best]) if total[best] >= self.threshold else None
+        order = sorted(total, key=lambda i: (-total[i], i))
+        return order[0], total[order[0]], (total[order[1]] if len(order) > 1 else 0.0)
+
+    def read(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
+        """``(index, calibrated probability that it answers)`` of the most probable quote, or None."""
+        found = self.quote(rows)
+        if found is None:
+            return None
+        best, p, runner_up = found
+        return best, self.calibrator.probability(calibration_features(p, runner_up, rows[best]))
+
+    def choose(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
+        """The most probable quote and its calibrated probability when that reaches the threshold and the quote may
+        answer at all (:func:`admissible`), else None (the run says "not found")."""
+        found = self.read(rows)
+        if found is None or found[1] < self.threshold or not admissible(rows[found[0]]):
+            return None
+        return found
+
+
+def admissible(row: Mapping[str, Any]) -> bool:
+    """Whether a unit may be quoted as the answer: its chunk holds every term of the question (a chunk that never
+    says "weigh" cannot say how much the engine weighed), unless the evidence's rules say it answers (they allow a
+    missing term for a paraphrase with a new code name, or a named answer category). Measured on the dev half:
+    without it, 2 of the single-fact set's 10 unanswerable questions were answered with a near miss."""
+    return bool(row.get("answers")) or _num(row.get("missing", 1.0)) <= 0.0
 
 
 class ReadingScorer(EvidenceScorer):

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.evidence.reader import FEATURES, ReaderModel, ReadingScorer, feature_vectors
+from rags_expert.evidence.reader import FEATURES, Logistic, ReaderModel, ReadingScorer, feature_vectors
 from rags_expert.settings import EvidenceSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ DATA = sorted((ROOT / "bench" / "reader").glob("features_*.jsonl"))
 
 
 def _unit(**values):
-    return {"kind": "prose", "gold": False} | values
+    return {"kind": "prose", "gold": False, "missing": 0.0} | values
 
 
 def test_gaps_and_similarities_are_relative_to_the_questions_other_candidates():
@@ -39,7 +39,11 @@ def test_gaps_and_similarities_are_relative_to_the_questions_other_candidates():
 
 
 def _model(threshold=0.5, no_answer=0.0):
-    return ReaderModel(("coverage",), (0.5,), (0.25,), (2.0,), no_answer, threshold, {})
+    return ReaderModel(Logistic(("coverage",), (0.5,), (0.25,), (2.0,), no_answer), IDENTITY, threshold, {})
+
+
+IDENTITY = Logistic(("log_odds",), (0.0,), (1.0,), (1.0,), 0.0)
+"""A calibrator that keeps the selector's probability."""
 
 
 def test_candidates_and_no_answer_share_one_probability():
@@ -67,6 +71,15 @@ def test_weak_candidates_leave_the_probability_with_no_answer():
     assert _model().choose([]) is None
 
 
+def test_the_calibrator_decides_on_the_chosen_quote_with_the_evidences_own_reading():
+    trusts_rules = Logistic(("answers",), (0.5,), (0.5,), (3.0,), 0.0)  # P = sigmoid(±3)
+    model = ReaderModel(_model().selector, trusts_rules, 0.5, {})
+    rows = [_unit(coverage=1.0, answers=True), _unit(coverage=0.25)]
+    assert model.choose(rows) == (0, pytest.approx(1 / (1 + math.exp(-3.0))))
+    rows[0]["answers"] = False  # the same choice, which the evidence's rules say does not answer
+    assert model.read(rows)[0] == 0 and model.choose(rows) is None
+
+
 async def test_the_reading_scorer_quotes_what_the_model_chooses_or_nothing():
     docs = [
         Document("The default timeout is 30 seconds. Retries are off.", metadata={"title": "Client"}),
@@ -84,22 +97,26 @@ async def test_the_reading_scorer_quotes_what_the_model_chooses_or_nothing():
 def test_the_shipped_model_needs_no_local_model_call():
     assert not ReaderModel.shipped().needs_likelihood
     with pytest.raises(ValueError, match="likelihood"):
-        ReadingScorer(EvidenceSettings(), model=ReaderModel(("ql",), (0.0,), (1.0,), (1.0,), 0.0, 0.5, {}))
+        ReadingScorer(
+            EvidenceSettings(), model=ReaderModel(Logistic(("ql",), (0.0,), (1.0,), (1.0,), 0.0), IDENTITY, 0.5, {})
+        )
 
 
 @pytest.mark.skipif(not DATA, reason="no committed training data")
 def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys):
     spec = importlib.util.spec_from_file_location("train_reader", ROOT / "bench" / "train_reader.py")
     train = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "train_reader", train)  # its dataclasses look their module up
     spec.loader.exec_module(train)
     out = tmp_path / "weights.json"
     monkeypatch.setattr(sys, "argv", ["train_reader.py", "--out", str(out)])
     assert train.main() == 0
     shipped = ReaderModel.shipped()
     fresh = json.loads(out.read_text())
-    assert fresh["features"] == list(shipped.features)
-    assert fresh["weights"] == pytest.approx(list(shipped.weights), abs=1e-5)
-    assert fresh["no_answer"] == pytest.approx(shipped.no_answer, abs=1e-5)
+    for part in ("selector", "calibrator"):
+        assert fresh[part]["features"] == list(getattr(shipped, part).features)
+        assert fresh[part]["weights"] == pytest.approx(list(getattr(shipped, part).weights), abs=1e-5)
+        assert fresh[part]["bias"] == pytest.approx(getattr(shipped, part).bias, abs=1e-5)
     assert fresh["threshold"] == pytest.approx(shipped.threshold, abs=1e-5)
     assert fresh["meta"]["sha256"] == shipped.meta["sha256"]  # the committed data is what they were fitted on
 
@@ -117,3 +134,11 @@ async def test_closest_passages_are_distinct_factual_units_best_first():
         assert len(texts) == len(set(texts)) and all(m.factual for m in closest)
         assert "Client(timeout=30)" not in texts  # a code line is not a passage to offer
         assert len(await scorer.closest("What is the default timeout?", docs, k=1)) == 1
+
+
+def test_a_unit_whose_chunk_lacks_a_question_term_is_quoted_only_when_the_evidence_says_it_answers():
+    rows = [_unit(coverage=1.0, missing=0.2), _unit(coverage=0.25)]  # "how much did it weigh?": no "weigh"
+    assert _model(threshold=0.3).read(rows)[0] == 0
+    assert _model(threshold=0.3).choose(rows) is None
+    rows[0]["answers"] = True  # the rules allow it (a paraphrase naming new code, a named answer category)
+    assert _model(threshold=0.3).choose(rows)[0] == 0
