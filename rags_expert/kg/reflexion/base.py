@@ -168,13 +168,20 @@ class ReflexionAgent(SeedHooks, Generic[R]):
             prefix = "checkpointer" if start.reason == FAULT_REASON else "prepare"
             error = f"{prefix}: {start.error}" if start.error else ""
             return update | {"question": question, "error": error, "exit_reason": start.reason}
-        if history:
-            try:
-                question = (await self.standalone_question(question, history, config)).strip() or question
-            except LLMCallError as exc:
-                log.error("reflexion prepare failed: %s", exc)
-                return update | {"question": question, "error": f"prepare: {exc}"}
-        return update | {"question": question, "memory": [*update["memory"], HumanMessage(question)]}
+
+        async def condensed() -> dict[str, Any]:
+            standalone = (await self.standalone_question(question, history, config)).strip() if history else ""
+            asked = standalone or question
+            return {"question": asked, "memory": [*update["memory"], HumanMessage(asked)]}
+
+        return update | await guarded(  # a model fault while condensing ends the run like any node's (llm_error)
+            condensed,
+            {LLMCallError: FailureReason.LLM_ERROR},
+            lambda exc: f"prepare: {redacted_error(exc, [])}",
+            reset={"question": question},
+            log_as="reflexion prepare failed",
+            key="exit_reason",
+        )
 
     async def _draft_node(self, state: dict[str, Any]) -> dict[str, Any]:
         """Draft the first action."""
