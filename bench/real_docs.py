@@ -479,15 +479,6 @@ def check(corpora: dict[str, dict[str, Any]], rows: list[dict[str, Any]], cache:
     return 1 if problems else 0
 
 
-def git(*args: str) -> str:
-    """The output of a git command in the repository ('' when git is not there)."""
-    try:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S607
-    except OSError:
-        return ""
-    return done.stdout.strip()
-
-
 # --- main ---------------------------------------------------------------------------------------------------
 
 
@@ -527,7 +518,10 @@ def main() -> int:
     env |= {"PYTHONPATH": str(ROOT)} | dict(e.split("=", 1) for e in args.env)
     began = time.monotonic()
     meta: dict[str, Any] = {"split": args.split, "mode": "in-process" if args.in_process else "subprocess"}
-    meta |= {"commit": git("rev-parse", "HEAD"), "uncommitted": bool(git("status", "--porcelain", "rags_expert"))}
+    meta |= {
+        "commit": bench_results.git("rev-parse", "HEAD"),
+        "uncommitted": bool(bench_results.git("status", "--porcelain", "rags_expert")),
+    }
     meta |= {"env": dict(e.split("=", 1) for e in args.env), "corpora": {}}
     results, prepared = [], []
     with ExitStack() as stack:
