@@ -82,7 +82,8 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
     (
         "Local model",
         "The bundled SmolLM2-135M behind the xllamacpp runner: a fresh install, start-up, tokens a second, "
-        "structured output, and the first measurements of a likelihood reader (issue 35, not wired in).",
+        "structured output, and the answer selector of the `small` profile (issue 35: the signals, the selector "
+        "against today's rules with its ablation, the question likelihood's cost and what it adds).",
         ["local_fresh_clone*", "local_*", "likelihood*", "reader_signals*", "reader_*"],
     ),
     (

@@ -363,6 +363,12 @@ def main() -> int:
     got_u, t_u = calibrated(uncalibrated, args.max_wrong, args.min_honest)
     rows.append(row(f"reader without the calibrator (threshold {t_u:.2f})", got_u, top1(questions, uncalibrated)))
     print(rows[-1])
+    if args.llm:  # the same folds without the local model's features: what the question likelihood adds
+        plain = tuple(n for n in names if n not in LIKELIHOOD_FEATURES)
+        res = out_of_fold(questions, out_of_fold_choices(questions, plain))
+        got_p, t_p = calibrated(res, args.max_wrong, args.min_honest)
+        rows.append(row(f"reader without question likelihood (threshold {t_p:.2f})", got_p, top1(questions, res)))
+        print(rows[-1])
     if args.ablation:
         for group, features in GROUPS.items():
             kept = tuple(n for n in names if n not in features)
@@ -373,7 +379,10 @@ def main() -> int:
             rows.append(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
             print(rows[-1])
     title = "The answer selector against today's rules, leave one corpus out (dev)"
-    bench_results.record(args.record, "reader_selector", title, "\n".join([head, *rows]))
+    name = "reader_selector_likelihood" if args.llm else "reader_selector"
+    if args.llm:
+        title = "The answer selector with the local model's question likelihood (dev, leave one corpus out)"
+    bench_results.record(args.record, name, title, "\n".join([head, *rows]))
     if args.curve:
         curve(held, args.curve, threshold)
         print(f"\nwrote {args.curve}")
