@@ -199,7 +199,11 @@ def choices(questions: list[dict[str, Any]], selector: Logistic) -> list[Choice]
         best, p, runner_up = found
         out.append(
             Choice(
-                q["id"], q["kind"], bool(q["units"][best]["gold"]), calibration_features(p, runner_up, q["units"][best])
+                q["id"],
+                q["kind"],
+                bool(q["units"][best]["gold"]),
+                calibration_features(p, runner_up, q["units"][best])
+                | {"conditional": float(bool(q["units"][best].get("conditional")))},
             )
         )
     return out

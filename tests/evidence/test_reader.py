@@ -142,3 +142,5 @@ def test_a_unit_whose_chunk_lacks_a_question_term_is_quoted_only_when_the_eviden
     assert _model(threshold=0.3).choose(rows) is None
     rows[0]["answers"] = True  # the rules allow it (a paraphrase naming new code, a named answer category)
     assert _model(threshold=0.3).choose(rows)[0] == 0
+    rows[0] |= {"answers": False, "missing": 0.0, "conditional": True}  # "If used with `--quiet`, …": not for `--check`
+    assert _model(threshold=0.3).choose(rows) is None
