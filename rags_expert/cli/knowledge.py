@@ -160,7 +160,7 @@ def store_options(p: argparse.ArgumentParser) -> None:
 def register(subparsers: Any) -> None:
     """Add the ``ingest`` and ``search`` subcommands to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "ingest", help="ingest files and folders (.md .txt .html .pdf .jsonl) into the knowledge base"
+        "ingest", help=f"ingest files and folders ({' '.join(sorted(SUPPORTED_SUFFIXES))}) into the knowledge base"
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     store_options(p)
