@@ -38,11 +38,13 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v5"
+CHUNKER_VERSION = "v6"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
 v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
-read "New in version X: …", and unknown directives keep their words without an invented title (issue 36)."""
+read "New in version X: …", and unknown directives keep their words without an invented title (issue 36).
+v6: a table without a header row whose first column names its rows (a Word two-column table with no header row, an
+HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value", not under its first row."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

@@ -294,3 +294,45 @@ def test_a_pdf_table_continued_on_the_next_page_keeps_its_header_and_caption(tmp
     }
     (page,) = [c for c in found if c["unit"] == "p2"]
     assert "Depth is per worker." in page["content"] and "megabytes" not in page["content"]
+
+
+def test_a_two_column_word_table_without_a_header_row_reads_label_value_rows(tmp_path):
+    pytest.importorskip("docx", reason="the docx extra: pip install 'rags-expert[docx]'")
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Commands", level=1)
+    document.add_paragraph("Table 3: No-op command", style="Caption")
+    record = document.add_table(rows=3, cols=2)  # a record: its first column names each row, no header row
+    for row, values in zip(
+        record.rows, [("Command Code", "0"), ("Command Name", "No-op"), ("Description", "Sends an event.")]
+    ):
+        for cell, value in zip(row.cells, values):
+            cell.text = value
+    document.add_paragraph("Table 4: Limits", style="Caption")
+    headed = document.add_table(rows=2, cols=2)  # the same shape with a bold first row: a header
+    for row, values in zip(headed.rows, [("Limit", "Value"), ("uploads", "25 MB")]):
+        for cell, value in zip(row.cells, values):
+            cell.text = value
+    for cell in headed.rows[0].cells:
+        for run in cell.paragraphs[0].runs:
+            run.bold = True
+    out = io.BytesIO()
+    document.save(out)
+    by_section = {c["section"]: c["content"] for c in chunks(tmp_path, "guide.docx", out.getvalue())}
+    assert by_section["Commands > Table 3: No-op command"].split("\n")[1:] == [
+        "Command Code: 0",
+        "",
+        "Command Name: No-op",
+        "",
+        "Description: Sends an event.",
+    ]
+    assert by_section["Commands > Table 4: Limits"].split("\n")[1:] == ["Limit: uploads; Value: 25 MB"]
+
+
+def test_an_html_table_whose_rows_start_with_a_th_reads_label_value_rows(tmp_path):
+    page = """<html><body><h1>Server</h1>
+<table><tr><th>Port</th><td>8080</td></tr><tr><th>Timeout</th><td>30 s</td><td>per request</td></tr></table>
+</body></html>"""
+    (content,) = [c["content"] for c in chunks(tmp_path, "server.html", page)]
+    assert content.split("\n")[-3:] == ["Port: 8080", "", "Timeout: 30 s; per request"]

@@ -2,7 +2,8 @@
 
 Headings (styles "Title", "Heading 1" … "Heading 9") become Markdown headings; list paragraphs (a "List …"
 style or numbering) ``- `` items; other paragraphs their text; each table a line per row with its column names
-(the first row), a "Caption" paragraph before it a heading one level below the section it is in.
+(the first row; a two-column table without a header row: each row's label), a "Caption" paragraph before it a heading
+one level below the section it is in.
 """
 
 from __future__ import annotations
@@ -47,6 +48,28 @@ def _rows(table: Any) -> list[list[str]]:
     return rows
 
 
+def _has_header_row(table: Any) -> bool:
+    """Whether a table's first row is its header: marked as the header row that repeats on each page, or all
+    bold."""
+    from docx.oxml.ns import qn
+
+    rows = list(table.rows)
+    if not rows:
+        return False
+    if any(r._tr.trPr is not None and r._tr.trPr.find(qn("w:tblHeader")) is not None for r in rows):
+        return True
+    runs = [run for cell in rows[0].cells for p in cell.paragraphs for run in p.runs if run.text.strip()]
+    return bool(runs) and all(run.bold for run in runs)
+
+
+def _table(table: Any) -> str:
+    """A table's row lines: with its header row's column names; a two-column table without a header row is a
+    record or key-value table (``Command Name | Set Max File Size``), its first column naming each row."""
+    rows = _rows(table)
+    two_columns = sum(len(r) == 2 for r in rows) > len(rows) / 2
+    return table_text(rows, labelled=two_columns and not _has_header_row(table))
+
+
 def load_docx(path: Path, data: bytes) -> list[TextUnit]:
     """A Word document: one unit of Markdown; title: the core properties' title, else the first heading."""
     import docx
@@ -58,7 +81,7 @@ def load_docx(path: Path, data: bytes) -> list[TextUnit]:
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             lines += [f"{'#' * min(6, depth + 1)} {caption}", ""] if caption else []
-            lines += [table_text(_rows(block)), ""]
+            lines += [_table(block), ""]
             if caption and heading:  # what follows the table is the section's again
                 lines += [f"{'#' * min(6, depth)} {heading}", ""]
             caption = ""

@@ -23,6 +23,8 @@ class _Table:
     caption: str = ""
     in_head: bool = False
     row_is_header: bool = True
+    labels: list[bool] = field(default_factory=list)
+    """Per row, whether its first cell is a ``th`` (a record table's label: ``<th>Port</th><td>8080</td>``)."""
 
 
 class _HTMLText(HTMLParser):
@@ -78,6 +80,8 @@ class _HTMLText(HTMLParser):
         elif tag in ("td", "th"):
             self._cell = []
             table.row_is_header &= tag == "th" or table.in_head
+            if table.rows and not table.rows[-1]:
+                table.labels.append(tag == "th")
         elif tag == "caption":
             self._in_caption = True
         elif tag == "br" and self._cell is not None:
@@ -118,7 +122,9 @@ class _HTMLText(HTMLParser):
             heading = f"\n\n{'#' * min(6, self.level + 1)} {caption}\n\n" if caption else "\n\n"
             section = " ".join("".join(self.last_heading).split())
             again = f"{'#' * self.level} {section}\n\n" if caption and self.level and section else ""
-            self.parts.append(heading + table_text(table.rows, table.header) + "\n\n" + again)
+            labelled = table.header is None and len(table.labels) == len(table.rows) and all(table.labels)
+            labelled &= any(len(r) > 1 for r in table.rows)
+            self.parts.append(heading + table_text(table.rows, table.header, labelled=labelled) + "\n\n" + again)
 
     def handle_data(self, data: str) -> None:
         """Keep visible text (in a table: in its cell or caption)."""

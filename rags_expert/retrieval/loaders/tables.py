@@ -32,12 +32,27 @@ def row_line(header: Sequence[object], row: Sequence[object]) -> str:
     return "; ".join(parts)
 
 
-def table_lines(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> list[str]:
+def label_line(row: Sequence[object]) -> str:
+    """A row whose first cell names it (``Event ID Number | 34``) as ``Event ID Number: 34`` (more values: ``; ``)."""
+    cells = [_cell(v) for v in row]
+    values = "; ".join(v for v in cells[1:] if v)
+    if not cells or not cells[0]:
+        return values
+    return f"{cells[0]}: {values}" if values else cells[0]
+
+
+def table_lines(
+    rows: Sequence[Sequence[object]], header: Sequence[object] | None = None, *, labelled: bool = False
+) -> list[str]:
     """The lines of a table: ``header`` (else the first row) names the columns of every other row.
 
-    A table of one row (no header to name) is that row's values joined by ``; ``.
+    ``labelled``: the table has no header row and its first column names each row, as a record or key-value table
+    does (``Command Name | Set Max File Size``): each row reads ``label: value``. A table of one row (no header to
+    name) is that row's values joined by ``; ``.
     """
     cleaned = [list(r) for r in rows if any(_cell(v) for v in r)]
+    if labelled:
+        return [line for line in (label_line(r) for r in cleaned) if line]
     if header is None:
         if len(cleaned) < 2:
             return ["; ".join(_cell(v) for v in r if _cell(v)) for r in cleaned]
@@ -45,9 +60,11 @@ def table_lines(rows: Sequence[Sequence[object]], header: Sequence[object] | Non
     return [line for line in (row_line(header, r) for r in cleaned) if line]
 
 
-def table_text(rows: Sequence[Sequence[object]], header: Sequence[object] | None = None) -> str:
+def table_text(
+    rows: Sequence[Sequence[object]], header: Sequence[object] | None = None, *, labelled: bool = False
+) -> str:
     """A table's lines as one text block, rows on lines of their own (a Markdown line break does not join them)."""
-    return "\n\n".join(table_lines(rows, header))
+    return "\n\n".join(table_lines(rows, header, labelled=labelled))
 
 
 def load_csv(path: Path, data: bytes, delimiter: str = ",") -> list[TextUnit]:
