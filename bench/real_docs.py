@@ -6,8 +6,8 @@ committed; ``corpora.json`` lists the files kept) and 96 questions we wrote by r
 (``questions.jsonl``): per corpus 12 answerable in the documents' words (``literal``), 12 paraphrased the way a
 user who has not read the page would ask, and 8 the documents do not answer. ``split`` halves every
 corpus and kind into dev (tune there) and test (report). Four more corpora (attrs, hatch, click, markdown;
-``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data. Two
-(scikit_build_core, cattrs; ``"splits": ["test"]``) hold 26 test questions each and no dev ones: unseen data,
+``"splits": ["dev"]`` in ``corpora.json``) hold 16 dev questions each and no test ones: more tuning data. Three
+(scikit_build_core, cattrs, flask; ``"splits": ["test"]``) hold 26 test questions each and no dev ones: unseen data,
 written before the reader was tuned; ``--split dev`` never ingests or asks them. Documents that are not on PyPI (a Hugo site's pages, a Word document, a PDF) are committed under
 ``bench/real_docs/files/<corpus>/`` with their licence (``"vendored": true``; each file's sha256 recorded and
 checked before use); ``root`` names the folder of a corpus that is ingested (default ``docs``).
