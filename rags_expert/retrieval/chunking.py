@@ -44,7 +44,7 @@ v4: the loaders reduce docs-site markup and write tables as rows with their colu
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
 read "New in version X: …", and unknown directives keep their words without an invented title (issue 36).
 v6: a table without a header row whose first column names its rows (a Word two-column table with no header row, an
-HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value", not under its first row."""
+HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value" after its first row, which names the record as a header names columns."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

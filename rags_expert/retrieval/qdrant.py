@@ -292,15 +292,18 @@ class KnowledgeBase:
         with self.lock:
             return self.store.retrieve(self.collection, ids, fields)
 
-    def scroll_payloads(self, fields: list[str], flt: models.Filter | None = None) -> list[tuple[str, dict]]:
-        """(id, payload subset) of every point matching ``flt``."""
+    def scroll_payloads(
+        self, fields: list[str], flt: models.Filter | None = None, limit: int | None = None
+    ) -> list[tuple[str, dict]]:
+        """(id, payload subset) of every point matching ``flt`` (the first ``limit`` in id order, when given)."""
         out: list[tuple[str, dict]] = []
         offset = None
         while True:
+            size = 1024 if limit is None else min(1024, limit - len(out))
             with self.lock:
-                page, offset = self.store.scroll(self.collection, fields, flt, 1024, offset)
+                page, offset = self.store.scroll(self.collection, fields, flt, size, offset)
             out.extend(page)
-            if offset is None:
+            if offset is None or (limit is not None and len(out) >= limit):
                 return out
 
     def count(self) -> int:

@@ -47,12 +47,15 @@ def table_lines(
     """The lines of a table: ``header`` (else the first row) names the columns of every other row.
 
     ``labelled``: the table has no header row and its first column names each row, as a record or key-value table
-    does (``Command Name | Set Max File Size``): each row reads ``label: value``. A table of one row (no header to
-    name) is that row's values joined by ``; ``.
+    does (``Configuration Parameter | DS_DEST_FILE_CNT``, ``Value | 16``): each row reads ``label: value``, after
+    the first row, which names the record as a header names columns (``Configuration Parameter: DS_DEST_FILE_CNT;
+    Value: 16``: a row found alone still says whose value it is). A table of one row (no header to name) is that
+    row's values joined by ``; ``.
     """
     cleaned = [list(r) for r in rows if any(_cell(v) for v in r)]
     if labelled:
-        return [line for line in (label_line(r) for r in cleaned) if line]
+        lines = [line for line in (label_line(r) for r in cleaned) if line]
+        return lines[:1] if len(lines) < 2 else [f"{lines[0]}; {line}" for line in lines[1:]]
     if header is None:
         if len(cleaned) < 2:
             return ["; ".join(_cell(v) for v in r if _cell(v)) for r in cleaned]
