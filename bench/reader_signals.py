@@ -1,7 +1,8 @@
 """Which signal ranks the answering unit first? Today's evidence score, e5 similarity, question likelihood, answer PMI.
 
 For every dev question of ``bench/real_docs`` (the corpora named), the small profile's retrieval is run as the agent
-runs it (the retriever's candidates, the evidence reranker's top ``retrieval.top_k``), the retrieved chunks are cut
+runs it (the retriever's candidates, the evidence reranker's top ``retrieval.top_k``, the knowledge base's term
+frequencies over its first ``evidence.term_sample`` chunks as the agent reads them), the retrieved chunks are cut
 into units (:mod:`rags_expert.evidence.units`; headings left out) and each unit gets its features
 (:func:`unit_features`): the evidence scorer's match (today's ranking), lexical coverage plain and IDF-weighted,
 the e5 similarity of question and unit / heading path / chunk, the retrieval rank, the answer-type match, the
@@ -46,7 +47,9 @@ SHORTLIST = 8
 """``a>b@8``: the first 8 candidates by ``a``, reordered by ``b`` (the likelihoods of a shortlist only)."""
 
 
-async def candidates(question: str, settings: Any, retriever: Any, stage: Any, scorer: Any) -> list[dict[str, Any]]:
+async def candidates(
+    question: str, settings: Any, retriever: Any, stage: Any, scorer: Any, frequencies: Any = None
+) -> list[dict[str, Any]]:
     """The units of the chunks the small profile retrieves for ``question``, with their model-free features
     (:func:`rags_expert.evidence.reader.candidates`, what the agent's reader reads)."""
     from rags_expert.evidence.reader import candidates as reader_candidates
@@ -56,7 +59,7 @@ async def candidates(question: str, settings: Any, retriever: Any, stage: Any, s
     options = SearchOptions.of({"top_k": top_k})
     docs = retriever.invoke(question, top_k=stage.fetch(options).limit)
     docs = await stage.apply(question, docs, top_k)
-    return [{"text": c.text} | c.row for c in await reader_candidates(scorer, question, docs)]
+    return [{"text": c.text} | c.row for c in await reader_candidates(scorer, question, docs, frequencies)]
 
 
 def add_likelihoods(
@@ -146,7 +149,8 @@ def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every dev question's candidates with their features and gold labels."""
     from rags_expert.evidence.scorer import EvidenceScorer
-    from rags_expert.rag.reranking import RerankStage
+    from rags_expert.rag.agent import retriever_frequencies
+    from rags_expert.rag.retrieve.reranking import RerankStage
     from rags_expert.retrieval.factory import retriever_from_settings
     from rags_expert.retrieval.qdrant import close_client
     from rags_expert.settings import RagsExpertSettings
@@ -165,10 +169,12 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
             stage = RerankStage.from_settings(settings)
             kb = getattr(retriever, "kb", None)
             scorer = EvidenceScorer(settings.evidence, (lambda kb=kb: kb.embeddings) if kb is not None else None)
+            read = retriever_frequencies(retriever, settings.evidence.term_sample)
+            frequencies = read() if read else None  # what the agent reads of the knowledge base
             try:
                 for q in [q for q in questions if q["corpus"] == corpus]:
                     began = time.monotonic()
-                    rows = await candidates(q["question"], settings, retriever, stage, scorer)
+                    rows = await candidates(q["question"], settings, retriever, stage, scorer, frequencies)
                     model_free = time.monotonic() - began
                     requests_before = sent(llm, pmi_llm)
                     if llm is not None and rows:

@@ -10,7 +10,9 @@ gives the same weights (``tests/evidence/test_reader.py`` checks that the shippe
 The threshold: the most probable candidate is quoted when its probability reaches it, else the run abstains. It is
 chosen on out-of-fold probabilities (leave one corpus out): the lowest at which wrong quotes stay within
 ``--max-wrong`` of the answerable questions and at least ``--min-honest`` of the unanswerable ones abstain, so it
-is calibrated on corpora the weights did not see.
+is calibrated on corpora the weights did not see. The gate of ``admissible`` (how much of the question, weighted by
+the knowledge base's term frequencies, a quoted unit's chunk may lack) is chosen with it: the one of :data:`GATES`
+whose threshold quotes the most right answers within the same limits.
 
 Printed: leave-one-corpus-out results against today's rules (``EvidenceScorer.best_answer`` on the same candidates),
 the ablation (each feature group left out in turn, same folds) with ``--ablation``, and the threshold's
@@ -61,8 +63,11 @@ folds: 76 % literal instead of 67 % at the same wrong rate without them; the rul
 and carried less to a held-out one than the plain signals). The calibrator and :func:`admissible` still read
 them."""
 STEPS = 40
+GATES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 1.0)
+"""The gates tried (:func:`choose_gate`): the most of the question's terms, weighted by their rarity in the knowledge
+base, that a quoted unit's chunk may lack unless the rules say it answers (1.0: no gate)."""
 GROUPS: dict[str, tuple[str, ...]] = {
-    "lexical": ("idf_coverage", "idf_gap", "coverage", "missing"),
+    "lexical": ("idf_coverage", "idf_gap", "coverage", "missing", "missing_kb"),
     "evidence rules": ("evidence", "evidence_gap", "answers"),
     "e5": ("e5_unit_z", "e5_unit_rank", "e5_heading_z", "e5_chunk_z"),
     "answer type": ("type_match",),
@@ -209,11 +214,11 @@ def choices(questions: list[dict[str, Any]], selector: Logistic) -> list[Choice]
     return out
 
 
-def outcomes(chosen: list[Choice], calibrator: Logistic) -> list[Outcome]:
+def outcomes(chosen: list[Choice], calibrator: Logistic, gate: float = 0.0) -> list[Outcome]:
     """Per question: its kind, whether the chosen quote is gold, and the calibrated probability (0: no candidate, or
-    a quote that may not answer, :func:`~rags_expert.evidence.reader.admissible`)."""
+    a quote that may not answer, :func:`~rags_expert.evidence.reader.admissible` at ``gate``)."""
     return [
-        (c.kind, c.right, calibrator.probability(c.features) if c.features and admissible(c.features) else 0.0)
+        (c.kind, c.right, calibrator.probability(c.features) if c.features and admissible(c.features, gate) else 0.0)
         for c in chosen
     ]
 
@@ -254,13 +259,13 @@ def out_of_fold_choices(questions: list[dict[str, Any]], names: tuple[str, ...])
     return [by_id[q["id"]] for q in questions]
 
 
-def out_of_fold(questions: list[dict[str, Any]], chosen: list[Choice]) -> list[Outcome]:
+def out_of_fold(questions: list[dict[str, Any]], chosen: list[Choice], gate: float = 0.0) -> list[Outcome]:
     """Every question's outcome with a calibrator fitted on the other corpora's out-of-fold choices."""
     corpus = {q["id"]: q["corpus"] for q in questions}
     by_id: dict[str, Outcome] = {}
     for held in sorted(set(corpus.values())):
         calibrator = fit_calibrator([c for c in chosen if c.features and corpus[c.id] != held])
-        for c, o in zip(chosen, outcomes(chosen, calibrator), strict=True):
+        for c, o in zip(chosen, outcomes(chosen, calibrator, gate), strict=True):
             if corpus[c.id] == held:
                 by_id[c.id] = o
     return [by_id[q["id"]] for q in questions]
@@ -299,6 +304,26 @@ def calibrated(res: list[Outcome], max_wrong: float, min_honest: float) -> tuple
     """The rates at the threshold chosen on these out-of-fold outcomes, and that threshold."""
     t = choose_threshold(res, max_wrong, min_honest)
     return rates(res, t), t
+
+
+def choose_gate(
+    questions: list[dict[str, Any]], chosen: list[Choice], max_wrong: float, min_honest: float
+) -> tuple[float, list[Outcome]]:
+    """The gate of :func:`~rags_expert.evidence.reader.admissible` (of :data:`GATES`) at whose calibrated threshold
+    the out-of-fold choices quote the most right answers within ``max_wrong`` / ``min_honest`` (the smallest on a
+    tie), and those outcomes."""
+    best: tuple[int, float, list[Outcome]] | None = None
+    for gate in GATES:
+        res = out_of_fold(questions, chosen, gate)
+        got = rates(res, choose_threshold(res, max_wrong, min_honest))
+        if got["wrong"] > max_wrong or got["honest"] < min_honest:
+            continue
+        right = sum(r[1] and r[2] >= choose_threshold(res, max_wrong, min_honest) for r in res)
+        if best is None or right > best[0]:
+            best = (right, gate, res)
+    if best is None:
+        return 0.0, out_of_fold(questions, chosen, 0.0)
+    return best[1], best[2]
 
 
 def curve(res: list[Outcome], path: Path, threshold: float) -> None:
@@ -359,17 +384,23 @@ def main() -> int:
     rows = [row("today's rules (best_answer)", rates(today, 0.5), top1(questions, today))]
     print(rows[-1])
     chosen = out_of_fold_choices(questions, names)
-    held = out_of_fold(questions, chosen)
+    gate, held = choose_gate(questions, chosen, args.max_wrong, args.min_honest)
     got, threshold = calibrated(held, args.max_wrong, args.min_honest)
-    rows.append(row(f"reader, threshold {threshold:.2f}", got, top1(questions, held)))
+    rows.append(row(f"reader, gate {gate:.2f}, threshold {threshold:.2f}", got, top1(questions, held)))
     print(rows[-1])
-    uncalibrated = outcomes(chosen, NO_CALIBRATION)
+    for other in (0.0, 1.0):
+        if other != gate:
+            res = out_of_fold(questions, chosen, other)
+            got_o, t_o = calibrated(res, args.max_wrong, args.min_honest)
+            rows.append(row(f"reader, gate {other:.2f} (threshold {t_o:.2f})", got_o, top1(questions, res)))
+            print(rows[-1])
+    uncalibrated = outcomes(chosen, NO_CALIBRATION, gate)
     got_u, t_u = calibrated(uncalibrated, args.max_wrong, args.min_honest)
     rows.append(row(f"reader without the calibrator (threshold {t_u:.2f})", got_u, top1(questions, uncalibrated)))
     print(rows[-1])
     if args.llm:  # the same folds without the local model's features: what the question likelihood adds
         plain = tuple(n for n in names if n not in LIKELIHOOD_FEATURES)
-        res = out_of_fold(questions, out_of_fold_choices(questions, plain))
+        res = out_of_fold(questions, out_of_fold_choices(questions, plain), gate)
         got_p, t_p = calibrated(res, args.max_wrong, args.min_honest)
         rows.append(row(f"reader without question likelihood (threshold {t_p:.2f})", got_p, top1(questions, res)))
         print(rows[-1])
@@ -378,7 +409,7 @@ def main() -> int:
             kept = tuple(n for n in names if n not in features)
             if kept == names:
                 continue
-            res = out_of_fold(questions, out_of_fold_choices(questions, kept))
+            res = out_of_fold(questions, out_of_fold_choices(questions, kept), gate)
             got_g, t_g = calibrated(res, args.max_wrong, args.min_honest)
             rows.append(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
             print(rows[-1])
@@ -401,6 +432,7 @@ def main() -> int:
         "selector": asdict(selector),
         "calibrator": asdict(calibrator),
         "threshold": round(threshold, 6),
+        "gate": gate,
         "meta": {
             "trained_on": [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name for p in args.inp],
             "sha256": digest,
@@ -413,6 +445,7 @@ def main() -> int:
             "min_honest": args.min_honest,
             "calibrator_from": "the selector's leave-one-corpus-out choices",
             "threshold_from": "leave-one-corpus-out calibrated probabilities",
+            "gate_from": "the most right quotes within max_wrong / min_honest, leave one corpus out",
         },
     }
     if not args.dry_run:

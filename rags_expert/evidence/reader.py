@@ -22,6 +22,7 @@ model's choice (``evidence.reader``); everything else it scores as the evidence 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,7 @@ from langchain_core.embeddings import Embeddings
 from rags_expert.evidence.answer_type import expected_type, holds_answer
 from rags_expert.evidence.code import under_other_condition
 from rags_expert.evidence.scorer import EvidenceScorer, Match, _chunk_units
-from rags_expert.evidence.text import question_terms, terms
+from rags_expert.evidence.text import TermFrequencies, question_terms, terms
 from rags_expert.settings import EvidenceSettings
 
 FEATURES: tuple[str, ...] = (
@@ -46,6 +47,7 @@ FEATURES: tuple[str, ...] = (
     "idf_gap",
     "coverage",
     "missing",
+    "missing_kb",
     "type_match",
     "e5_unit_z",
     "e5_unit_rank",
@@ -118,6 +120,7 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
                 "idf_gap": _num(r.get("idf_coverage")) - best["idf_coverage"],
                 "coverage": _num(r.get("coverage")),
                 "missing": _num(r.get("missing")),
+                "missing_kb": _num(r.get("missing_kb", r.get("missing"))),
                 "type_match": float(bool(r.get("type_match"))),
                 "e5_unit_z": z["e5_unit"][i],
                 "e5_unit_rank": unit_rank[i],
@@ -156,14 +159,36 @@ class Candidate:
     match: Match | None
 
 
-async def candidates(scorer: EvidenceScorer, question: str, docs: Sequence[Document]) -> list[Candidate]:
+def missing_weights(question: str, docs: Sequence[Document], frequencies: TermFrequencies | None) -> list[float]:
+    """Per chunk, the share of the question's terms it lacks (its heading path counted), each term weighted by its
+    inverse document frequency in ``frequencies`` (the knowledge base's; the retrieved chunks' without one). A
+    chunk that lacks only words every page uses ("set", "make", the library's own name) lacks little; one that
+    lacks the term no chunk holds lacks most."""
+    wanted = question_terms(question)
+    if frequencies is None:
+        frequencies = TermFrequencies.of(heading_of(doc) + " " + doc.page_content for doc in docs)
+    weight = {t: frequencies.idf(t) for t in wanted}
+    total = sum(weight.values()) or 1.0
+    out = []
+    for doc in docs:
+        held = terms(heading_of(doc) + " " + doc.page_content)
+        out.append(sum(w for t, w in weight.items() if t not in held) / total)
+    return out
+
+
+async def candidates(
+    scorer: EvidenceScorer, question: str, docs: Sequence[Document], frequencies: TermFrequencies | None = None
+) -> list[Candidate]:
     """Every unit of ``docs`` but headings, with its model-free features: the evidence's match and its parts,
-    plain term coverage, the answer-type match, the e5 similarity of question and unit / heading path / chunk (one
-    batch of embeddings, cached by the scorer), the chunk's retrieval rank, the unit's kind and length."""
-    matches = await scorer.matches(question, docs)
+    plain term coverage, the share of the question's terms its chunk lacks weighted by ``frequencies``
+    (:func:`missing_weights`), the answer-type match, the e5 similarity of question and unit / heading path / chunk
+    (one batch of embeddings, cached by the scorer), the chunk's retrieval rank, the unit's kind and length."""
+    topic = frequencies.topic(question, scorer.settings.topic_share) if frequencies else frozenset()
+    matches = await scorer.matches(question, docs, topic)
     by_unit = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
     wanted = question_terms(question)
     kind = expected_type(question)
+    lacking = missing_weights(question, docs, frequencies)
     out: list[Candidate] = []
     for i, doc in enumerate(docs):
         heading = heading_of(doc)
@@ -184,6 +209,7 @@ async def candidates(scorer: EvidenceScorer, question: str, docs: Sequence[Docum
                 "answers": bool(match and match.answers),
                 "idf_coverage": match.coverage if match else 0.0,
                 "missing": match.missing if match else 1.0,
+                "missing_kb": lacking[i],
                 "coverage": len(terms(unit.quote) & wanted) / max(1, len(wanted)),
                 "type_match": holds_answer(unit.quote, question, kind),
                 "conditional": under_other_condition(unit.text, question),
@@ -205,14 +231,22 @@ async def candidates(scorer: EvidenceScorer, question: str, docs: Sequence[Docum
     return out
 
 
-CALIBRATION_FEATURES: tuple[str, ...] = ("log_odds", "margin", "answers", "evidence", "type_match", "missing")
+CALIBRATION_FEATURES: tuple[str, ...] = (
+    "log_odds",
+    "margin",
+    "answers",
+    "evidence",
+    "type_match",
+    "missing",
+    "missing_kb",
+)
 """What the calibrator reads of a question's most probable quote (:func:`calibration_features`)."""
 
 
 def calibration_features(probability: float, runner_up: float, row: Mapping[str, Any]) -> dict[str, float]:
     """The calibrator's inputs for the most probable quote: the selector's log-odds for it, its lead over the next
     quote, and the evidence's own reading of that unit (its rules' "answers", its match score, the answer type, the
-    share of the question's terms its chunk lacks)."""
+    share of the question's terms its chunk lacks, plain and weighted by the knowledge base's term frequencies)."""
     p = min(max(probability, 1e-6), 1 - 1e-6)
     return {
         "log_odds": math.log(p / (1 - p)),
@@ -221,6 +255,7 @@ def calibration_features(probability: float, runner_up: float, row: Mapping[str,
         "evidence": _num(row.get("evidence")),
         "type_match": float(bool(row.get("type_match"))),
         "missing": _num(row.get("missing", 1.0)),
+        "missing_kb": _num(row.get("missing_kb", row.get("missing", 1.0))),
     }
 
 
@@ -269,6 +304,9 @@ class ReaderModel:
     threshold: float
     """Below this calibrated probability that the chosen quote answers, the run abstains."""
     meta: Mapping[str, Any]
+    gate: float = 0.0
+    """The most a quoted unit's chunk may lack of the question (``missing_kb``) unless the rules say it answers
+    (:func:`admissible`); chosen on the dev folds."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReaderModel:
@@ -278,6 +316,7 @@ class ReaderModel:
             Logistic.from_json(data["calibrator"]),
             float(data["threshold"]),
             dict(data.get("meta") or {}),
+            float(data.get("gate", 0.0)),
         )
 
     @classmethod
@@ -325,21 +364,23 @@ class ReaderModel:
         """The most probable quote and its calibrated probability when that reaches the threshold and the quote may
         answer at all (:func:`admissible`), else None (the run says "not found")."""
         found = self.read(rows)
-        if found is None or found[1] < self.threshold or not admissible(rows[found[0]]):
+        if found is None or found[1] < self.threshold or not admissible(rows[found[0]], self.gate):
             return None
         return found
 
 
-def admissible(row: Mapping[str, Any]) -> bool:
-    """Whether a unit may be quoted as the answer: its chunk holds every term of the question (a chunk that never
-    says "weigh" cannot say how much the engine weighed) and it states no fact under a condition naming code the
-    question lacks ("If used with `--quiet`, … exit code 1" for a question about `--check`: true only under that
-    condition), unless the evidence's rules say it answers (they allow a missing term for a paraphrase with a new
-    code name, or a named answer category). Measured on the dev half: without the first, 2 of the single-fact set's
-    10 unanswerable questions were answered with a near miss."""
+def admissible(row: Mapping[str, Any], gate: float = 0.0) -> bool:
+    """Whether a unit may be quoted as the answer: its chunk lacks at most ``gate`` of the question's terms,
+    weighted by how rare each is in the knowledge base (``missing_kb``; a chunk that never says "weigh" cannot say
+    how much the engine weighed, but one that only lacks "set" or the library's name may answer), and it states no
+    fact under a condition naming code the question lacks ("If used with `--quiet`, … exit code 1" for a question
+    about `--check`: true only under that condition), unless the evidence's rules say it answers (they allow a
+    missing term for a paraphrase with a new code name, or a named answer category). Measured on the dev half:
+    without the first, 2 of the single-fact set's 10 unanswerable questions were answered with a near miss."""
     if row.get("answers"):
         return True
-    return _num(row.get("missing", 1.0)) <= 0.0 and not row.get("conditional")
+    lacking = _num(row.get("missing_kb", row.get("missing", 1.0)))
+    return lacking <= gate and not row.get("conditional")
 
 
 class ReadingScorer(EvidenceScorer):
@@ -351,16 +392,33 @@ class ReadingScorer(EvidenceScorer):
         settings: EvidenceSettings,
         embeddings: Embeddings | Callable[[], Embeddings | None] | None = None,
         model: ReaderModel | None = None,
+        frequencies: Callable[[], TermFrequencies | None] | None = None,
     ) -> None:
-        """``model``: the fitted reader (default: the shipped weights)."""
+        """``model``: the fitted reader (default: the shipped weights); ``frequencies``: the knowledge base's term
+        frequencies, read on first use (None: the retrieved chunks' own)."""
         super().__init__(settings, embeddings)
         self.model = model or ReaderModel.shipped()
+        self._read = frequencies
+        self._known: TermFrequencies | None = None
         if self.model.needs_likelihood:
             raise ValueError("this reader needs the local model's likelihoods, which the agent does not compute")
 
+    def _read_frequencies(self) -> TermFrequencies | None:
+        with self._lock:
+            if self._read is not None:
+                self._known, self._read = self._read(), None
+            return self._known
+
+    async def frequencies(self) -> TermFrequencies | None:
+        """The knowledge base's term frequencies (read once, on first use, off the event loop), or None without a
+        knowledge base."""
+        if self._read is None:
+            return self._known
+        return await asyncio.to_thread(self._read_frequencies)
+
     async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
         """The candidate the reader chooses, as a match (its score is the reader's probability), or None."""
-        found = await candidates(self, question, docs)
+        found = await candidates(self, question, docs, await self.frequencies())
         chosen = self.model.choose([c.row for c in found])
         if chosen is None:
             return None
@@ -368,7 +426,7 @@ class ReadingScorer(EvidenceScorer):
 
     async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
         """The ``k`` most probable quotes by the reader (factual units, each text once), for a "not found" reply."""
-        found = await candidates(self, question, docs)
+        found = await candidates(self, question, docs, await self.frequencies())
         probs = self.model.probabilities([c.row for c in found])
         order = sorted(range(len(found)), key=lambda i: (-probs[i], i))
         out: list[Match] = []

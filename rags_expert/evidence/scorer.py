@@ -277,10 +277,14 @@ class EvidenceScorer:
 
     # --- question → sentences -------------------------------------------------------------------
 
-    async def matches(self, question: str, docs: Sequence[Document]) -> list[Match]:
+    async def matches(
+        self, question: str, docs: Sequence[Document], topic: frozenset[str] = frozenset()
+    ) -> list[Match]:
         """Every unit of ``docs`` (sentence, list item, table row; :mod:`.units`) scored against ``question``,
         best first; a chunk that holds none of the question's names in full
-        (:func:`~rags_expert.evidence.text.name_phrases`) has no match at all.
+        (:func:`~rags_expert.evidence.text.name_phrases`) has no match at all. ``topic``: terms of the question
+        the whole knowledge base is about (its library's name, which most of its chunks hold), held by every
+        chunk whether it repeats them or not.
 
         Question terms are weighted by how rare they are among the units scored (a local IDF): the
         subject that every sentence of a document repeats weighs little, the verb that picks the one
@@ -290,7 +294,7 @@ class EvidenceScorer:
         wanted = question_terms(question)
         kind, category = expected_type(question), answer_category(question)
         hint = measure_hint(question)
-        helds = [terms(_chunk_header(doc) + " " + doc.page_content) & wanted for doc in docs]
+        helds = [(terms(_chunk_header(doc) + " " + doc.page_content) | topic) & wanted for doc in docs]
         names = _required_names(question, wanted, docs, helds)
         name_terms = set().union(*name_phrases(question)) & wanted
         page_helds = _held_by_source(docs, helds)

@@ -7,7 +7,11 @@ mill was founded by ..." share ``found`` and ``mill``.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
@@ -228,3 +232,36 @@ def name_phrases(question: str) -> list[set[str]]:
     if run:
         phrases.append(run)
     return phrases
+
+
+@dataclass(frozen=True)
+class TermFrequencies:
+    """How many chunks of a sample hold each content term: the knowledge base's own document frequencies (a sample
+    of its chunks, read once), or the retrieved chunks' when the retriever is not our knowledge base. A term most
+    chunks hold ("set", the library's own name) says little when a chunk lacks it; a term none holds ("HTTP/3" in a
+    server's docs that never mention it) says most."""
+
+    chunks: int
+    df: Mapping[str, int]
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> TermFrequencies:
+        """The frequencies of ``texts`` (each one chunk)."""
+        df: Counter[str] = Counter()
+        n = 0
+        for text in texts:
+            n += 1
+            df.update(terms(text))
+        return cls(n, df)
+
+    def topic(self, question: str, share: float) -> frozenset[str]:
+        """The terms of the question's names (:func:`name_phrases`) that at least ``share`` of the chunks hold: what
+        the knowledge base is about ("Gunicorn" in Gunicorn's docs), which a chunk need not repeat to answer."""
+        if not self.chunks:
+            return frozenset()
+        named = set().union(*name_phrases(question)) if name_phrases(question) else set()
+        return frozenset(t for t in named if self.df.get(t, 0) >= share * self.chunks)
+
+    def idf(self, term: str) -> float:
+        """``log(1 + N / (1 + df))``: a term no chunk of the sample holds weighs most."""
+        return math.log(1 + self.chunks / (1 + self.df.get(term, 0)))

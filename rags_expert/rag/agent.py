@@ -29,6 +29,7 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import StateGraph
 
 from rags_expert.agentflow import AgentFlow
+from rags_expert.evidence.text import TermFrequencies
 from rags_expert.lessons import LessonMemory
 from rags_expert.llm.chat import bind_output_cap, build_chat_model
 from rags_expert.llm.grading import GradingContext
@@ -129,7 +130,11 @@ class RagsExpert(AgentFlow):
             lessons=self.lesson_memory if settings.lessons.enabled else None,
             fallback_retriever=self.fallback_retriever,
             authorizer=self.authorizer,
-            evidence=evidence_scorer(settings.evidence, self.embeddings or _retriever_embeddings(self.retriever)),
+            evidence=evidence_scorer(
+                settings.evidence,
+                self.embeddings or _retriever_embeddings(self.retriever),
+                retriever_frequencies(self.retriever, settings.evidence.term_sample),
+            ),
             rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
         )
         return build_graph(deps)
@@ -163,6 +168,26 @@ def _retriever_embeddings(retriever: BaseRetriever) -> Callable[[], Embeddings |
     """The embedding model of our own knowledge-base retriever (loaded on first use), for the evidence."""
     kb = getattr(retriever, "kb", None)
     return (lambda: kb.embeddings) if kb is not None and hasattr(type(kb), "embeddings") else None
+
+
+def retriever_frequencies(retriever: BaseRetriever, sample: int) -> Callable[[], TermFrequencies | None] | None:
+    """The term frequencies of our own knowledge base (its first ``sample`` chunks, read on first use), for the
+    answer selector; None for another retriever or a ``sample`` of 0 (the retrieved chunks' own then)."""
+    kb = getattr(retriever, "kb", None)
+    if sample <= 0 or kb is None or not hasattr(type(kb), "scroll_payloads"):
+        return None
+
+    def read() -> TermFrequencies | None:
+        try:
+            payloads = kb.scroll_payloads(["content", "title", "section"], limit=sample)
+        except Exception as exc:  # noqa: BLE001 - an aid to the reader: without it, it weighs by the retrieved chunks
+            log.info("could not read the knowledge base's term frequencies (%s)", type(exc).__name__)
+            return None
+        return TermFrequencies.of(
+            " ".join(str(p.get(k) or "") for k in ("title", "section", "content")) for _, p in payloads
+        )
+
+    return read
 
 
 def _default_retriever(settings: RagsExpertSettings) -> BaseRetriever:

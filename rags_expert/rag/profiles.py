@@ -30,6 +30,7 @@ from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.evidence.reader import ReadingScorer
+from rags_expert.evidence.text import TermFrequencies
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings
 from rags_expert.settings.evidence import RefinementMethod
 
@@ -116,12 +117,15 @@ def profile_for(settings: EvidenceSettings) -> ModelProfile:
 
 
 def evidence_scorer(
-    settings: EvidenceSettings, embeddings: Embeddings | Callable[[], Embeddings | None] | None = None
+    settings: EvidenceSettings,
+    embeddings: Embeddings | Callable[[], Embeddings | None] | None = None,
+    frequencies: Callable[[], TermFrequencies | None] | None = None,
 ) -> EvidenceScorer:
     """The evidence scorer the profile asks for: with its ``reader`` on, the one whose answer choice is the answer
-    selector's (:class:`~rags_expert.evidence.reader.ReadingScorer`)."""
+    selector's (:class:`~rags_expert.evidence.reader.ReadingScorer`, reading the knowledge base's term
+    ``frequencies`` on first use)."""
     if profile_for(settings).reader:
-        return ReadingScorer(settings, embeddings)
+        return ReadingScorer(settings, embeddings, frequencies=frequencies)
     return EvidenceScorer(settings, embeddings)
 
 

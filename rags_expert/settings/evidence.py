@@ -61,6 +61,23 @@ class EvidenceSettings(SettingsSection):
         "chunks the 'not found' reply quotes and cites under 'Not found; closest passages' (--json: 'closest'). "
         "0: none.",
     )
+    term_sample: int = Field(
+        2000,
+        ge=0,
+        le=1_000_000,
+        description="The answer selector weighs a question term its chunk lacks by how rare the term is in the "
+        "knowledge base, counted over this many of its chunks (read once per process; 0: over the retrieved chunks "
+        "only, as for a host's own retriever).",
+    )
+    topic_share: float = Field(
+        0.3,
+        gt=0.0,
+        le=1.0,
+        description="The answer selector counts a name of the question that at least this share of the knowledge "
+        "base's chunks (evidence.term_sample) hold as what the knowledge base is about, held by every chunk: "
+        "'the default backlog of Gunicorn' is answered by the settings page, which never repeats 'Gunicorn'. Each "
+        "dev corpus's own library name is held by 38-100 % of its chunks.",
+    )
     use_embeddings: bool = Field(
         True,
         description="Blend in the cosine similarity of question and sentence under the knowledge base's embedding "

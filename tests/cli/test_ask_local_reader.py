@@ -150,3 +150,86 @@ def test_a_question_the_pages_do_not_answer_is_not_found_with_the_closest_passag
         assert passage["quote"] in PAGES[passage["source"].rsplit("/", 1)[-1]].replace("\n", " ")
         assert f"“{passage['quote']}” [{passage['n']}]" in reply["answer"]
     assert "closest passages" in reply["answer"].lower()
+
+
+RST_PAGES = {
+    "index.rst": """Quokka
+======
+
+Quokka is a pre-fork HTTP server for Python web applications. Quokka runs one master process that manages a set
+of worker processes.
+
+Quokka is released under the MIT licence. Quokka's source code and issue tracker are on the project's forge.
+""",
+    "deploy.rst": """Deploying Quokka
+================
+
+Quokka should run behind a buffering proxy server. Quokka's default workers handle one request at a time, so a
+slow client can hold a worker busy.
+
+Quokka can bind to a Unix socket instead of a TCP port when the proxy runs on the same machine.
+""",
+    "signals.rst": """Signal handling
+===============
+
+Quokka's master process handles these signals:
+
+- ``TERM``: Quokka shuts down gracefully, waiting for the workers to finish their requests.
+- ``HUP``: Quokka reloads its configuration and starts new workers.
+- ``TTIN``: Quokka adds one worker.
+""",
+    "settings.rst": """Settings
+========
+
+Worker processes
+----------------
+
+``workers``
+~~~~~~~~~~~
+
+**Command line:** ``-w INT``
+
+**Default:** ``1``
+
+The number of worker processes for handling requests.
+
+``keepalive``
+~~~~~~~~~~~~~
+
+**Command line:** ``--keep-alive INT``
+
+**Default:** ``2``
+
+The number of seconds to wait for requests on a Keep-Alive connection. Generally set in the 1-5 seconds range.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def rst_env(tmp_path_factory):
+    pytest.importorskip("docutils", reason="the rst extra: pip install 'rags-expert[rst]'")
+    root = tmp_path_factory.mktemp("ask-reader-rst")
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in RST_PAGES.items():
+        (docs / name).write_text(text)
+    env = cli_env(root / "data")
+    del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]
+    done = run_cli(["ingest", str(docs)], env)
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+def test_the_library_name_a_settings_page_never_repeats_does_not_hide_its_answer(rst_env):
+    """Every page but the settings reference says "Quokka"; the settings page, in reStructuredText as Sphinx projects
+    write it, never does. Asked with the library's name, the default is still read from that page."""
+    code, reply = ask(rst_env, "What is the default value of keepalive in Quokka?")
+    assert code == 0, reply["answer"]
+    assert "Default: `2`" in reply["answer"] or "2" in reply["answer"].split("“", 1)[-1], reply["answer"]
+    assert any("settings.rst" in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+
+
+def test_a_name_the_knowledge_base_never_mentions_is_still_not_found(rst_env):
+    code, reply = ask(rst_env, "How do I export Quokka metrics to Prometheus?")
+    assert code == 1, reply["answer"]
+    assert reply["answer"].startswith("I could not find an answer"), reply["answer"]

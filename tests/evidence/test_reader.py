@@ -144,3 +144,31 @@ def test_a_unit_whose_chunk_lacks_a_question_term_is_quoted_only_when_the_eviden
     assert _model(threshold=0.3).choose(rows)[0] == 0
     rows[0] |= {"answers": False, "missing": 0.0, "conditional": True}  # "If used with `--quiet`, …": not for `--check`
     assert _model(threshold=0.3).choose(rows) is None
+
+
+def test_the_gate_weighs_a_lacking_term_by_its_rarity_in_the_knowledge_base():
+    rows = [_unit(coverage=1.0, missing=0.3, missing_kb=0.08), _unit(coverage=0.25)]  # lacks only a common word
+    assert _model(threshold=0.3).choose(rows) is None  # the default gate: the chunk must lack nothing
+    model = ReaderModel(_model().selector, _model().calibrator, 0.3, {}, gate=0.1)
+    assert model.choose(rows)[0] == 0
+    rows[0]["missing_kb"] = 0.5  # lacks the term no chunk of the knowledge base holds
+    assert model.choose(rows) is None
+
+
+def test_missing_weights_count_a_term_every_chunk_holds_for_little():
+    from rags_expert.evidence.reader import missing_weights
+    from rags_expert.evidence.text import TermFrequencies
+
+    kb = TermFrequencies.of(
+        [f"Gunicorn page {i}: set the workers and the timeout." for i in range(20)] + ["The backlog is 2048."]
+    )
+    docs = [
+        Document("The backlog is 2048.", metadata={"title": "Settings", "section": "backlog"}),
+        Document("Gunicorn sets the workers.", metadata={"title": "Design"}),
+    ]
+    common, rare = missing_weights("What backlog does Gunicorn set?", docs, kb)
+    assert 0 < common < 0.3  # lacks only "Gunicorn" and "set", which nearly every chunk holds
+    assert rare > 0.5  # lacks "backlog", which one chunk of 21 holds
+    assert kb.idf("http/3") > kb.idf("backlog") > kb.idf("gunicorn")
+    # without the knowledge base's frequencies, the retrieved chunks' own
+    assert missing_weights("What backlog does Gunicorn set?", docs, None)[0] > common
