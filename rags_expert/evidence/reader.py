@@ -416,6 +416,17 @@ class ReadingScorer(EvidenceScorer):
             return self._known
         return await asyncio.to_thread(self._read_frequencies)
 
+    async def matches(
+        self, question: str, docs: Sequence[Document], topic: frozenset[str] = frozenset()
+    ) -> list[Match]:
+        """The evidence's matches, the question's names that the knowledge base is about held by every chunk
+        (``evidence.topic_share``): relevance and support read the settings page that never repeats the library's
+        name as the answer choice does."""
+        frequencies = await self.frequencies()
+        if frequencies is not None:
+            topic = topic | frequencies.topic(question, self.settings.topic_share)
+        return await super().matches(question, docs, topic)
+
     async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
         """The candidate the reader chooses, as a match (its score is the reader's probability), or None."""
         found = await candidates(self, question, docs, await self.frequencies())
