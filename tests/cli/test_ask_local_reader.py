@@ -222,11 +222,19 @@ def rst_env(tmp_path_factory):
 
 def test_the_library_name_a_settings_page_never_repeats_does_not_hide_its_answer(rst_env):
     """Every page but the settings reference says "Quokka"; the settings page, in reStructuredText as Sphinx projects
-    write it, never does. Asked with the library's name, the default is still read from that page."""
-    code, reply = ask(rst_env, "What is the default value of keepalive in Quokka?")
-    assert code == 0, reply["answer"]
-    assert "Default: `2`" in reply["answer"] or "2" in reply["answer"].split("“", 1)[-1], reply["answer"]
-    assert any("settings.rst" in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+    write it, never does. Asked with the library's name, the default is still read from that page: the answer, or
+    the first closest passage of an honest "not found". Two chunks retrieved (the settings chunk and one that names
+    Quokka) used to set the settings chunk aside as being about something else, and nothing was offered at all."""
+    code, reply = ask(
+        rst_env | {"RAGS_EXPERT_RETRIEVAL__TOP_K": "2"}, "What is the default value of keepalive in Quokka?"
+    )
+    if code == 0:
+        assert "Default: `2`" in reply["answer"], reply["answer"]
+        assert any("settings.rst" in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+    else:  # below the selector's threshold: the honest "not found" offers that unit first
+        assert reply["answer"].startswith("I could not find an answer"), reply["answer"]
+        assert "Default: `2`" in reply["closest"][0]["quote"], reply["closest"]
+        assert "settings.rst" in reply["closest"][0]["source"]
 
 
 def test_a_name_the_knowledge_base_never_mentions_is_still_not_found(rst_env):
