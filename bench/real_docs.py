@@ -408,6 +408,50 @@ def table(res: list[dict[str, Any]], corpora: list[str]) -> str:
     return "\n".join([head, *rows, summary_row("all", res)])
 
 
+def by_format(res: list[dict[str, Any]], corpora: dict[str, dict[str, Any]]) -> str:
+    """The same table with a row per documentation format (``format`` in corpora.json; plain Markdown when none):
+    whether a format is answered as well as the others, over every corpus written in it."""
+    fmt = {r["corpus"]: corpora.get(r["corpus"], {}).get("format", "markdown") for r in res}
+    text = table(res, [])
+    head, rows = text.split("\n")[:2], []
+    for name in sorted(set(fmt.values()), key=lambda f: (f != "markdown", f)):
+        members = sorted({c for c, f in fmt.items() if f == name})
+        rows.append(summary_row(f"{name} ({', '.join(members)})", [r for r in res if fmt[r["corpus"]] == name]))
+    return "\n".join([*head, *rows, summary_row("all", res)]).replace("| corpus |", "| format (corpora) |", 1)
+
+
+def report(data: dict[str, Any], corpora: dict[str, dict[str, Any]], record: Path | None, names: list[str]) -> None:
+    """Print (and with ``record``, write) each split's tables: per corpus, and per format."""
+    meta, results = data["meta"], data["results"]
+    mode = (
+        "in-process (one model server)"
+        if meta["mode"] == "in-process"
+        else "one `rags-expert ask --local --json` per question"
+    )
+    chunks = ", ".join(f"{n} {c['chunks']} chunks" for n, c in meta["corpora"].items())
+    for split in ("dev", "test") if meta["split"] == "all" else (meta["split"],):
+        res = [r for r in results if r["split"] == split]
+        at = meta["commit"][:7] + (" with uncommitted changes in rags_expert/" if meta["uncommitted"] else "")
+        print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}; at {at}\n")
+        ran = [n for n in names if any(r["corpus"] == n for r in res)]  # no row for the other split's
+        text = table(res, ran)
+        print(text)
+        formats = by_format(res, corpora)
+        print(f"\nby format:\n\n{formats}")
+        subset = "" if ran == [n for n in corpora if any(r["corpus"] == n for r in res)] else "_" + "-".join(ran)
+        limit = f"_first{meta['limit']}" if meta.get("limit") else ""
+        for suffix, title, body in (("", "", text), ("_by_format", ", by format", formats)):
+            bench_results.record(
+                record,
+                f"real_docs_{split}{subset}{limit}{suffix}",
+                f"Real documentation, {split} half{title} ({mode})",
+                body,
+                notes=f"{chunks}.",
+            )
+    print("\nnot right+cited (answerable) or not honest (unanswerable):")
+    print("\n".join(failures(results)) or "none")
+
+
 def failures(res: list[dict[str, Any]]) -> list[str]:
     """One line per question that was not right+cited (answerable) or not honest (unanswerable)."""
     lines = []
@@ -497,6 +541,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write every question's result here (JSON)")
     parser.add_argument("--cache", type=Path, default=CACHE, help=f"downloaded sdists and kept files ({CACHE})")
     parser.add_argument("--check", action="store_true", help="check the questions' patterns against the docs")
+    parser.add_argument("--report", type=Path, help="print (and --record) the tables of a run saved by --out")
     parser.add_argument("-v", "--verbose", action="store_true")
     bench_results.add_option(parser)
     args = parser.parse_args()
@@ -506,6 +551,9 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown corpus {unknown} (known: {', '.join(corpora)})")
     rows = load_questions()
+    if args.report:
+        report(json.loads(args.report.read_text()), corpora, args.record, names)
+        return 0
     if args.check:
         return check(
             {n: corpora[n] for n in names}, [r for r in rows if r["corpus"] in names], args.cache, args.verbose
@@ -518,6 +566,7 @@ def main() -> int:
     env |= {"PYTHONPATH": str(ROOT)} | dict(e.split("=", 1) for e in args.env)
     began = time.monotonic()
     meta: dict[str, Any] = {"split": args.split, "mode": "in-process" if args.in_process else "subprocess"}
+    meta["limit"] = args.limit
     meta |= {
         "commit": bench_results.git("rev-parse", "HEAD"),
         "uncommitted": bool(bench_results.git("status", "--porcelain", "rags_expert")),
@@ -547,24 +596,7 @@ def main() -> int:
     meta["wall_s"] = round(time.monotonic() - began, 1)
     if args.out:
         args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, ensure_ascii=False))
-    mode = "in-process (one model server)" if args.in_process else "one `rags-expert ask --local --json` per question"
-    chunks = ", ".join(f"{n} {c['chunks']} chunks" for n, c in meta["corpora"].items())
-    for split in ("dev", "test") if args.split == "all" else (args.split,):
-        res = [r for r in results if r["split"] == split]
-        at = meta["commit"][:7] + (" with uncommitted changes in rags_expert/" if meta["uncommitted"] else "")
-        print(f"\nsplit={split}, {len(res)} questions, {mode}; {chunks}; at {at}\n")
-        text = table(res, [n for n in names if any(r["corpus"] == n for r in res)])  # no row for the other split's
-        print(text)
-        subset = "" if names == list(corpora) else "_" + "-".join(names)
-        bench_results.record(
-            args.record,
-            f"real_docs_{split}{subset}{f'_first{args.limit}' if args.limit else ''}",
-            f"Real documentation, {split} half ({mode})",
-            text,
-            notes=f"{chunks}.",
-        )
-    print("\nnot right+cited (answerable) or not honest (unanswerable):")
-    print("\n".join(failures(results)) or "none")
+    report({"meta": meta, "results": results}, corpora, args.record, names)
     return 0
 
 
