@@ -172,3 +172,13 @@ def test_missing_weights_count_a_term_every_chunk_holds_for_little():
     assert kb.idf("http/3") > kb.idf("backlog") > kb.idf("gunicorn")
     # without the knowledge base's frequencies, the retrieved chunks' own
     assert missing_weights("What backlog does Gunicorn set?", docs, None)[0] > common
+
+
+def test_the_topic_is_the_questions_names_most_chunks_hold():
+    from rags_expert.evidence.text import TermFrequencies
+
+    kb = TermFrequencies.of(["Quokka runs workers."] * 3 + ["The backlog is 2048.", "Send HUP to reload."] * 2)
+    assert kb.topic("What is the default backlog of Quokka?", 0.3) == {"quokka"}  # 3 of 7 chunks
+    assert kb.topic("What is the default backlog of Quokka?", 0.5) == frozenset()
+    assert kb.topic("Does Quokka export metrics to Prometheus?", 0.3) == {"quokka"}  # a name no chunk holds is not
+    assert TermFrequencies.of([]).topic("What is Quokka?", 0.3) == frozenset()
