@@ -6,7 +6,7 @@ of each (rags_expert.rag.retrieve.hops)."""
 from __future__ import annotations
 
 import pytest
-from helpers.cli_run import cli_env, run_cli
+from helpers.cli_run import default_model_env, run_cli
 
 from rags_expert.local.server import local_extra_installed
 
@@ -25,16 +25,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ask-local-hops")
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text)
-    env = cli_env(root / "data")
-    del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]  # the default model, as a user has it
-    done = run_cli(["ingest", str(docs)], env)
-    assert done.returncode == 0, done.stderr
-    return env
+    return default_model_env(tmp_path_factory.mktemp("ask-local-hops"), DOCS)
 
 
 def test_a_two_document_question_is_answered_with_both_citations(env):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.cli_run import cli_env, run_cli
+from helpers.cli_run import default_model_env, run_cli
 
 from rags_expert.local.server import local_extra_installed
 
@@ -83,22 +83,9 @@ Raise `HTTPStatusError` when the status code is 400 or above.
 }
 
 
-def ingested(root, pages: dict[str, str]) -> dict[str, str]:
-    """The environment of a knowledge base holding ``pages``, ingested through the CLI."""
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in pages.items():
-        (docs / name).write_text(text)
-    env = cli_env(root / "data")
-    del env["RAGS_EXPERT_EMBEDDINGS__PROVIDER"]  # the default embedding model, as a user has it
-    done = run_cli(["ingest", str(docs)], env)
-    assert done.returncode == 0, done.stderr
-    return env
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return ingested(tmp_path_factory.mktemp("ask-reader"), PAGES)
+    return default_model_env(tmp_path_factory.mktemp("ask-reader"), PAGES)
 
 
 def ask(env, question: str) -> tuple[int, dict]:
@@ -212,7 +199,7 @@ The number of seconds to wait for requests on a Keep-Alive connection. Generally
 @pytest.fixture(scope="module")
 def rst_env(tmp_path_factory):
     pytest.importorskip("docutils", reason="the rst extra: pip install 'rags-expert[rst]'")
-    return ingested(tmp_path_factory.mktemp("ask-reader-rst"), RST_PAGES)
+    return default_model_env(tmp_path_factory.mktemp("ask-reader-rst"), RST_PAGES)
 
 
 def test_the_library_name_a_settings_page_never_repeats_does_not_hide_its_answer(rst_env):
