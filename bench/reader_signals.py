@@ -148,7 +148,7 @@ def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
 
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every dev question's candidates with their features and gold labels."""
-    from rags_expert.evidence.scorer import EvidenceScorer
+    from rags_expert.evidence.reader import ReadingScorer
     from rags_expert.rag.agent import retriever_frequencies
     from rags_expert.rag.retrieve.reranking import RerankStage
     from rags_expert.retrieval.factory import retriever_from_settings
@@ -168,9 +168,13 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
             retriever = retriever_from_settings(settings)
             stage = RerankStage.from_settings(settings)
             kb = getattr(retriever, "kb", None)
-            scorer = EvidenceScorer(settings.evidence, (lambda kb=kb: kb.embeddings) if kb is not None else None)
             read = retriever_frequencies(retriever, settings.evidence.term_sample)
             frequencies = read() if read else None  # what the agent reads of the knowledge base
+            scorer = ReadingScorer(
+                settings.evidence,
+                (lambda kb=kb: kb.embeddings) if kb is not None else None,
+                frequencies=lambda f=frequencies: f,
+            )
             try:
                 for q in [q for q in questions if q["corpus"] == corpus]:
                     began = time.monotonic()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -165,26 +166,23 @@ def missing_weights(question: str, docs: Sequence[Document], frequencies: TermFr
     chunk that lacks only words every page uses ("set", "make", the library's own name) lacks little; one that
     lacks the term no chunk holds lacks most."""
     wanted = question_terms(question)
+    helds = [terms(heading_of(doc) + " " + doc.page_content) for doc in docs]
     if frequencies is None:
-        frequencies = TermFrequencies.of(heading_of(doc) + " " + doc.page_content for doc in docs)
+        frequencies = TermFrequencies(len(helds), Counter(t for held in helds for t in held))
     weight = {t: frequencies.idf(t) for t in wanted}
     total = sum(weight.values()) or 1.0
-    out = []
-    for doc in docs:
-        held = terms(heading_of(doc) + " " + doc.page_content)
-        out.append(sum(w for t, w in weight.items() if t not in held) / total)
-    return out
+    return [sum(w for t, w in weight.items() if t not in held) / total for held in helds]
 
 
 async def candidates(
     scorer: EvidenceScorer, question: str, docs: Sequence[Document], frequencies: TermFrequencies | None = None
 ) -> list[Candidate]:
-    """Every unit of ``docs`` but headings, with its model-free features: the evidence's match and its parts,
-    plain term coverage, the share of the question's terms its chunk lacks weighted by ``frequencies``
-    (:func:`missing_weights`), the answer-type match, the e5 similarity of question and unit / heading path / chunk
-    (one batch of embeddings, cached by the scorer), the chunk's retrieval rank, the unit's kind and length."""
-    topic = frequencies.topic(question, scorer.settings.topic_share) if frequencies else frozenset()
-    matches = await scorer.matches(question, docs, topic)
+    """Every unit of ``docs`` but headings, with its model-free features: the evidence's match and its parts (a
+    :class:`ReadingScorer`'s reads the knowledge base's topic), plain term coverage, the share of the question's
+    terms its chunk lacks weighted by ``frequencies`` (:func:`missing_weights`), the answer-type match, the e5
+    similarity of question and unit / heading path / chunk (one batch of embeddings, cached by the scorer), the
+    chunk's retrieval rank, the unit's kind and length."""
+    matches = await scorer.matches(question, docs)
     by_unit = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
     wanted = question_terms(question)
     kind = expected_type(question)

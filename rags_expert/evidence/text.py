@@ -259,7 +259,7 @@ class TermFrequencies:
         the knowledge base is about ("Gunicorn" in Gunicorn's docs), which a chunk need not repeat to answer."""
         if not self.chunks:
             return frozenset()
-        named = set().union(*name_phrases(question)) if name_phrases(question) else set()
+        named = set().union(*name_phrases(question))
         return frozenset(t for t in named if self.df.get(t, 0) >= share * self.chunks)
 
     def idf(self, term: str) -> float:
