@@ -38,13 +38,16 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v6"
+CHUNKER_VERSION = "v7"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
 v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
 read "New in version X: …", and unknown directives keep their words without an invented title (issue 36).
 v6: a table without a header row whose first column names its rows (a Word two-column table with no header row, an
-HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value" after its first row, which names the record as a header names columns."""
+HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value" after its first row, which names the record as a header names columns.
+v7: a reStructuredText object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``) is a heading one level
+below its section, so its lines ("Default: ``False``") sit under the object's name; its ``:type:``, ``:value:`` and
+``:default:`` options show as lines."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

@@ -219,6 +219,68 @@ def test_the_library_name_a_settings_page_never_repeats_does_not_hide_its_answer
         assert "settings.rst" in reply["closest"][0]["source"]
 
 
+SPHINX_PAGES = {
+    "index.rst": """Wombat
+======
+
+Wombat is a small web framework. An application is an instance of ``Wombat``; routes are functions registered
+with its ``route`` decorator.
+""",
+    "config.rst": """Configuration keys
+==================
+
+An application reads these keys from its ``config`` mapping when it starts.
+
+.. py:data:: WOMBAT_LOG_LEVEL
+
+   The lowest level of the messages the server logs.
+
+   Default: ``"info"``
+
+.. py:data:: WOMBAT_MAX_BODY
+
+   The largest request body the server reads, in bytes. A larger body is refused with status 413.
+
+   Default: ``1048576``
+
+.. py:data:: WOMBAT_GRACEFUL_TIMEOUT
+
+   Seconds a worker is given to finish its requests after a restart signal.
+
+   Default: ``30``
+
+.. py:data:: WOMBAT_PREFIX
+
+   The path prefix every route is mounted under.
+
+   Default: ``None``
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def sphinx_env(tmp_path_factory):
+    pytest.importorskip("docutils", reason="the rst extra: pip install 'rags-expert[rst]'")
+    return default_model_env(tmp_path_factory.mktemp("ask-reader-sphinx"), SPHINX_PAGES)
+
+
+@pytest.mark.parametrize(
+    ("key", "fact"),
+    [("WOMBAT_MAX_BODY", "1048576"), ("WOMBAT_GRACEFUL_TIMEOUT", "30"), ("WOMBAT_PREFIX", "None")],
+)
+def test_a_default_under_a_sphinx_object_description_is_read_under_its_name(sphinx_env, key, fact):
+    """A configuration reference written with ``.. py:data::`` directives, each ending "Default: …": the default
+    of the key asked about is the answer (or the first closest passage), never a neighbouring key's. The key's name
+    is only in the directive; read as a heading above its description, it sits with its "Default:" line."""
+    code, reply = ask(sphinx_env, f"What is the default value of {key}?")
+    quoted = reply["answer"] if code == 0 else reply["closest"][0]["quote"]
+    assert f"Default: `{fact}`" in quoted or f"Default: ``{fact}``" in quoted, reply["answer"]
+    source = [str(s.get("source")) for s in reply["sources"]] if code == 0 else [reply["closest"][0]["source"]]
+    assert any("config.rst" in s for s in source), reply
+    others = {"1048576", "30", "None", '"info"'} - {fact}
+    assert not any(f"Default: `{other}`" in quoted for other in others), quoted
+
+
 def test_a_name_the_knowledge_base_never_mentions_is_still_not_found(rst_env):
     code, reply = ask(rst_env, "How do I export Quokka metrics to Prometheus?")
     assert code == 1, reply["answer"]

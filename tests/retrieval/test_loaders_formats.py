@@ -93,7 +93,12 @@ def test_rst_sections_roles_directives_field_lists_and_tables(tmp_path):
     found = chunks(tmp_path, "fetcher.rst", RST)
     text = "\n".join(c["content"] for c in found)
     assert found[0]["title"] == "Fetcher"
-    assert {c["section"] for c in found} == {"Fetcher", "Fetcher > Tuning", "Fetcher > Tuning > Limits"}
+    assert {c["section"] for c in found} == {
+        "Fetcher",
+        "Fetcher > get",
+        "Fetcher > Tuning",
+        "Fetcher > Tuning > Limits",
+    }
     for shown in (
         "Fetch pages with `fetcher.get` or `Session`; see the tuning guide\nand Fetcher.",
         "Note:\n\nConnections are reused.",
@@ -111,6 +116,69 @@ def test_rst_sections_roles_directives_field_lists_and_tables(tmp_path):
     outside_code = re.sub(r"(?ms)^```.*?^```$", "", text)
     assert not re.search(r"^\.\. |:\w+:`|\|project\||maxdepth|toctree", outside_code, re.M), outside_code
     assert "install\napi" not in text
+
+
+SETTINGS_RST = """\
+Configuration
+=============
+
+Values are read from the ``QUOKKA_`` environment.
+
+.. py:data:: MAX_BODY
+   :type: int
+   :value: 65536
+
+   The largest request body accepted, in bytes.
+
+.. py:data:: DEBUG
+
+   Whether debug pages are shown.
+
+   Default: ``False``
+
+.. confval:: pool_timeout
+   :type: float
+   :default: ``2.5``
+
+   Seconds to wait for a free connection.
+
+.. py:class:: Server(host, port=8080)
+
+   A server.
+
+   .. py:method:: close(grace=10)
+
+      Stops accepting connections.
+
+   Servers close on exit.
+
+Workers read these values once.
+
+- A list item:
+
+  .. py:function:: helper(x)
+
+     Helps.
+"""
+
+
+def test_rst_object_descriptions_are_headings_with_their_lines_under_the_name(tmp_path):
+    found: dict[str, str] = {}  # each section's chunks, without the heading line a chunk starts with
+    for chunk in chunks(tmp_path, "settings.rst", SETTINGS_RST):
+        text = chunk["content"].removeprefix(chunk["section"] + "\n")
+        found[chunk["section"]] = f"{found[chunk['section']]}\n\n{text}" if chunk["section"] in found else text
+    assert found["Configuration > DEBUG"] == "Whether debug pages are shown.\n\nDefault: `False`"
+    assert found["Configuration > MAX_BODY"] == (
+        "Type: int\n\nValue: 65536\n\nThe largest request body accepted, in bytes."
+    )
+    assert found["Configuration > pool_timeout"].startswith("Type: float\n\nDefault: `2.5`\n\nSeconds to wait")
+    assert found["Configuration > Server"].startswith("`Server(host, port=8080)`\n\nA server.")
+    assert found["Configuration > Server > close"].startswith("`close(grace=10)`\n\nStops accepting")
+    assert "Servers close on exit." in found["Configuration > Server"]  # the class's own text after its method
+    assert found["Configuration"].startswith("Values are read")
+    assert "Workers read these values once." in found["Configuration"]  # the section's text after the objects
+    assert "`helper(x)`" in found["Configuration"]  # inside a list item: no heading
+    assert not any(":type:" in text or ":value:" in text for text in found.values())
 
 
 def test_rst_include_never_reads_another_file(tmp_path):

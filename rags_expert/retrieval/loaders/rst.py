@@ -5,8 +5,8 @@ Sections become headings (so chunks carry their heading path); paragraphs, lists
 (a line per row with its column names, the table's title a heading) keep their visible text; literal and code
 blocks stay code. Sphinx's roles, which plain docutils does not know (``:func:`x```), show their text
 (:func:`rags_expert.retrieval.loaders.markup.role_text`); Sphinx's directives show their arguments and body
-(``.. versionadded:: 2.0`` → ``New in version 2.0``; ``.. function:: get(url)`` → its signature as code, then
-its body), code directives stay code, and tables of contents, includes and autodoc directives are dropped.
+(``.. versionadded:: 2.0`` → ``New in version 2.0``; ``.. function:: get(url)`` → a heading ``get`` one level
+below its section, its signature as code, then its body), code directives stay code, and tables of contents, includes and autodoc directives are dropped.
 File insertion (``.. include::``, ``:file:`` options) and raw passthrough are disabled: a document never reads
 another file.
 """
@@ -44,7 +44,11 @@ DESCRIPTIONS = re.compile(
     r"(?:\w+:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
     r"staticmethod|property|module|envvar|option|confval|describe|object|program|cmdoption|setting|type|member|var|macro)"
 )
-"""Sphinx object descriptions: the signature is shown as code, then the description."""
+"""Sphinx object descriptions: a heading one level below their section (Sphinx lists them in the table of
+contents), the signature shown as code, then the description."""
+SHOWN_OPTIONS = {"type": "Type", "value": "Value", "default": "Default"}
+"""A description's options Sphinx shows (``:type: int``, ``:value: 5``, sphinx 7.4's ``confval``'s ``:default:``),
+each as a line of its own ("Default: 5"); other options (``:noindex:``) show nothing."""
 _ROLE = re.compile(r"^:(?P<role>[\w.+:-]+):`(?P<text>.*)`$", re.DOTALL)
 
 
@@ -280,11 +284,12 @@ class _Writer:
             return
         block = next(iter(node.findall(nodes.literal_block)), None)
         if block is not None:
-            yield from self._directive(block.astext())
+            yield from self._directive(block.astext(), isinstance(node.parent, (nodes.section, nodes.document)))
 
-    def _directive(self, source: str) -> Iterator[str]:
-        """An unknown directive's source reduced: code fenced, descriptions as signature and body, labels, or its
-        argument and body; tables of contents, includes and autodoc dropped."""
+    def _directive(self, source: str, top: bool = False) -> Iterator[str]:
+        """An unknown directive's source reduced: code fenced, descriptions (:meth:`_description`), labels, or its
+        argument and body; tables of contents, includes and autodoc dropped. ``top``: the directive is a block of
+        a section (not of a list item or an admonition), where a description may open a heading."""
         head, _, rest = source.partition("\n")
         found = re.match(r"\.\.\s+([\w:.+-]+)\s*::\s*(.*)", head)
         if found is None:
@@ -294,7 +299,9 @@ class _Writer:
         continued = []
         while body_lines and body_lines[0].strip() and not body_lines[0].startswith(":"):  # a long argument
             continued.append(body_lines.pop(0).strip())
-        while body_lines and re.match(r"^:[\w-]+:", body_lines[0]):  # the directive's options
+        options: dict[str, str] = {}
+        while body_lines and (option := re.match(r"^:([\w-]+):\s*(.*)", body_lines[0])):  # the directive's options
+            options[option.group(1).lower()] = option.group(2).strip()
             body_lines.pop(0)
         body = "\n".join(body_lines).strip()
         short = name.split(":")[-1]
@@ -304,16 +311,46 @@ class _Writer:
             yield from self._literal_block_text(body, argument if short != "parsed-literal" else "")
             return
         argument = " ".join([argument, *continued]).strip()
+        if DESCRIPTIONS.fullmatch(name):
+            yield from self._description(argument, options, body, top)
+            return
         if short in LABELS:
             yield label_text(short, argument, rst_to_markdown, bool(body))
-        elif DESCRIPTIONS.fullmatch(name):
-            yield f"`{argument}`" if argument else ""
         elif argument:
             yield " ".join(rst_to_markdown(argument).split())
         yield ""
         if body:
             yield from rst_to_markdown(body, depth=self.depth).split("\n")
             yield ""
+
+    def _description(self, signature: str, options: dict[str, str], body: str, top: bool) -> Iterator[str]:
+        """A Sphinx object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``): at the top of a section a
+        heading one level below it, named by the signature up to its parameters, so that the description's lines
+        ("Default: ``False``") sit under the object's name; then the signature as code (unless it is the name), the options Sphinx shows
+        (:data:`SHOWN_OPTIONS`), the body (nested descriptions one level further down), and the section's heading
+        again for what follows. Inside a list or an admonition: the signature as code, then the body."""
+        name = " ".join(re.split(r"[(\[]", signature, maxsplit=1)[0].split()) or signature
+        heading = top and bool(name)
+        if heading:
+            self.depth += 1
+            yield f"{'#' * min(6, self.depth)} {name}"
+            yield ""
+        if signature and not (heading and signature == name):
+            yield f"`{signature}`"
+            yield ""
+        for option, label in SHOWN_OPTIONS.items():
+            if options.get(option):
+                yield f"{label}: {' '.join(rst_to_markdown(options[option]).split())}"
+                yield ""
+        if body:
+            writer = _Writer(self.depth)
+            writer.titles = [*self.titles, name] if heading else list(self.titles)
+            yield from writer.blocks(_parse(body, "<rst>"))
+        if heading:
+            self.depth -= 1
+            if self.titles and self.titles[-1]:
+                yield f"{'#' * min(6, self.depth)} {self.titles[-1]}"
+                yield ""
 
     def _literal_block_text(self, text: str, language: str) -> Iterator[str]:
         """A code fence of ``text`` in ``language``."""
