@@ -264,8 +264,10 @@ Processor
 Arguments can be {ref}`documented in the
 docstring <documenting-arguments>` too.
 """
-    (chunk,) = chunks(tmp_path, "terms.md", page)
-    text = chunk["content"]
+    found = chunks(tmp_path, "terms.md", page)
+    # the eval-rst object description is a heading below the page's, and the page's text after it is the page's
+    assert [c["section"] for c in found] == ["Terms", "Terms > hook", "Terms"]
+    text = "\n".join(c["content"] for c in found)
     assert not MARKUP.search(prose(text)), text
     for shown in (
         "Bound logger\n\nWhat `get_logger` returns.",
@@ -395,3 +397,44 @@ import hidden_fixture
         assert shown in text, shown
     for hidden in ("Settingtabs", "Quick grid", "columns: 2", "gutter", "{", "---", ":::", "dropdown", "hidden_"):
         assert hidden not in text, hidden
+
+
+def test_an_eval_rst_object_description_is_a_heading_below_the_markdown_heading_it_sits_under(tmp_path):
+    page = """# Configuration
+
+## Build options
+
+```{eval-rst}
+.. confval:: build-dir
+  :type: ``str``
+  :default: ``build``
+
+  Where the build tree goes.
+```
+
+:::{eval-rst}
+.. confval:: strict
+
+  Fail on warnings.
+:::
+
+Both can be given on the command line.
+
+## Notes
+
+- A list item:
+
+  ```{eval-rst}
+  .. confval:: nested
+
+     Read in the item, without a heading of its own.
+  ```
+"""
+    found = [(c["section"], c["content"].removeprefix(c["section"] + "\n")) for c in chunks(tmp_path, "c.md", page)]
+    assert found[:3] == [
+        ("Configuration > Build options > build-dir", "Type: `str`\n\nDefault: `build`\n\nWhere the build tree goes."),
+        ("Configuration > Build options > strict", "Fail on warnings."),
+        ("Configuration > Build options", "Both can be given on the command line."),
+    ]
+    assert found[3][0] == "Configuration > Notes" and "`nested`" in found[3][1], found
+    assert len(found) == 4, found

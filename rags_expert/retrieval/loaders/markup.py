@@ -73,6 +73,8 @@ _ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t]|$)")
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+"""A page's ATX heading: its level and title (a directive below it sits in its section)."""
 _NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
@@ -206,16 +208,25 @@ def _fence_end(lines: list[str], start: int, fence: str) -> int:
     return len(lines)
 
 
-def _directive(lines: list[str], start: int, opened: re.Match[str]) -> tuple[list[str], int]:
-    """A MyST directive fence (```` ```{name} args ````) reduced, and the index after it."""
+def _directive(
+    lines: list[str], start: int, opened: re.Match[str], section: tuple[int, str] | None = None
+) -> tuple[list[str], int]:
+    """A MyST directive fence (```` ```{name} args ````) reduced, and the index after it; ``section``: the heading
+    (level, title) it sits under, if known."""
     end = _fence_end(lines, start, opened.group("fence"))
     name_args = re.match(r"\{([\w:.-]+)\}[ \t]*(.*)", opened.group("info").strip())
     assert name_args is not None
     fence = (opened.group("indent"), opened.group("fence"))
-    return _myst(name_args.group(1), name_args.group(2).strip(), lines[start + 1 : end], fence), end + 1
+    return _myst(name_args.group(1), name_args.group(2).strip(), lines[start + 1 : end], fence, section), end + 1
 
 
-def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "```")) -> list[str]:
+def _myst(
+    name: str,
+    args: str,
+    body: list[str],
+    fence: tuple[str, str] = ("", "```"),
+    section: tuple[int, str] | None = None,
+) -> list[str]:
     """A MyST directive (a backtick or colon fence) as a reader sees it: dropped (a table of contents), code,
     reStructuredText (``eval-rst``) converted, a glossary's definitions, a label (``{versionadded}``), or its
     argument line then its body, as written; only an admonition with no title shows its name ("Note"). A
@@ -228,7 +239,7 @@ def _myst(name: str, args: str, body: list[str], fence: tuple[str, str] = ("", "
     if short in CODE_DIRECTIVES:
         return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
     if short == "eval-rst":
-        return _eval_rst(body)
+        return _eval_rst(body, section)
     if short == "glossary":
         return [*reduce_lines(_glossary(body)), ""]
     if short in LABELS:
@@ -266,13 +277,16 @@ def _labelled(name: str, args: str, body: list[str]) -> list[str]:
     return [label, "", *shown, ""]
 
 
-def _eval_rst(body: list[str]) -> list[str]:
-    """An ``eval-rst`` block's reStructuredText as Markdown (:mod:`~rags_expert.retrieval.loaders.rst`); without
-    docutils (the ``rst`` extra), its lines with roles reduced."""
+def _eval_rst(body: list[str], section: tuple[int, str] | None = None) -> list[str]:
+    """An ``eval-rst`` block's reStructuredText as Markdown (:mod:`~rags_expert.retrieval.loaders.rst`), under the
+    heading ``section`` (level, title) it sits in (an object description, ``.. confval:: build-dir``, is a heading
+    one level below it); without docutils (the ``rst`` extra), its lines with roles reduced."""
     try:
         from rags_expert.retrieval.loaders.rst import rst_to_markdown
 
-        return ["", *rst_to_markdown(textwrap.dedent("\n".join(body))).split("\n"), ""]
+        level, title = section or (0, "")
+        text = rst_to_markdown(textwrap.dedent("\n".join(body)), depth=level, section=title)
+        return ["", *text.split("\n"), ""]
     except ImportError:
         return reduce_lines(body)
 
@@ -343,10 +357,13 @@ def _indented_code(lines: list[str]) -> set[int]:
     return code
 
 
-def reduce_lines(lines: list[str]) -> list[str]:
-    """The lines of a Markdown text (no front matter) with docs-site markup reduced (see the module docstring)."""
+def reduce_lines(lines: list[str], top: bool = False) -> list[str]:
+    """The lines of a Markdown text (no front matter) with docs-site markup reduced (see the module docstring).
+    ``top``: the lines are the page's own, not a directive's body, so its ATX headings are the sections its
+    unindented directives sit under."""
     out: list[str] = []
     code = _indented_code(lines)
+    section: tuple[int, str] | None = None
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -356,7 +373,7 @@ def reduce_lines(lines: list[str]) -> list[str]:
             continue
         if fence := _FENCE.match(line):
             if fence.group("info").strip().startswith("{"):
-                reduced, index = _directive(lines, index, fence)
+                reduced, index = _directive(lines, index, fence, None if fence.group("indent") else section)
                 out.extend(reduced)
                 continue
             end = _fence_end(lines, index, fence.group("fence"))
@@ -376,7 +393,9 @@ def reduce_lines(lines: list[str]) -> list[str]:
         if opened := _COLON_OPEN.match(line):
             end = _closing(lines, index + 1, _COLON_CLOSE, len(opened.group("colons")))
             if opened.group("directive"):  # a MyST directive: {name} and its arguments
-                out.extend(_myst(opened.group("directive"), opened.group("rest").strip(), lines[index + 1 : end]))
+                body = lines[index + 1 : end]
+                here = None if _indent(line) else section  # not in a list item's body
+                out.extend(_myst(opened.group("directive"), opened.group("rest").strip(), body, section=here))
             else:  # Docusaurus: :::type Title
                 out.extend(
                     [_title(opened.group("type"), opened.group("rest")), "", *reduce_lines(lines[index + 1 : end]), ""]
@@ -416,13 +435,15 @@ def reduce_lines(lines: list[str]) -> list[str]:
             out.extend(shortcode)
             continue
         out.append(reduce_inline(line))
+        if top and (heading := _ATX_HEADING.match(out[-1])):
+            section = (len(heading.group(1)), heading.group(2))
     return out
 
 
 def reduce_markup(text: str) -> str:
     """A Markdown text without front matter and with docs-site markup reduced to its visible text."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    text = "\n".join(_single_blank_lines(reduce_lines(lines[_front_matter_end(lines) :])))
+    text = "\n".join(_single_blank_lines(reduce_lines(lines[_front_matter_end(lines) :], top=True)))
     return _roles_across_lines(text)
 
 

@@ -72,9 +72,12 @@ def _parse(text: str, source: str) -> Any:
     return document
 
 
-def rst_to_markdown(text: str, source: str = "<rst>", depth: int = 0) -> str:
-    """A reStructuredText text as Markdown: headings, visible text, tables as row lines, code fenced."""
+def rst_to_markdown(text: str, source: str = "<rst>", depth: int = 0, section: str = "") -> str:
+    """A reStructuredText text as Markdown: headings, visible text, tables as row lines, code fenced. ``section``:
+    the title of the heading (at level ``depth``) the text sits under, as a MyST page's ``eval-rst`` block sits
+    under its Markdown heading; an object description opens a heading below it only then (:meth:`_Writer._description`)."""
     writer = _Writer(depth)
+    writer.titles = [section] if section else []
     return "\n".join(writer.blocks(_parse(text, source))).strip() + "\n"
 
 
@@ -324,13 +327,14 @@ class _Writer:
             yield ""
 
     def _description(self, signature: str, options: dict[str, str], body: str, top: bool) -> Iterator[str]:
-        """A Sphinx object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``): at the top of a section a
-        heading one level below it, named by the signature up to its parameters, so that the description's lines
+        """A Sphinx object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``): at the top of a titled
+        section a heading one level below it, named by the signature up to its parameters, so that the description's lines
         ("Default: ``False``") sit under the object's name; then the signature as code (unless it is the name), the options Sphinx shows
         (:data:`SHOWN_OPTIONS`), the body (nested descriptions one level further down), and the section's heading
-        again for what follows. Inside a list or an admonition: the signature as code, then the body."""
+        again for what follows. Inside a list or an admonition, or outside any titled section: the signature as code,
+        then the body."""
         name = " ".join(re.split(r"[(\[]", signature, maxsplit=1)[0].split()) or signature
-        heading = top and bool(name)
+        heading = top and bool(name) and bool(self.titles and self.titles[-1])  # under a section it can close
         if heading:
             self.depth += 1
             yield f"{'#' * min(6, self.depth)} {name}"
