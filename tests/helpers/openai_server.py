@@ -16,7 +16,9 @@ to it exactly as to a remote endpoint.
   however loaded the machine), a malformed JSON body, a tool call with malformed ``arguments``.
 * ``delay``: a fixed extra delay for every call (benchmarks).
 * Every request is recorded (path, parsed body, headers with lower-case names,
-  arrival time) in :attr:`OpenAIServer.requests`; in-flight concurrency is tracked.
+  arrival time) in :attr:`OpenAIServer.requests`; in-flight concurrency is tracked. A request
+  the client abandons before its body has arrived (a timeout cancelling it mid-send) is
+  neither recorded nor answered, only counted (:attr:`OpenAIServer.incomplete`).
 
 Usage::
 
@@ -218,8 +220,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         owner = self.server.owner
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        length = self.headers.get("Content-Length")
+        raw = self.rfile.read(int(length)) if length else b""
+        if length is None or len(raw) < int(length):
+            # The client gave up before the whole request arrived: a request cancelled by its timeout between
+            # writing its headers and its body (httpx writes them separately, with a checkpoint between) closes the
+            # connection there. No server would answer it, and read as ``{}`` it would be an "answer" request that
+            # the script answers, though the client never sent one. Not a request: not recorded, not answered.
+            with owner._lock:
+                owner.incomplete += 1
+            self.close_connection = True
+            return
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -370,6 +381,8 @@ class OpenAIServer:
         self.delay = delay
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
+        self.incomplete = 0
+        """Requests the client abandoned before sending them whole (e.g. cancelled by its timeout): not recorded."""
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -423,6 +436,7 @@ class OpenAIServer:
             self.requests.clear()
             self._queue.clear()
             self.max_in_flight = 0
+            self.incomplete = 0
 
     def of_kind(self, kind: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.kind == kind]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -560,3 +561,16 @@ async def test_rephrase_round_over_http(server, castle_docs):
 def test_text_reply_helper_sanity():
     assert text("a b").content == "a b"
     assert error(429, retry_after=2).headers == {"Retry-After": "2"}
+
+
+def test_a_request_abandoned_before_its_body_is_neither_recorded_nor_answered(server):
+    """A client whose timeout cancels a request between its headers and its body (httpx writes them separately)
+    closes the connection: the server never answers it, and it is no request of any kind (read as an empty body it
+    was an 'answer' request, answered, and test_slow_grader_times_out_retries_then_fails failed under load)."""
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(head + b"Content-Length: 64\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)  # the body never comes
+        assert sock.recv(4096) == b""  # closed without a reply
+    assert server.requests == []
+    assert server.incomplete == 1
