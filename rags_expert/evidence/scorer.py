@@ -29,7 +29,6 @@ from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence.answer_type import (
     AnswerType,
-    about_other_subject,
     answer_category,
     expected_type,
     holds_answer,
@@ -97,8 +96,6 @@ class _Row:
     context: set[str]
     absent: set[str]
     hinted: bool
-    section: str = ""
-    """What the unit sits under: its chunk's section path and its label (not the document's title)."""
     name_absent: bool = False
     """Whether a name of the question (``Celery``, ``2019``) is absent from the unit's page: a name is not
     said in other words, so no allowance covers it."""
@@ -309,9 +306,8 @@ class EvidenceScorer:
                 own = terms(unit.text)
                 context = subject | (terms(unit.label) & wanted)
                 hinted = hint is not None and hint in own
-                section = f"{(doc.metadata or {}).get('section') or ''} {unit.label}"
                 absent = wanted - held
-                rows.append(_Row(i, unit, own & wanted, context, absent, hinted, section, bool(absent & name_terms)))
+                rows.append(_Row(i, unit, own & wanted, context, absent, hinted, bool(absent & name_terms)))
         weight = _local_idf(wanted, [r.own for r in rows])
         total = sum(weight.values()) or 1.0
         context_weight = self.settings.context_weight
@@ -348,7 +344,7 @@ class EvidenceScorer:
                 return False
         if under_other_condition(row.unit.text, question):
             return False  # the fact holds under a condition the question does not ask about
-        return holds_answer(text, question, kind) and not about_other_subject(row.unit.text, question, row.section)
+        return holds_answer(text, question, kind)
 
     async def relevance(self, question: str, docs: Sequence[Document]) -> list[float]:
         """Per chunk, the score of its best-matching sentence (0 for a chunk without text)."""

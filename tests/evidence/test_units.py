@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from rags_expert.evidence import AnswerType, expected_type, holds_answer
-from rags_expert.evidence.answer_type import about_other_subject, question_subject
 from rags_expert.evidence.code import code_names, new_code
 from rags_expert.evidence.units import units
 
@@ -101,16 +100,6 @@ def test_values_and_code_names_answer_their_questions() -> None:
     assert not holds_answer("The gate is where a flight leaves from.", which)
 
 
-def test_a_sentence_about_another_library_is_not_about_the_question_s_subject() -> None:
-    question = "What encoding does httpx use by default?"
-    assert question_subject(question) == "httpx"
-    assert about_other_subject("Requests uses charset detection.", question)
-    assert about_other_subject("`requests` uses charset detection.", question)
-    assert not about_other_subject("By default httpx uses UTF-8.", question)
-    assert not about_other_subject("It uses UTF-8 unless told otherwise.", question)
-    assert not about_other_subject("Please note the response is decoded as UTF-8.", question)
-
-
 def test_html_is_markup_not_a_sentence() -> None:
     page = (
         'Intro\n\n<img src="/logo.svg" alt="logo"/> <img src="/dark.svg"/>\n\n<p>The little framework that shines.</p>'
@@ -118,13 +107,6 @@ def test_html_is_markup_not_a_sentence() -> None:
     got = [(u.kind, u.text) for u in units(page)]
     assert ("prose", "The little framework that shines.") in got
     assert not any(u.factual and "<img" in u.text for u in units(page))
-
-
-def test_a_code_named_subject_is_matched_whole() -> None:
-    question = "What does finalize_failure do?"
-    assert question_subject(question) == "finalize_failure"
-    assert not about_other_subject("| `finalize_failure` | emits an honest not found | 0 |", question)
-    assert about_other_subject("`finalize_success` emits the checked answer.", question)
 
 
 async def test_prose_answers_which_category_only_when_it_says_the_category() -> None:
