@@ -47,7 +47,8 @@ v6: a table without a header row whose first column names its rows (a Word two-c
 HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: value" after its first row, which names the record as a header names columns.
 v7: a reStructuredText object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``) is a heading one level
 below its section, so its lines ("Default: ``False``") sit under the object's name; its ``:type:``, ``:value:`` and
-``:default:`` options show as lines."""
+``:default:`` options show as lines. The same in Markdown for a MyST description (```` ```{py:data} DEBUG ````) and
+an ``eval-rst`` block's, below the page's heading."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

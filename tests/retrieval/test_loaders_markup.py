@@ -383,15 +383,16 @@ Noted.
 import hidden_fixture
 ```
 """
-    (chunk,) = chunks(tmp_path, "settings.md", page)
-    text = chunk["content"]
+    found = chunks(tmp_path, "settings.md", page)
+    assert [c["section"] for c in found] == ["Settings", "Settings > spin", "Settings"]  # an object description
+    text = "\n".join(c["content"] for c in found)
     assert not MARKUP.search(prose(text)), text
     for shown in (
         "cache.size = 64",
         'retry.mode "fast", timeout: 15s\n\nlimit = 5\nlabel: "a: b"',
         "left = 1",
         "`spin` starts here = yes",
-        "spin(times=3)\n\nSpins.",
+        "`spin(times=3)`\n\nSpins.",
         "Note\n\nNoted.",
     ):
         assert shown in text, shown
@@ -438,3 +439,42 @@ Both can be given on the command line.
     ]
     assert found[3][0] == "Configuration > Notes" and "`nested`" in found[3][1], found
     assert len(found) == 4, found
+
+
+def test_a_myst_object_description_is_a_heading_below_the_page_heading(tmp_path):
+    page = """# Settings
+
+Read at start-up.
+
+```{py:data} DEBUG
+:type: bool
+
+Whether debug pages are shown.
+
+Default: `False`
+```
+
+:::{confval} timeout
+:default: `30`
+
+Seconds to wait.
+:::
+
+```{py:module} app
+```
+
+Both are read once.
+
+- A list item:
+
+  ```{py:function} inner(x)
+  Read in the item.
+  ```
+"""
+    found = [(c["section"], c["content"].removeprefix(c["section"] + "\n")) for c in chunks(tmp_path, "s.md", page)]
+    assert found == [
+        ("Settings", "Read at start-up."),
+        ("Settings > DEBUG", "Type: bool\n\nWhether debug pages are shown.\n\nDefault: `False`"),
+        ("Settings > timeout", "Default: `30`\n\nSeconds to wait."),
+        ("Settings", "Both are read once.\n\n- A list item:\n\ninner(x)\n\n  Read in the item."),
+    ]

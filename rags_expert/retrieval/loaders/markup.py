@@ -37,9 +37,12 @@ from rags_expert.retrieval.loaders.roles import (
     ADMONITIONS,
     CODE_DIRECTIVES,
     CODE_ROLES,
+    DESCRIPTIONS,
     DROPPED_DIRECTIVES,
     LABELS,
+    SHOWN_OPTIONS,
     VERSION_DIRECTIVES,
+    description_name,
     label_text,
     role_text,
 )
@@ -231,13 +234,16 @@ def _myst(
     reStructuredText (``eval-rst``) converted, a glossary's definitions, a label (``{versionadded}``), or its
     argument line then its body, as written; only an admonition with no title shows its name ("Note"). A
     directive this loader does not know (a project's own ``{settingtabs} cache.size 64``) keeps its argument line
-    and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go."""
-    body = _without_options(body)
+    and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go. An object
+    description (``{py:data} DEBUG``) under a known ``section`` heading is a heading below it (:func:`_description`)."""
+    written, body = body, _without_options(body)
     short = name.lower().split(":")[-1]
     if short in DROPPED_DIRECTIVES:
         return []
     if short in CODE_DIRECTIVES:
         return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
+    if section is not None and args and DESCRIPTIONS.fullmatch(name.lower()):
+        return _description(args, written, section)
     if short == "eval-rst":
         return _eval_rst(body, section)
     if short == "glossary":
@@ -249,6 +255,28 @@ def _myst(
     if short in ADMONITIONS:
         return [short.capitalize(), "", *reduce_lines(body), ""]
     return ["", *reduce_lines(body), ""]
+
+
+def _description(signature: str, body: list[str], section: tuple[int, str]) -> list[str]:
+    """A MyST object description as the rst loader writes one: a heading one level below ``section`` (level,
+    title) named by the signature up to its parameters, the signature as code unless it is only that name, the
+    ``:type:``/``:value:``/``:default:`` options as lines ("Default: 5"), the body, then ``section``'s heading again
+    for what follows."""
+    level, title = section
+    name = description_name(signature)
+    options = {}
+    for line in body:
+        option = re.match(r"^\s*:([\w-]+):\s*(.*)", line)
+        if option is None:
+            break
+        options[option.group(1).lower()] = option.group(2).strip()
+    out = [f"{'#' * min(6, level + 1)} {name}", ""]
+    if signature != name:
+        out += [f"`{signature}`", ""]
+    for key, label in SHOWN_OPTIONS.items():
+        if options.get(key):
+            out += [f"{label}: {reduce_inline(options[key]).strip()}", ""]
+    return [*out, *reduce_lines(_without_options(body)), "", f"{'#' * level} {title}", ""]
 
 
 def _without_options(body: list[str]) -> list[str]:

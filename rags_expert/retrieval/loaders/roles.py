@@ -84,3 +84,20 @@ def label_text(name: str, argument: str, text: Callable[[str], str], body: bool 
     said = text(said).strip() if said.strip() else ""
     end = "." if name in VERSION_DIRECTIVES and not said and not body else ":"
     return " ".join(f"{LABELS[name]} {version}{end}".replace(f" {end}", end).split() + said.split())
+
+
+DESCRIPTIONS = re.compile(
+    r"(?:\w+:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
+    r"staticmethod|property|module|envvar|option|confval|describe|object|program|cmdoption|setting|type|member|var|macro)"
+)
+"""Sphinx object descriptions: a heading one level below their section (Sphinx lists them in the table of
+contents), the signature shown as code, then the description."""
+SHOWN_OPTIONS = {"type": "Type", "value": "Value", "default": "Default"}
+"""A description's options Sphinx shows (``:type: int``, ``:value: 5``, sphinx 7.4's ``confval``'s ``:default:``),
+each as a line of its own ("Default: 5"); other options (``:noindex:``) show nothing."""
+
+
+def description_name(signature: str) -> str:
+    """The name an object description's heading shows: its signature up to its parameters (``get`` for
+    ``get(url, timeout=15)``, ``Flask`` for ``Flask(import_name)``); a signature without them is its own name."""
+    return " ".join(re.split(r"[(\[]", signature, maxsplit=1)[0].split()) or signature

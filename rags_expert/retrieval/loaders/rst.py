@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from rags_expert.retrieval.loaders.base import TextUnit, decode
-from rags_expert.retrieval.loaders.roles import CODE_ROLES, DROPPED_DIRECTIVES, LABELS, label_text, role_text
+from rags_expert.retrieval.loaders.roles import (
+    CODE_ROLES,
+    DESCRIPTIONS,
+    DROPPED_DIRECTIVES,
+    LABELS,
+    SHOWN_OPTIONS,
+    description_name,
+    label_text,
+    role_text,
+)
 from rags_expert.retrieval.loaders.tables import table_text
 
 CODE_DIRECTIVES = frozenset(
@@ -40,15 +49,6 @@ CODE_DIRECTIVES = frozenset(
 )
 """Sphinx directives whose body is code (also an extension's ``click:example``/``click:run``: the part after the
 last colon counts)."""
-DESCRIPTIONS = re.compile(
-    r"(?:\w+:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
-    r"staticmethod|property|module|envvar|option|confval|describe|object|program|cmdoption|setting|type|member|var|macro)"
-)
-"""Sphinx object descriptions: a heading one level below their section (Sphinx lists them in the table of
-contents), the signature shown as code, then the description."""
-SHOWN_OPTIONS = {"type": "Type", "value": "Value", "default": "Default"}
-"""A description's options Sphinx shows (``:type: int``, ``:value: 5``, sphinx 7.4's ``confval``'s ``:default:``),
-each as a line of its own ("Default: 5"); other options (``:noindex:``) show nothing."""
 _ROLE = re.compile(r"^:(?P<role>[\w.+:-]+):`(?P<text>.*)`$", re.DOTALL)
 
 
@@ -330,10 +330,10 @@ class _Writer:
         """A Sphinx object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``): at the top of a titled
         section a heading one level below it, named by the signature up to its parameters, so that the description's lines
         ("Default: ``False``") sit under the object's name; then the signature as code (unless it is the name), the options Sphinx shows
-        (:data:`SHOWN_OPTIONS`), the body (nested descriptions one level further down), and the section's heading
+        (:data:`~rags_expert.retrieval.loaders.roles.SHOWN_OPTIONS`), the body (nested descriptions one level further down), and the section's heading
         again for what follows. Inside a list or an admonition, or outside any titled section: the signature as code,
         then the body."""
-        name = " ".join(re.split(r"[(\[]", signature, maxsplit=1)[0].split()) or signature
+        name = description_name(signature)
         heading = top and bool(name) and bool(self.titles and self.titles[-1])  # under a section it can close
         if heading:
             self.depth += 1
