@@ -63,7 +63,7 @@ def test_the_manifest_pins_every_corpus() -> None:
         assert meta["sdist"] == f"{meta['package']}-{meta['version']}.tar.gz"
         assert meta["repo"].startswith("https://github.com/") and meta["tag"] and meta["license"]
         assert meta["files"] and all(
-            f.startswith("docs/") and f.endswith((".md", ".rst", ".ipynb")) for f in meta["files"]
+            f.startswith(("docs/", "doc/")) and f.endswith((".md", ".rst", ".ipynb")) for f in meta["files"]
         )
 
 
