@@ -48,7 +48,8 @@ HTML table of ``<th>label</th><td>value</td>`` rows) reads each row as "label: v
 v7: a reStructuredText object description (``.. py:data:: DEBUG``, ``.. confval:: timeout``) is a heading one level
 below its section, so its lines ("Default: ``False``") sit under the object's name; its ``:type:``, ``:value:`` and
 ``:default:`` options show as lines. The same in Markdown for a MyST description (```` ```{py:data} DEBUG ````) and
-an ``eval-rst`` block's, below the page's heading."""
+an ``eval-rst`` block's, below the page's heading. An rst inline literal holding backticks (``:func:`x```, quoted
+as an example) is one code span, fenced by more backticks."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

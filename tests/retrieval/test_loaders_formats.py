@@ -402,3 +402,9 @@ def test_an_html_table_whose_rows_start_with_a_th_reads_label_value_rows_under_i
 </body></html>"""
     (content,) = [c["content"] for c in chunks(tmp_path, "server.html", page)]
     assert content.split("\n")[-1] == "Port: 8080; Timeout: 30 s; per request"
+
+
+def test_rst_inline_literals_holding_backticks_stay_one_code_span(tmp_path):
+    text = "Roles\n=====\n\nWrite ``:func:`input``` to link a function; ``a`b`` is one name.\n"
+    (chunk,) = chunks(tmp_path, "roles.rst", text)
+    assert "Write `` :func:`input` `` to link a function; ``a`b`` is one name." in chunk["content"], chunk

@@ -136,7 +136,7 @@ class _Writer:
         if isinstance(node, nodes.Text):
             return str(node)
         if isinstance(node, nodes.literal):
-            return f"`{node.astext()}`"
+            return code_span(node.astext())
         if isinstance(node, nodes.problematic):
             return _problem_text(node.astext())
         if isinstance(node, (nodes.footnote_reference, nodes.citation_reference, nodes.system_message)):
@@ -371,6 +371,15 @@ class _Writer:
     def _substitution_definition(self, node: Any) -> Iterator[str]:
         """A substitution's definition: nothing (its uses show its text)."""
         return iter(())
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span: fenced by one backtick more than its longest run of backticks, with a space
+    inside the fence when it starts or ends with one (``:func:`x``` → ````` ``:func:`x``` `````), as CommonMark reads it."""
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _problem_text(raw: str) -> str:
