@@ -281,12 +281,13 @@ def as_row(row: dict[str, Any], result: Result, top: list[str]) -> dict[str, Any
 
 
 def short(source: str) -> str:
-    """A source path from the corpus's ``docs/`` folder on (a vendored file: from its corpus's folder on)."""
+    """A source path from the corpus's ``docs/`` (or ``doc/``) folder on (a vendored file: from its corpus's folder
+    on)."""
     at = source.find("/real_docs/files/")
     if at >= 0:
         return source[at + len("/real_docs/files/") :].split("/", 1)[-1]
-    at = source.find("/docs/")
-    return source[at + 1 :] if at >= 0 else source
+    found = re.search(r"/docs?/", source)
+    return source[found.start() + 1 :] if found else source
 
 
 def ask_subprocess(rows: list[dict[str, Any]], data: Path, env: dict[str, str], jobs: int) -> list[tuple]:
