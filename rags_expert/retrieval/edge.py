@@ -168,14 +168,19 @@ class EdgeStore:
         """Whether this process holds the folder (a shard is open, or its lock is held)."""
         return bool(self._shards) or self._lock.held
 
-    def _load(self, path: Path, create: Any = None) -> qe.EdgeShard:
-        """Open a shard, waiting while another process holds the folder (nothing open: the lock goes on failure)."""
+    def _waiting(self, open_once: Callable[[], T]) -> T:
+        """``open_once()`` with the folder's lock held, waiting while another process holds the folder (nothing
+        open: the lock goes on failure)."""
         try:
-            return open_waiting(lambda: _open(path, create), _busy, self._lock, self.root.parent, self.wait_s)
+            return open_waiting(open_once, _busy, self._lock, self.root.parent, self.wait_s)
         except BaseException:
             if not self._shards:
                 self.close()
             raise
+
+    def _load(self, path: Path, create: Any = None) -> qe.EdgeShard:
+        """Open a shard, waiting while another process holds the folder."""
+        return self._waiting(lambda: _open(path, create))
 
     def _dir(self, name: str) -> Path:
         return self.root / name
@@ -202,12 +207,16 @@ class EdgeStore:
         return (self._dir(name) / "meta.json").exists()
 
     def create(self, name: str, dimension: int, metadata: dict[str, Any]) -> None:
-        """Write the metadata, create the shard (dense cosine + sparse IDF) and its payload indexes."""
+        """Write the metadata, create the shard (dense cosine + sparse IDF) and its payload indexes, all with the
+        folder's lock held: two processes creating one collection at once take turns, and the second opens what
+        the first wrote (its metadata is checked against the model by the caller) instead of writing it again."""
+        self._waiting(lambda: None)
         d = self._dir(name)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / "meta.json.tmp"
-        tmp.write_text(json.dumps({**metadata, "dimension": dimension}))
-        os.replace(tmp, d / "meta.json")
+        if not (d / "meta.json").exists():
+            d.mkdir(parents=True, exist_ok=True)
+            tmp = d / "meta.json.tmp"
+            tmp.write_text(json.dumps({**metadata, "dimension": dimension}))
+            os.replace(tmp, d / "meta.json")
         self._open_or_create(name, dimension)
 
     def _open_or_create(self, name: str, dimension: int) -> qe.EdgeShard:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,42 @@ def test_a_holder_file_left_by_a_dead_process_names_no_one(tmp_path):
     (tmp_path / HOLDER).write_text(json.dumps({"pid": int(gone.stdout), "command": "rags-expert ingest"}))
     assert lease.holder(tmp_path) is None
     assert " is in use by another process and " in busy_message(tmp_path, tmp_path, 1)
+
+
+CREATE = """
+import sys, time
+from pathlib import Path
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+
+kb = KnowledgeBase(RagsExpertSettings())
+kb.embeddings  # loaded before the start, so the processes reach the store together
+go = Path(sys.argv[1])
+while not go.exists():
+    time.sleep(0.001)
+kb.ensure_collection()
+print("created", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_processes_creating_one_collection_at_once_all_succeed(tmp_path):
+    """Three processes create the knowledge base of one fresh data folder at the same instant (the first
+    `ingest` of several at once): each takes its turn on the folder, none fails, and the folder then takes an
+    ingest as usual."""
+    data, go = tmp_path / "data", tmp_path / "go"
+    env = cli_env(data)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATE, str(go)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    time.sleep(3)  # each has loaded its embedding model and waits for the start
+    go.touch()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err[-600:] for _, err in outs]
+    assert all(out.strip() == "created" for out, _ in outs)
+    done = run_cli(["ingest", str(_docs(tmp_path / "docs", CASTLE))], env)
+    assert done.returncode == 0, done.stderr
+    assert "1 chunks" in done.stdout or "1 chunk" in done.stdout, done.stdout
