@@ -40,9 +40,8 @@ from rags_expert.retrieval.loaders.roles import (
     DESCRIPTIONS,
     DROPPED_DIRECTIVES,
     LABELS,
-    SHOWN_OPTIONS,
     VERSION_DIRECTIVES,
-    description_name,
+    description_head,
     label_text,
     role_text,
 )
@@ -243,7 +242,7 @@ def _myst(
     if short in CODE_DIRECTIVES:
         return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
     if section is not None and args and DESCRIPTIONS.fullmatch(name.lower()):
-        return _description(args, written, section)
+        return _description(args, written, body, section)
     if short == "eval-rst":
         return _eval_rst(body, section)
     if short == "glossary":
@@ -257,26 +256,20 @@ def _myst(
     return ["", *reduce_lines(body), ""]
 
 
-def _description(signature: str, body: list[str], section: tuple[int, str]) -> list[str]:
-    """A MyST object description as the rst loader writes one: a heading one level below ``section`` (level,
-    title) named by the signature up to its parameters, the signature as code unless it is only that name, the
-    ``:type:``/``:value:``/``:default:`` options as lines ("Default: 5"), the body, then ``section``'s heading again
+def _description(signature: str, written: list[str], body: list[str], section: tuple[int, str]) -> list[str]:
+    """A MyST object description as the rst loader writes one (:func:`~rags_expert.retrieval.loaders.roles.description_head`):
+    a heading one level below ``section`` (level, title), the signature, the options Sphinx shows (read from the
+    ``written`` body's leading ``:key: value`` lines), the ``body`` without them, then ``section``'s heading again
     for what follows."""
     level, title = section
-    name = description_name(signature)
     options = {}
-    for line in body:
+    for line in written:
         option = re.match(r"^\s*:([\w-]+):\s*(.*)", line)
         if option is None:
             break
         options[option.group(1).lower()] = option.group(2).strip()
-    out = [f"{'#' * min(6, level + 1)} {name}", ""]
-    if signature != name:
-        out += [f"`{signature}`", ""]
-    for key, label in SHOWN_OPTIONS.items():
-        if options.get(key):
-            out += [f"{label}: {reduce_inline(options[key]).strip()}", ""]
-    return [*out, *reduce_lines(_without_options(body)), "", f"{'#' * level} {title}", ""]
+    head = description_head(signature, options, reduce_inline, level + 1)
+    return [*head, *reduce_lines(body), "", f"{'#' * level} {title}", ""]
 
 
 def _without_options(body: list[str]) -> list[str]:

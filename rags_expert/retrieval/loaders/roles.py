@@ -101,3 +101,17 @@ def description_name(signature: str) -> str:
     """The name an object description's heading shows: its signature up to its parameters (``get`` for
     ``get(url, timeout=15)``, ``Flask`` for ``Flask(import_name)``); a signature without them is its own name."""
     return " ".join(re.split(r"[(\[]", signature, maxsplit=1)[0].split()) or signature
+
+
+def description_head(signature: str, options: dict[str, str], inline: Callable[[str], str], level: int) -> list[str]:
+    """The lines an object description opens with, in both loaders: at ``level`` (0: none) a heading named by
+    :func:`description_name`, the signature as code unless that heading shows it whole, and the options Sphinx shows
+    (:data:`SHOWN_OPTIONS`, their markup read by ``inline``) as lines of their own ("Default: 5")."""
+    name = description_name(signature)
+    out = [f"{'#' * min(6, level)} {name}", ""] if level else []
+    if signature and not (level and signature == name):
+        out += [f"`{signature}`", ""]
+    for key, label in SHOWN_OPTIONS.items():
+        if options.get(key):
+            out += [f"{label}: {' '.join(inline(options[key]).split())}", ""]
+    return out

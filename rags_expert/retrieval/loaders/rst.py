@@ -26,7 +26,7 @@ from rags_expert.retrieval.loaders.roles import (
     DESCRIPTIONS,
     DROPPED_DIRECTIVES,
     LABELS,
-    SHOWN_OPTIONS,
+    description_head,
     description_name,
     label_text,
     role_text,
@@ -337,24 +337,15 @@ class _Writer:
         heading = top and bool(name) and bool(self.titles and self.titles[-1])  # under a section it can close
         if heading:
             self.depth += 1
-            yield f"{'#' * min(6, self.depth)} {name}"
-            yield ""
-        if signature and not (heading and signature == name):
-            yield f"`{signature}`"
-            yield ""
-        for option, label in SHOWN_OPTIONS.items():
-            if options.get(option):
-                yield f"{label}: {' '.join(rst_to_markdown(options[option]).split())}"
-                yield ""
+        yield from description_head(signature, options, rst_to_markdown, self.depth if heading else 0)
         if body:
             writer = _Writer(self.depth)
             writer.titles = [*self.titles, name] if heading else list(self.titles)
             yield from writer.blocks(_parse(body, "<rst>"))
-        if heading:
+        if heading:  # the section's own text goes on under its heading
             self.depth -= 1
-            if self.titles and self.titles[-1]:
-                yield f"{'#' * min(6, self.depth)} {self.titles[-1]}"
-                yield ""
+            yield f"{'#' * min(6, self.depth)} {self.titles[-1]}"
+            yield ""
 
     def _literal_block_text(self, text: str, language: str) -> Iterator[str]:
         """A code fence of ``text`` in ``language``."""
