@@ -134,12 +134,18 @@ def close_client(settings: StoreSettings) -> None:
 
 @atexit.register
 def _close_all() -> None:
-    """Close everything before interpreter shutdown (local mode unlocks its directory, Edge flushes)."""
+    """Close everything before interpreter shutdown (local mode unlocks its directory, Edge flushes).
+
+    Each store closes under its lease's lock, as in :func:`close_client`: a lease's watcher thread that is
+    releasing the store at this moment finishes first, so the folder's lock goes only after every shard is
+    flushed and closed (closing it beside the watcher let the lock go while a shard was still being written,
+    and the next process read a half-closed shard).
+    """
     with _CLIENTS_LOCK:
         entries = list(_CLIENTS.values())
         _CLIENTS.clear()
-    for obj, _ in entries:
-        with contextlib.suppress(Exception):  # best effort at exit
+    for obj, lock in entries:
+        with contextlib.suppress(Exception), lock:  # best effort at exit
             obj.close()
 
 

@@ -250,3 +250,62 @@ def test_processes_creating_one_collection_at_once_all_succeed(tmp_path):
     done = run_cli(["ingest", str(_docs(tmp_path / "docs", CASTLE))], env)
     assert done.returncode == 0, done.stderr
     assert "1 chunks" in done.stdout or "1 chunk" in done.stdout, done.stdout
+
+
+class _SlowShard:
+    """A real shard whose flush waits until the test lets it go (a close in progress)."""
+
+    def __init__(self, shard, flushing, go):
+        self.shard, self.flushing, self.go = shard, flushing, go
+
+    def flush(self):
+        self.flushing.set()
+        assert self.go.wait(30)
+        self.shard.flush()
+
+    def close(self):
+        self.shard.close()
+
+
+def test_the_exit_close_waits_for_a_release_in_progress_before_the_folder_lock_goes(tmp_path):
+    """At interpreter exit the stores close under their leases' locks: while the lease's watcher thread is
+    still flushing a shard, the folder's lock stays held, so the next process never reads a half-closed shard.
+    (Closing beside the watcher let the lock go at once: three processes creating one fresh folder's knowledge
+    base at the same instant: one of them once failed in CI on the half-closed shard.)"""
+    import threading
+
+    from rags_expert.retrieval import qdrant
+    from rags_expert.retrieval.edge import EdgeStore
+    from rags_expert.retrieval.lease import FolderLock, Lease
+
+    root = tmp_path / "edge"
+    store = EdgeStore(root, wait_s=5)
+    store.create("kb", 4, {"embedding_model": "m"})
+    flushing, go = threading.Event(), threading.Event()
+    store._shards["kb"] = _SlowShard(store._shards["kb"], flushing, go)
+    lease_ = Lease(store.close, store.is_open, root, 60)
+    key = ("edge-test", str(root))
+    with qdrant._CLIENTS_LOCK:
+        qdrant._CLIENTS[key] = (store, lease_)
+    watcher = threading.Thread(target=lease_.release_now)  # as the lease's watcher releases an idle store
+    watcher.start()
+    assert flushing.wait(30)
+    at_exit = threading.Thread(target=qdrant._close_all)
+    at_exit.start()
+    at_exit.join(0.5)
+    other = FolderLock(root)
+    try:
+        assert at_exit.is_alive(), "the exit close returned while the shard was still being flushed"
+        assert not other.try_acquire(), "the folder's lock went while a shard was still being flushed"
+    finally:
+        go.set()
+        watcher.join(30)
+        at_exit.join(30)
+    assert not store.is_open()
+    assert other.try_acquire()
+    other.release()
+    reopened = EdgeStore(root)
+    try:
+        assert reopened.count("kb") == 0  # the shard closed whole: it opens again
+    finally:
+        reopened.close()
