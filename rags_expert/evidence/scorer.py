@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -107,10 +106,10 @@ def _heading(chunk_units: list[Unit]) -> str:
 
 
 def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
-    """The chunk's units; when its section is named by a code name (an API reference's ``### `BLACK_NUM_WORKERS```
-    or ``### `-S, --skip-string-normalization```), that name is the label of its unlabelled sentences that name no
-    code of their own ("If used with `--quiet` …" is about `--quiet` too). Without ``labels`` (``evidence.labels``),
-    no unit has one."""
+    """The chunk's units; when its section is named by a code name (an API reference's ``### `BLACK_NUM_WORKERS```,
+    a Sphinx description's ``NO_COLOR``), that name is the label of its unlabelled sentences and list items: what
+    they say is said of it ("When set, `sphinx-build` will not use color" is what setting ``NO_COLOR`` does).
+    Without ``labels`` (``evidence.labels``), no unit has one."""
     chunk_units = units(doc.page_content)
     if not labels:
         return [replace(u, label="") for u in chunk_units]
@@ -118,22 +117,7 @@ def _chunk_units(doc: Document, labels: bool = True) -> list[Unit]:
     name = section.rsplit(" > ", 1)[-1].strip()
     if not name or len(name) > _MAX_LABEL or not code_names(name):
         return chunk_units
-    return [
-        u if u.label or u.kind not in ("prose", "item") or _names_code(u.text) else replace(u, label=name)
-        for u in chunk_units
-    ]
-
-
-_LITERAL_SPAN = re.compile(
-    r"""`(?:-?\d[\d_.,]*|true|false|none|null|'[^'`]*'|"[^"`]*"|\[\]|\{\}|\(\))`""", re.IGNORECASE
-)
-"""A code span that is a literal value, not a name: ``2048``, ``'sync'``, ``False``, ``[]``."""
-
-
-def _names_code(text: str) -> bool:
-    """Whether ``text`` names code of its own, literal values left out: a setting's ``Default: `2048``` (Sphinx
-    settings pages, rendered from reStructuredText) names none, so it is about the section's setting."""
-    return bool(code_names(_LITERAL_SPAN.sub(" ", text)))
+    return [u if u.label or u.kind not in ("prose", "item") else replace(u, label=name) for u in chunk_units]
 
 
 def _chunk_header(doc: Document) -> str:

@@ -153,18 +153,33 @@ def test_a_sentence_that_merely_starts_alike_is_a_fact() -> None:
     assert not unit.pointer and unit.factual
 
 
-def test_a_literal_value_under_a_code_named_section_is_about_that_section() -> None:
-    """A Sphinx settings page (reStructuredText): ``Default: `2048``` names no code of its own, so it is labelled
-    with its section's setting; a line naming code (``--backlog``) keeps no label."""
+def test_every_sentence_under_a_code_named_section_is_about_that_section() -> None:
+    """A Sphinx settings page (reStructuredText) or an object description: ``Default: `2048``` and a sentence naming
+    other code ("When set, `sphinx-build` will not use color") are both said of the section's name, so both carry
+    it; a heading and a code line do not."""
     from langchain_core.documents import Document
 
     from rags_expert.evidence.scorer import _chunk_units
 
     section = "Settings > Server Socket > `backlog`"
-    text = f"{section}\nCommand line: `--backlog INT`\n\nDefault: `2048`\n\nDefault: `'sync'`\n\nThe maximum number of pending connections."
-    labels = {u.text: u.label for u in _chunk_units(Document(page_content=text, metadata={"section": section}))}
+    text = (
+        f"{section}\nCommand line: `--backlog INT`\n\nDefault: `2048`\n\nDefault: `'sync'`\n\n"
+        "The maximum number of pending connections.\n\n```\ngunicorn --backlog 64\n```"
+    )
+    found = _chunk_units(Document(page_content=text, metadata={"section": section}))
+    labels = {u.text: u.label for u in found}
     assert labels["Default: `2048`"] == labels["Default: `'sync'`"] == "`backlog`"
-    assert labels["Command line: `--backlog INT`"] == ""
+    assert labels["Command line: `--backlog INT`"] == "`backlog`"
+    assert labels["The maximum number of pending connections."] == "`backlog`"
+    assert all(u.label == "" for u in found if u.kind in ("heading", "code"))
+    described = "Environment > NO_COLOR"
+    (unit,) = _chunk_units(
+        Document("When set, `sphinx-build` will not use color in terminal output.", metadata={"section": described})
+    )
+    assert unit.label == "NO_COLOR" and unit.quote.startswith("NO_COLOR")
+    prose = "Deployment > Behind a proxy"  # a section named in words labels nothing
+    (unit,) = _chunk_units(Document("Set `forwarded_allow_ips` to the proxy's address.", metadata={"section": prose}))
+    assert unit.label == ""
 
 
 def test_a_row_written_with_its_column_names_is_one_unit_even_with_sentences_in_its_cells() -> None:
