@@ -271,6 +271,27 @@ def out_of_fold(questions: list[dict[str, Any]], chosen: list[Choice], gate: flo
     return [by_id[q["id"]] for q in questions]
 
 
+def served_outcomes(
+    questions: list[dict[str, Any]],
+    served: list[dict[str, Any]],
+    names: tuple[str, ...],
+    chosen: list[Choice],
+    gate: float,
+) -> list[Outcome]:
+    """Every ``served`` question's outcome when the reader of the other corpora (selector fitted on ``questions``,
+    calibrator on their out-of-fold ``chosen``) reads that question's ``served`` candidates: the agent reads only the
+    units of the chunks it graded relevant, a smaller set than the reader was fitted on."""
+    by_id: dict[str, Outcome] = {}
+    corpus = {q["id"]: q["corpus"] for q in questions}
+    for held in sorted(set(corpus.values())):
+        selector = fit(design([q for q in questions if q["corpus"] != held], names), names)
+        calibrator = fit_calibrator([c for c in chosen if c.features and corpus[c.id] != held])
+        test = [q for q in served if q["corpus"] == held]
+        for q, o in zip(test, outcomes(choices(test, selector), calibrator, gate), strict=True):
+            by_id[q["id"]] = o
+    return [by_id[q["id"]] for q in served]
+
+
 def evidence_outcomes(questions: list[dict[str, Any]]) -> list[Outcome]:
     """Today's rules on the same candidates (``EvidenceScorer.best_answer``): the best-ranked unit the evidence says
     answers, when it scores ``evidence.min_answer_score``; else none."""
@@ -369,6 +390,12 @@ def main() -> int:
     parser.add_argument("--min-honest", type=float, default=0.9)
     parser.add_argument("--ablation", action="store_true", help="leave each feature group out in turn")
     parser.add_argument("--curve", type=Path, help="write the threshold's precision/recall curve (PNG)")
+    parser.add_argument(
+        "--served",
+        type=Path,
+        help="also read these candidates (bench/reader_signals.py --graded: the relevant chunks' units only) with the "
+        "folds' selectors, calibrators, gate and threshold fitted on --in",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
     bench_results.add_option(parser)
     args = parser.parse_args()
@@ -394,6 +421,17 @@ def main() -> int:
             got_o, t_o = calibrated(res, args.max_wrong, args.min_honest)
             rows.append(row(f"reader, gate {other:.2f} (threshold {t_o:.2f})", got_o, top1(questions, res)))
             print(rows[-1])
+    if args.served:
+        served = load([args.served])
+        res = served_outcomes(questions, served, names, chosen, gate)
+        rows.append(
+            row(
+                f"reader, read on the relevant chunks' units (threshold {threshold:.2f})",
+                rates(res, threshold),
+                top1(served, res),
+            )
+        )
+        print(rows[-1])
     uncalibrated = outcomes(chosen, NO_CALIBRATION, gate)
     got_u, t_u = calibrated(uncalibrated, args.max_wrong, args.min_honest)
     rows.append(row(f"reader without the calibrator (threshold {t_u:.2f})", got_u, top1(questions, uncalibrated)))

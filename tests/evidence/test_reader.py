@@ -109,8 +109,12 @@ def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys
     monkeypatch.setitem(sys.modules, "train_reader", train)  # its dataclasses look their module up
     spec.loader.exec_module(train)
     out = tmp_path / "weights.json"
-    monkeypatch.setattr(sys, "argv", ["train_reader.py", "--out", str(out)])
+    served = ROOT / "bench" / "reader" / "served_dev.jsonl"  # the units the agent reads: the relevant chunks' only
+    monkeypatch.setattr(sys, "argv", ["train_reader.py", "--out", str(out), "--served", str(served)])
     assert train.main() == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "read on the relevant chunks" in line)
+    literal, paraphrased, wrong = (int(cell.strip(" %")) for cell in row.split("|")[3:6])
+    assert literal >= 70 and paraphrased >= 10 and wrong <= 5, row  # as well as on every retrieved unit
     shipped = ReaderModel.shipped()
     fresh = json.loads(out.read_text())
     for part in ("selector", "calibrator"):
