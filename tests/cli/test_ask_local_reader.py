@@ -255,6 +255,19 @@ An application reads these keys from its ``config`` mapping when it starts.
 
    Default: ``None``
 """,
+    "environment.rst": """Environment variables
+=====================
+
+The ``wombat-serve`` command reads these variables when it starts.
+
+.. describe:: WOMBAT_NO_COLOR
+
+   When set to any value, ``wombat-serve`` prints its log without colour codes.
+
+.. describe:: WOMBAT_PIDFILE
+
+   The file ``wombat-serve`` writes its process id to.
+""",
 }
 
 
@@ -279,6 +292,15 @@ def test_a_default_under_a_sphinx_object_description_is_read_under_its_name(sphi
     assert any("config.rst" in s for s in source), reply
     others = {"1048576", "30", "None", '"info"'} - {fact}
     assert not any(f"Default: `{other}`" in quoted for other in others), quoted
+
+
+def test_the_name_a_description_documents_is_said_with_its_sentence(sphinx_env):
+    """A ``.. describe::`` entry's sentence names the program, not the variable (Sphinx's own environment variables
+    are written so): "which variable" is answered by the sentence with the description's name it is said of."""
+    code, reply = ask(sphinx_env, "Which environment variable makes wombat-serve print its log without colour codes?")
+    quoted = reply["answer"] if code == 0 else reply["closest"][0]["quote"]
+    assert "without colour codes" in quoted and "WOMBAT_NO_COLOR" in quoted, reply["answer"]
+    assert "WOMBAT_PIDFILE" not in quoted, quoted
 
 
 def test_a_name_the_knowledge_base_never_mentions_is_still_not_found(rst_env):
