@@ -74,7 +74,7 @@ _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^
 _ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t]|$)")
+_OPTION = re.compile(r"^[ \t]*:([\w-]+):(?:[ \t]+(.*)|$)")
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 """A page's ATX heading: its level and title (a directive below it sits in its section)."""
 _NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
@@ -235,14 +235,14 @@ def _myst(
     directive this loader does not know (a project's own ``{settingtabs} cache.size 64``) keeps its argument line
     and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go. An object
     description (``{py:data} DEBUG``) under a known ``section`` heading is a heading below it (:func:`_description`)."""
-    written, body = body, _without_options(body)
+    options, body = _options(body)
     short = name.lower().split(":")[-1]
     if short in DROPPED_DIRECTIVES:
         return []
     if short in CODE_DIRECTIVES:
         return [f"{fence[0]}{fence[1]}{args}", *body, f"{fence[0]}{fence[1]}"]
     if section is not None and args and DESCRIPTIONS.fullmatch(name.lower()):
-        return _description(args, written, body, section)
+        return _description(args, options, body, section)
     if short == "eval-rst":
         return _eval_rst(body, section)
     if short == "glossary":
@@ -256,32 +256,27 @@ def _myst(
     return ["", *reduce_lines(body), ""]
 
 
-def _description(signature: str, written: list[str], body: list[str], section: tuple[int, str]) -> list[str]:
+def _description(signature: str, options: dict[str, str], body: list[str], section: tuple[int, str]) -> list[str]:
     """A MyST object description as the rst loader writes one (:func:`~rags_expert.retrieval.loaders.roles.description_head`):
-    a heading one level below ``section`` (level, title), the signature, the options Sphinx shows (read from the
-    ``written`` body's leading ``:key: value`` lines), the ``body`` without them, then ``section``'s heading again
-    for what follows."""
+    a heading one level below ``section`` (level, title), the signature, the ``options`` Sphinx shows, the ``body``,
+    then ``section``'s heading again for what follows."""
     level, title = section
-    options = {}
-    for line in written:
-        option = re.match(r"^\s*:([\w-]+):\s*(.*)", line)
-        if option is None:
-            break
-        options[option.group(1).lower()] = option.group(2).strip()
     head = description_head(signature, options, reduce_inline, level + 1)
     return [*head, *reduce_lines(body), "", f"{'#' * level} {title}", ""]
 
 
-def _without_options(body: list[str]) -> list[str]:
-    """A MyST directive's body without its options: leading ``:key: value`` lines (``:func:`x` …`` is text), or a
-    leading YAML block between ``---`` lines."""
+def _options(body: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A MyST directive's options (leading ``:key: value`` lines, keys lower-cased; ``:func:`x` …`` is text) and its
+    body without them; a leading YAML block between ``---`` lines is dropped and gives no options."""
     if body and body[0].strip() == "---":
         end = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
         if end is not None:
-            return body[end + 1 :]
-    while body and _OPTION.match(body[0]):
+            return {}, body[end + 1 :]
+    options = {}
+    while body and (option := _OPTION.match(body[0])):
+        options[option.group(1).lower()] = (option.group(2) or "").strip()
         body = body[1:]
-    return body
+    return options, body
 
 
 def _labelled(name: str, args: str, body: list[str]) -> list[str]:
