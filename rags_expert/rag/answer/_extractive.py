@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match
 from rags_expert.prompts import PromptStore
+from rags_expert.rag.answer.choice import answer_unit
 from rags_expert.rag.retrieve.bridge import pair_quote
 
 
@@ -46,9 +47,10 @@ async def quoted_answer(
     pair_coverage: float | None,
 ) -> Quoted | None:
     """The extractive fallback's answer: the best matching sentence holding an answer of the question's type
-    (:func:`extractive_answer`); without one, and with linked pairs on (``pair_coverage``), the sentence of one chunk
-    naming another and that one's answer sentence, each cited (prompt ``hop_answer``); else None."""
-    match = await scorer.best_answer(question, relevant)
+    (:func:`~rags_expert.rag.answer.choice.answer_unit`), quoted (:func:`extractive_answer`); without one, and with
+    linked pairs on (``pair_coverage``), the sentence of one chunk naming another and that one's answer sentence,
+    each cited (prompt ``hop_answer``); else None."""
+    match = await answer_unit(question, relevant, scorer)
     if match is not None:
         return Quoted(extractive_answer(prompts, match).strip(), match.doc + 1, match.score)
     found = await pair_quote(question, relevant, scorer, pair_coverage) if pair_coverage is not None else None

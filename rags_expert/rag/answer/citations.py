@@ -23,6 +23,15 @@ _CANDIDATE = re.compile(r"\[[ \t]*([1-9][0-9]*(?:[ \t]*[,;][ \t]*[1-9][0-9]*)*)[
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _TICKS = re.compile(r"`+")
 
+HOP_KEY = "retrieval_hop"
+"""Chunk metadata: the hop (2, 3, …) whose search found the chunk (absent: the first;
+:mod:`rags_expert.rag.retrieve.hops`)."""
+
+
+def hop_of(doc: Document) -> int:
+    """The hop whose search found ``doc`` (1: the question's own searches)."""
+    return int(doc.metadata.get(HOP_KEY) or 1)
+
 
 @dataclass(frozen=True)
 class Citation:
@@ -190,7 +199,7 @@ def source_dict(doc: Document, n: int) -> dict[str, Any]:
         "score": meta.get("score"),
         "chunk_id": uid,
         "origin": meta.get("retrieval_origin") or "primary",
-        "hop": int(meta.get("retrieval_hop") or 1),
+        "hop": hop_of(doc),
     }
 
 

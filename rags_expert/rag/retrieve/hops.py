@@ -38,7 +38,7 @@ from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
 from rags_expert.outcomes import FailureReason
 from rags_expert.rag.answer._extractive import two_quotes
-from rags_expert.rag.answer.citations import chunk_id, format_context
+from rags_expert.rag.answer.citations import HOP_KEY, chunk_id, format_context, hop_of
 from rags_expert.rag.grade.relevance import keep_context
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile
@@ -50,8 +50,6 @@ from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
 
-HOP_KEY = "retrieval_hop"
-"""Chunk metadata: the hop (2, 3, …) whose search found the chunk (absent: the first)."""
 NO_HOP = frozenset({"", "none", "null", "n/a", "no"})
 
 
@@ -84,11 +82,6 @@ def grading_question(state: RagState) -> str:
     if not after_hop(state):
         return question
     return f"{question}\nFollow-up search: {value(state, 'hops')[-1]['query']}"
-
-
-def hop_of(doc: Document) -> int:
-    """The hop whose search found ``doc`` (1: the question's own searches)."""
-    return int(doc.metadata.get(HOP_KEY) or 1)
 
 
 @dataclass(frozen=True)

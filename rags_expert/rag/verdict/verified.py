@@ -34,6 +34,7 @@ from langchain_core.documents import Document
 from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
 from rags_expert.evidence.answer_type import answer_category, names_category, new_numbers
 from rags_expert.evidence.text import measure_hint, stem, words
+from rags_expert.rag.answer.choice import answer_unit
 from rags_expert.rag.answer.citations import cited_numbers, source_dict
 from rags_expert.rag.answer.spans import answer_sentences, best_span
 from rags_expert.rag.verdict._evidence import built_on
@@ -69,11 +70,11 @@ def quotes_its_sources(answer: str, relevant: Sequence[Document], min_support: f
 async def states_the_answer(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
     """Whether ``answer`` holds something of the question's answer type and everything it adds to the question
     (content terms, numbers, code names) is in the one sentence the evidence would quote as the answer
-    (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`)."""
+    (:func:`~rags_expert.rag.answer.choice.answer_unit`)."""
     text = strip_citations(answer)
     if not holds_answer(text, question):
         return False
-    best = await scorer.best_answer(question, relevant)
+    best = await answer_unit(question, relevant, scorer)
     if best is None:
         return False
     hint = measure_hint(question)

@@ -9,6 +9,7 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
+from rags_expert.evidence import EvidenceScorer, Match
 from rags_expert.hosts.progress import RAG_PROGRESS
 from rags_expert.retrieval.embeddings import build_embeddings
 from rags_expert.settings import EmbeddingSettings
@@ -246,3 +247,43 @@ async def test_a_name_longer_than_the_cap_is_no_bridge() -> None:
     )
     assert "hops" not in msg.response_metadata and [c["query"] for c in retriever.calls] == [QUESTION]
     assert not any(line.startswith("hop 2") for line in lines)
+
+
+class RereadingScorer(EvidenceScorer):
+    """Finds no answer in the first search's chunks read alone, and picks the first sentence of the chunk titled
+    ``pick`` once the hop's chunk ("quill") is beside them: what the reader's relative features can do."""
+
+    def __init__(self, settings, pick: str) -> None:
+        super().__init__(settings)
+        self.pick = pick
+
+    async def best_answer(self, question, docs):
+        titles = [doc.metadata.get("title") for doc in docs]
+        if "quill" not in titles:
+            return None
+        i = titles.index(self.pick)
+        return Match(i, docs[i].page_content.split(". ")[0].rstrip(".") + ".", 1.0, None, 0.0, True, 0.9)
+
+
+@pytest.mark.parametrize(("pick", "outcome"), [("zorvan", "failure"), ("quill", "success")])
+async def test_after_a_hop_only_a_unit_the_hop_found_is_the_answer(monkeypatch, pick, outcome) -> None:
+    """The hop was searched because the evidence found no answer in the first chunks: read again beside the hop's
+    chunk, a unit of those is still no answer (an honest failure), while a unit of the hop's chunk is quoted."""
+    monkeypatch.setattr(
+        "rags_expert.rag.agent.evidence_scorer", lambda settings, *args, **kwargs: RereadingScorer(settings, pick)
+    )
+    docs = DOCS | {"quill": "Mara Quill wrote three screenplays."}
+    retriever = KeywordRetriever(docs=make_docs(docs), calls=[])
+    script = Script(generate=lambda text: "I do not know.")
+    _, msg, nodes, _, _, _ = await ask(
+        script, retriever=retriever, evidence={"profile": "small", "use_embeddings": False}
+    )
+    meta = msg.response_metadata
+    assert [h["hop"] for h in meta["hops"]] == [2] and "extract_answer" in nodes
+    assert meta["outcome"] == outcome
+    if outcome == "success":
+        assert msg.content == "The source says: “Mara Quill wrote three screenplays.” [1]"
+        assert [(s["title"], s["hop"]) for s in meta["sources"]] == [("quill", 2)]
+    else:  # the refused unit may be offered among the closest passages, never as the answer
+        assert msg.content.startswith(f'I could not find an answer to "{QUESTION}"')
+        assert meta["reason"] == "not_grounded" and meta["closest"]
