@@ -38,7 +38,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v7"
+CHUNKER_VERSION = "v8"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
 v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
@@ -49,7 +49,10 @@ v7: a reStructuredText object description (``.. py:data:: DEBUG``, ``.. confval:
 below its section, so its lines ("Default: ``False``") sit under the object's name; its ``:type:``, ``:value:`` and
 ``:default:`` options show as lines. The same in Markdown for a MyST description (```` ```{py:data} DEBUG ````) and
 an ``eval-rst`` block's, below the page's heading. An rst inline literal holding backticks (``:func:`x```, quoted
-as an example) is one code span, fenced by more backticks."""
+as an example) is one code span, fenced by more backticks.
+v8: a reStructuredText table without a header row is a list of "label: value" rows (its first row was read as a
+header); a title's roles are reduced in the document's title too
+(``:mod:`celery` --- …`` was the title as written); Sphinx's author directives are dropped, as Sphinx hides them."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

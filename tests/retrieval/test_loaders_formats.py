@@ -408,3 +408,45 @@ def test_rst_inline_literals_holding_backticks_stay_one_code_span(tmp_path):
     text = "Roles\n=====\n\nWrite ``:func:`input``` to link a function; ``a`b`` is one name.\n"
     (chunk,) = chunks(tmp_path, "roles.rst", text)
     assert "Write `` :func:`input` `` to link a function; ``a`b`` is one name." in chunk["content"], chunk
+
+
+SPHINX_MODULE_RST = """\
+=====================================
+ :mod:`quokka` --- Request routing
+=====================================
+
+.. moduleauthor:: Ada Example <ada@example.org>
+.. sectionauthor:: Ada Example <ada@example.org>
+
+The main entry points:
+
+===================== ====================================
+:class:`Router`       routes requests to handlers
+:func:`route`         registers one handler
+===================== ====================================
+
+.. seealso:: :ref:`routing-guide`
+
+=========== =========
+Limit       Value
+=========== =========
+routes      512
+=========== =========
+"""
+
+
+def test_an_rst_table_without_a_header_row_is_a_list_of_named_rows(tmp_path):
+    """A simple table with no ``===`` line under its first row names things (Sphinx module pages): each row reads
+    "name: what it is", never under the first row as if that were a header; a table with one keeps its names. The
+    page's title reduces its role as its heading does; the authors Sphinx hides are not text."""
+    (chunk,) = chunks(tmp_path, "quokka.rst", SPHINX_MODULE_RST)
+    assert chunk["title"] == chunk["section"] == "`quokka` --- Request routing"
+    lines = [line for line in chunk["content"].split("\n") if line]
+    assert lines[1:] == [
+        "The main entry points:",
+        "`Router`: routes requests to handlers",
+        "`route`: registers one handler",
+        "See also: routing-guide",
+        "Limit: routes; Value: 512",
+    ]
+    assert "Ada" not in chunk["content"]

@@ -34,10 +34,13 @@ DROPPED_DIRECTIVES = frozenset(
         "mermaid",
         "testsetup",
         "testcleanup",
+        "moduleauthor",
+        "sectionauthor",
+        "codeauthor",
     }
 )
 """MyST/Sphinx directives whose body a reader does not see as text (a table of contents, a file include, a doctest's
-hidden setup and cleanup)."""
+hidden setup and cleanup, the authors Sphinx shows only with ``show_authors``)."""
 ADMONITIONS = frozenset(
     {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning", "admonition"}
 )
@@ -78,9 +81,9 @@ def role_text(role: str, text: str) -> str:
 def label_text(name: str, argument: str, text: Callable[[str], str], body: bool = True) -> str:
     """A labelled directive's (:data:`LABELS`) first line as Sphinx shows it: ``versionadded`` with the argument
     ``2.0 Now async.`` → ``New in version 2.0: Now async.``, and with ``2.0`` and no ``body`` (nothing follows)
-    ``New in version 2.0.``; ``text`` turns the words after the version (markup of the loader's format) into
-    Markdown."""
-    version, _, said = argument.strip().partition(" ")
+    ``New in version 2.0.``; ``seealso`` with ``:ref:`names``` → ``See also: names``; ``text`` turns the words after
+    the version (markup of the loader's format) into Markdown."""
+    version, _, said = argument.strip().partition(" ") if name in VERSION_DIRECTIVES else ("", "", argument)
     said = text(said).strip() if said.strip() else ""
     end = "." if name in VERSION_DIRECTIVES and not said and not body else ":"
     return " ".join(f"{LABELS[name]} {version}{end}".replace(f" {end}", end).split() + said.split())

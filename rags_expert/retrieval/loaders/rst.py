@@ -31,7 +31,7 @@ from rags_expert.retrieval.loaders.roles import (
     label_text,
     role_text,
 )
-from rags_expert.retrieval.loaders.tables import table_text
+from rags_expert.retrieval.loaders.tables import label_line, table_text
 
 CODE_DIRECTIVES = frozenset(
     {
@@ -82,11 +82,11 @@ def rst_to_markdown(text: str, source: str = "<rst>", depth: int = 0, section: s
 
 
 def rst_title(document: Any) -> str:
-    """The text of a document's first section title ('' if none)."""
+    """The visible text of a document's first section title, roles reduced as in the body ('' if none)."""
     from docutils import nodes
 
     for node in document.findall(nodes.title):
-        return " ".join(node.astext().split())
+        return " ".join(_Writer(0).inline(node).split())
     return ""
 
 
@@ -255,7 +255,9 @@ class _Writer:
     _note = _warning = _tip = _hint = _important = _caution = _danger = _error = _attention = _admonition
 
     def _table(self, node: Any) -> Iterator[str]:
-        """A table: its title a heading one level down, then a line per row with the header's names."""
+        """A table: its title a heading one level down, then a line per row with the header's names; a table
+        without a header row (no ``===`` line under its first row) is a list of "label: value" rows: Sphinx docs use
+        one to name things and say what each is (``:class:`group` | group tasks together``)."""
         from docutils import nodes
 
         title = next((c for c in node.children if isinstance(c, nodes.title)), None)
@@ -272,7 +274,10 @@ class _Writer:
                         header = cells
                     else:
                         rows.append(cells)
-        yield table_text(rows, header)
+        if header is None:  # no header row: each row is named by its first cell
+            yield "\n\n".join(line for line in map(label_line, rows) if line)
+        else:
+            yield table_text(rows, header)
         yield ""
         if title is not None and self.titles and self.titles[-1]:  # what follows the table is the section's again
             yield f"{'#' * min(6, self.depth)} {self.titles[-1]}"
