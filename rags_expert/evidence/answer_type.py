@@ -218,7 +218,7 @@ def names_category(text: str, category: str) -> bool:
 
 
 _LITERAL = re.compile(
-    r"(?<![\w.])(?:\d[\d,._]*|true|false|none|null|nil)(?![\w])|(?<!\w)[\"“'][^\"”'\n]{1,40}[\"”'](?!\w)",
+    r"(?<![\w.])(?:\d[\d,._]*|true|false|none|null|nil)(?![\w])|(?<!\w)[\"“'][^\"”'\n]{0,40}[\"”'](?!\w)",
     re.I | re.UNICODE,
 )
 
@@ -229,9 +229,11 @@ _WEAK_NUMBERS = re.compile(r"\b(?:single|double|half|once|twice)\b", re.I)
 
 def _has_value(text: str, question: str, known: set[str]) -> bool:
     """A value the question does not hold: a number (bare, or in words with a unit), a literal (True, None,
-    a quoted string) or a code name."""
+    a quoted string, the empty string) or a code name."""
     for m in _LITERAL.finditer(text):
         value = m.group(0).strip("\"“”'").lower()
+        if not value and m.group(0) not in question:
+            return True  # the empty string ("The default `env_prefix` is `''`")
         if value and stem(value) not in known and value not in question.lower():
             return True
     return _has_number(_WEAK_NUMBERS.sub(" ", text), known) or bool(new_code(text, question))

@@ -137,3 +137,12 @@ def test_an_open_question_needs_a_sentence_that_says_something() -> None:
 )
 def test_a_number_answer_is_a_quantity_with_its_unit(sentence: str, question: str, holds: bool) -> None:
     assert holds_answer(sentence, question, AnswerType.NUMBER) is holds
+
+
+def test_the_empty_string_is_a_default_value() -> None:
+    """``''`` is a setting's value as much as ``'app_'`` is: a default-value question is answered by it."""
+    question = "What is the default env_prefix in pydantic-settings?"
+    assert holds_answer("The default `env_prefix` is `''` (empty string).", question)
+    assert holds_answer('The prefix defaults to "".', question)
+    assert not holds_answer("The prefix is read from the model's configuration.", question)
+    assert not holds_answer("Is the default `''`?", "Is the default env_prefix '' in pydantic-settings?")

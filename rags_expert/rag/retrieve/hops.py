@@ -13,10 +13,12 @@ hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` gra
 the model's query (:func:`grading_question`), or, after an evidence hop, ``hop_retrieve`` keeps those about a
 bridge name. In the ``small`` profile, ``answer_hop`` then quotes the hop's
 sentence about the bridge with the bridge sentence, citing both chunks; without one, or in the ``standard`` profile,
-the answer is written from the relevant chunks of every hop. A hop that finds nothing new leaves the answer to the
-chunks already found. Every hop is planned at most once (``hops_planned`` < ``max_hops - 1``), costs at most one
-call and one graded search, and a failed planning call only skips the hop (logged), so the loop caps and the
-LLM-call bound hold (docs/llm-calls.md).
+the answer is written from the relevant chunks of every hop, and the evidence accepts or quotes only a unit of the
+latest hop's chunks (:func:`~rags_expert.rag.answer.choice.answer_unit`: the earlier ones were read and held no
+answer, which is why the hop was searched). A hop that finds nothing new leaves the answer to the chunks already
+found. Every hop is planned at most once (``hops_planned`` < ``max_hops - 1``), costs at most one call and one
+graded search, and a failed planning call only skips the hop (logged), so the loop caps and the LLM-call bound hold
+(docs/llm-calls.md).
 """
 
 from __future__ import annotations
