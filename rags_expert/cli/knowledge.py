@@ -73,8 +73,12 @@ def format_lines(report: IngestReport) -> list[str]:
         if c.skipped:
             missing = sum(map(len, c.missing_extra.values()))
             why = [f"{missing} need {install_hint(c.extra)}"] if missing else []
-            if c.skipped - missing:
-                why.append(f"{c.skipped - missing} unreadable, reasons above")
+            if c.empty:
+                why.append(f"{c.empty} with no text to index")
+            if c.skipped - missing - c.empty:
+                why.append(f"{c.skipped - missing - c.empty} unreadable")
+            if c.skipped > missing:
+                why.append("reasons above")
             parts.append(f"{c.skipped} skipped ({'; '.join(why)})")
         if c.note:
             parts.append(c.note)

@@ -83,6 +83,8 @@ class FormatCount:
     files: int = 0
     chunks: int = 0
     skipped: int = 0
+    empty: int = 0
+    """Of the files skipped, those with no text to index (empty, or only markup, comments or includes)."""
     missing_extra: dict[str, list[str]] = field(default_factory=dict)
     """Suffix → the files of it skipped because the format's extra is not installed."""
     extra: str = ""
@@ -314,6 +316,7 @@ class Ingestor:
             counts.skipped += 1
             self.written.pop(path, None)
             if isinstance(exc, EmptyFileError):
+                counts.empty += 1
                 self._drop_versions(path, None, report)
             return
         report.files += 1

@@ -63,6 +63,28 @@ def test_files_whose_extra_is_missing_are_one_line_per_format_naming_the_pip_ins
     assert again.stdout.splitlines()[1] == "  reStructuredText: 1 file, 1 chunk"
 
 
+@pytest.mark.slow
+def test_a_page_with_no_text_of_its_own_is_skipped_with_its_reason_and_counted_apart(tmp_path):
+    """A Sphinx page that only includes another file (includes are never followed) and an empty Markdown page: one
+    warning each saying why, and the per-format summary counts them as having no text, not as unreadable."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "changes.rst").write_text(".. include:: ../CHANGES.rst\n")
+    (folder / "guide.rst").write_text(RST.format(i=1))
+    (folder / "todo.md").write_text("\n   \n")
+    (folder / "notes.md").write_text("# Notes\n\nThe cache lives in the data folder.\n")
+    done = run_cli(["ingest", str(folder), "-q"], cli_env(tmp_path / "data"))
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stderr.splitlines()) == [
+        f"WARNING skipping {folder / 'changes.rst'}: no text to index, only includes of other files (never followed)",
+        f"WARNING skipping {folder / 'todo.md'}: empty file (whitespace only)",
+    ]
+    assert done.stdout.splitlines()[1:] == [
+        "  Markdown: 1 file, 1 chunk, 1 skipped (1 with no text to index; reasons above)",
+        "  reStructuredText: 1 file, 1 chunk, 1 skipped (1 with no text to index; reasons above)",
+    ]
+
+
 def _docx(i: int) -> bytes:
     """A small Word document with a heading and a two-row table."""
     import docx
@@ -130,7 +152,7 @@ def test_an_ingest_of_a_thousand_mixed_files_shows_progress_and_ends_with_the_pe
         "  Markdown: 112 files, 112 chunks",
         "  TSV: 111 files, 111 chunks",
         "  Word: 111 files, 111 chunks",
-        "  notebook: 111 files, 111 chunks, 1 skipped (1 unreadable, reasons above)",
+        "  notebook: 111 files, 111 chunks, 1 skipped (1 unreadable; reasons above)",
         "  reStructuredText: 111 files, 111 chunks",
         "  text: 111 files, 111 chunks",
     ]

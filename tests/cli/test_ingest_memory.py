@@ -44,5 +44,5 @@ def test_a_million_heading_lines_and_a_one_line_file_stay_under_the_documented_m
     warning, summary, *per_format = output.splitlines()
     assert warning == f"WARNING skipping {folder / 'hashes.md'}: no text to index"
     assert summary.startswith("1 files, 8389 chunks (8389 new, ") and "1 skipped" in summary
-    assert per_format == ["  Markdown: 1 file, 8389 chunks, 1 skipped (1 unreadable, reasons above)"]
+    assert per_format == ["  Markdown: 1 file, 8389 chunks, 1 skipped (1 with no text to index; reasons above)"]
     assert mb <= BASE_MB + PER_FILE_BYTE * big // MB, f"peak RSS {mb} MB"

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rags_expert.retrieval.loaders.base import TextUnit, decode
+from rags_expert.retrieval.loaders.base import EmptyFileError, TextUnit, decode, shown_path
 from rags_expert.retrieval.loaders.roles import (
     CODE_ROLES,
     DESCRIPTIONS,
@@ -91,11 +91,18 @@ def rst_title(document: Any) -> str:
 
 
 def load_rst(path: Path, data: bytes) -> list[TextUnit]:
-    """reStructuredText: one unit of Markdown (:func:`rst_to_markdown`), titled by its first heading."""
+    """reStructuredText: one unit of Markdown (:func:`rst_to_markdown`), titled by its first heading. A page that
+    only includes other files has no text of its own: :class:`EmptyFileError` says so (an include is never followed,
+    so that a document never reads another file)."""
     text = decode(data, path)
     document = _parse(text, str(path))
     body = "\n".join(_Writer(0).blocks(document)).strip()
+    if not body and _INCLUDE.search(text):
+        raise EmptyFileError(f"{shown_path(path)}: no text to index, only includes of other files (never followed)")
     return [TextUnit(text=body, title=rst_title(document) or path.stem)]
+
+
+_INCLUDE = re.compile(r"^\s*\.\.\s+(?:literal)?include::", re.MULTILINE)
 
 
 class _Writer:
