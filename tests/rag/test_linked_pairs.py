@@ -149,6 +149,34 @@ async def test_a_hop_answer_comes_from_the_bridges_own_page():
     assert found is not None and found.sentence == "Mara Quill was born in Lowfield."
 
 
+async def test_a_page_sharing_only_a_word_with_the_bridge_is_not_its_page():
+    """A hop's sentence counts only on a page whose title or a heading names the bridge whole, by its last word, or
+    is a whole part of it; headings that share other words ("Lantern Dashboard > Sync settings" for "Lantern Sync
+    Protocol") or a word stem ("lantern_syncs") belong to another subject."""
+    from rags_expert.rag.retrieve.bridge import hop_quote
+
+    question = "Which port does the protocol of Beacon Relay listen on?"
+    said = "Beacon Relay speaks the Lantern Sync Protocol."
+    scorer = EvidenceScorer(EvidenceSettings())
+    fact = "The Lantern Sync Protocol listens on port 7411 by default."
+
+    def page(title: str, section: str) -> Document:
+        return Document(f"{section}\n{fact}", metadata={"title": title, "section": section, "chunk_id": section})
+
+    for other in (
+        page("Lantern Dashboard", "Lantern Dashboard > Sync settings"),
+        page("Options", "Options > lantern_syncs"),
+    ):
+        assert await hop_quote(question, "Lantern Sync Protocol", [other], scorer, said) is None
+    for own in (
+        page("Lantern Sync Protocol", "Lantern Sync Protocol > Ports"),  # named whole
+        page("Reference", "Reference > The protocol > History of the Protocol"),  # by its last word
+        page("Lantern", "Lantern > Ports"),  # a whole part of the name
+    ):
+        found = await hop_quote(question, "Lantern Sync Protocol", [own], scorer, said)
+        assert found is not None and found.sentence == fact, own.metadata
+
+
 def test_a_one_word_topic_title_is_no_link():
     """Library docs: a page titled "Middleware", named as "WebSocket Middleware" by another page that also writes
     "middleware", is a topic every page touches, not a second document the question needs."""

@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
 from rags_expert.evidence.code import under_other_condition
-from rags_expert.evidence.rerank import linked, names_title, title_of
+from rags_expert.evidence.rerank import MIN_TITLE_CHARS, linked, names_title, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
 _MONTHS = frozenset(
@@ -134,25 +134,41 @@ async def plan_bridge(question: str, docs: Sequence[Document], evidence: Evidenc
 async def hop_quote(
     question: str, bridge: str, docs: Sequence[Document], evidence: EvidenceScorer, said: str = ""
 ) -> Match | None:
-    """The best sentence of the hop's chunks ``docs`` that is about a bridge name (its terms in the sentence or its
-    chunk's title, and the title or section naming it at least in part: the bridge's own page, not a page that
-    mentions it), says something of the question that the bridge sentence ``said`` does not, and holds an answer
-    of the question's type besides the names, or None. ``bridge``: the names, joined."""
+    """The best sentence of the hop's chunks ``docs`` that is on a bridge name's own page (:func:`about_name`), says
+    something of the question that the bridge sentence ``said`` does not, and holds an answer of the question's type
+    besides the names, or None. ``bridge``: the names, joined."""
     names = split_bridge(bridge)
-    wanted = [terms(name) for name in names]
     rest = question_terms(question) - terms(said)
     for m in await evidence.matches(f"{question} {bridge}", docs):
         if not _states(m, question):
             continue  # a code line, a lead-in or another condition's fact is never quoted as the fact
-        meta = docs[m.doc].metadata or {}
-        page = terms(f"{meta.get('title') or ''} {meta.get('section') or ''}")
-        about = terms(m.sentence) | page
         if rest and not rest & terms(m.sentence):
             continue  # says nothing the bridge sentence left open
-        on_its_page = any(name <= about and name & page for name in wanted)
-        if on_its_page and holds_answer(_without(m.sentence, names), question):
+        if about_name(docs[m.doc], names) and holds_answer(_without(m.sentence, names), question):
             return m
     return None
+
+
+def about_name(doc: Document, names: Sequence[str]) -> bool:
+    """Whether ``doc`` is a bridge name's own page: its title or a heading of its section names one of ``names``,
+    in any case, whole ("Creed (band)" for "Creed"), by its last word ("Timeline of Shakespeare criticism" for
+    "William Shakespeare": a surname, a noun phrase's head), or is itself a whole part of it (a page "Quill" for
+    "Mara Quill"). A page sharing only some other word or word stem with the name mentions it: on the dev halves, the
+    two-quote answers quoted from such pages were wrong ("HTTP Routing > Host-based routing" for "HTTP Host Header",
+    an option "linkcheck_retries" for the header "Retry-After")."""
+    meta = doc.metadata or {}
+    headings = [h.strip() for h in [str(meta.get("title") or ""), *str(meta.get("section") or "").split(" > ")]]
+    return any(_names(heading, name) for heading in headings if heading for name in names)
+
+
+def _names(heading: str, name: str) -> bool:
+    """Whether ``heading`` names ``name`` whole or by its last word, or is a whole part of it (:func:`about_name`)."""
+    last = name.split()[-1] if " " in name else ""
+    return (
+        names_title(heading, name)
+        or (len(last) >= MIN_TITLE_CHARS and names_title(heading, last))
+        or (len(heading) >= MIN_TITLE_CHARS and names_title(name, heading))
+    )
 
 
 def _states(match: Match, question: str) -> bool:
