@@ -12,6 +12,8 @@ unit's kind, and from the local model (:mod:`rags_expert.evidence.likelihood`) t
 A unit is *gold* when one of the question's answer patterns matches it. For the answerable questions with a gold
 unit among the candidates, MRR and top-1 of each signal's ranking are printed; ``--out`` writes every candidate's
 features (the reader's training data, :mod:`bench.train_reader`). Dev half only: ``--split test`` does not exist.
+``--corpus hotpotqa`` reads HotpotQA's dev questions on ``KB_DIR/hotpotqa``, its dev paragraphs one chunk each
+(``rags_expert.evaluation.write_corpus``, then ``ingest`` with ``RAGS_EXPERT_INGESTION__CHUNK_SIZE=20000``).
 
     python bench/reader_signals.py --kb-dir /tmp/wtr_kbs --corpus starlette black --server http://127.0.0.1:18708 \\
         --out /tmp/reader_features.jsonl
@@ -32,8 +34,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # helpers.shared_data: where HotpotQA is
 
 import real_docs as rd  # noqa: E402
+from helpers.shared_data import HOTPOTQA  # noqa: E402
 
 from rags_expert.evidence.likelihood import (  # noqa: E402
     QUESTION_PROMPT,
@@ -134,9 +138,20 @@ SINGLE_FACT = ROOT / "bench" / "single_fact" / "questions.jsonl"
 
 
 def dev_questions() -> list[dict[str, Any]]:
-    """The dev questions of ``bench/real_docs`` and of the single-fact set (corpus ``single_fact``: our own six
-    documents, ingested from ``bench/single_fact/docs``; an answer string is a literal pattern)."""
+    """The dev questions of ``bench/real_docs``, of the single-fact set (corpus ``single_fact``: our own six
+    documents, ingested from ``bench/single_fact/docs``; an answer string is a literal pattern) and of HotpotQA when
+    the shared data is there (corpus ``hotpotqa``, kind ``multihop``: its dev split's paragraphs ingested one chunk
+    each; a unit holding the gold answer is gold, so the reader learns from the supporting facts that state it;
+    yes/no answers, which no unit states, left out)."""
     rows = [q for q in rd.load_questions() if q["split"] == "dev"]
+    hotpotqa = HOTPOTQA / "dev.jsonl"
+    for line in hotpotqa.read_text(encoding="utf-8").splitlines() if hotpotqa.is_file() else []:
+        q = json.loads(line)
+        if q["answer"].strip().lower() not in ("yes", "no"):
+            rows.append(
+                {"id": "hq-" + q["id"], "corpus": "hotpotqa", "split": "dev", "kind": "multihop"}
+                | {"question": q["question"], "patterns": [re.escape(q["answer"].strip())]}
+            )
     for line in SINGLE_FACT.read_text(encoding="utf-8").splitlines():
         q = json.loads(line)
         if q["split"] == "dev":
