@@ -80,6 +80,24 @@ def test_the_calibrator_decides_on_the_chosen_quote_with_the_evidences_own_readi
     assert model.read(rows)[0] == 0 and model.choose(rows) is None
 
 
+def test_a_code_line_is_never_the_answer_even_when_most_probable():
+    rows = [_unit(coverage=1.0, kind="code", answers=True), _unit(coverage=0.25)]
+    assert _model(threshold=0.3).read(rows)[0] == 0  # the model's choice ...
+    assert _model(threshold=0.3).choose(rows) is None  # ... is not quoted: "not found", its closest passages shown
+
+
+async def test_the_reading_scorer_never_quotes_a_code_example():
+    doc = Document(
+        "The debugger is protected by a PIN.\n\n```text\n$ app run --debug-pin protected\n```",
+        metadata={"title": "Debugging"},
+    )
+    prefers_code = ReaderModel(Logistic(("kind_code",), (0.0,), (1.0,), (6.0,), 0.0), IDENTITY, 0.3, {})
+    scorer = ReadingScorer(EvidenceSettings(use_embeddings=False), model=prefers_code)
+    assert await scorer.best_answer("What is the debugger protected by?", [doc]) is None
+    closest = await scorer.closest("What is the debugger protected by?", [doc])
+    assert [m.sentence for m in closest] == ["The debugger is protected by a PIN."]  # a code line is no passage either
+
+
 async def test_the_reading_scorer_quotes_what_the_model_chooses_or_nothing():
     docs = [
         Document("The default timeout is 30 seconds. Retries are off.", metadata={"title": "Client"}),
