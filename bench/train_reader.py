@@ -410,8 +410,9 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
     bench_results.add_option(parser)
     args = parser.parse_args()
-    questions = [q for q in load(args.inp) if q["kind"] not in TRAIN_ONLY]
-    extra = [q for q in load(args.inp) if q["kind"] in TRAIN_ONLY]
+    read = load(args.inp)
+    questions = [q for q in read if q["kind"] not in TRAIN_ONLY]
+    extra = [q for q in read if q["kind"] in TRAIN_ONLY]
     left_out = set(args.without) | (set() if args.llm else set(LIKELIHOOD_FEATURES))
     names = tuple(f for f in FEATURES if f not in left_out)
     head = (

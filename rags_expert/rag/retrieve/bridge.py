@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
 from rags_expert.evidence.code import under_other_condition
+from rags_expert.evidence.reader import heading_of
 from rags_expert.evidence.rerank import MIN_TITLE_CHARS, linked, names_title, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
@@ -156,8 +157,7 @@ def about_name(doc: Document, names: Sequence[str]) -> bool:
     "Mara Quill"). A page sharing only some other word or word stem with the name mentions it: on the dev halves, the
     two-quote answers quoted from such pages were wrong ("HTTP Routing > Host-based routing" for "HTTP Host Header",
     an option "linkcheck_retries" for the header "Retry-After")."""
-    meta = doc.metadata or {}
-    headings = [h.strip() for h in [str(meta.get("title") or ""), *str(meta.get("section") or "").split(" > ")]]
+    headings = [h.strip() for h in heading_of(doc).split(" > ")]
     return any(_names(heading, name) for heading in headings if heading for name in names)
 
 

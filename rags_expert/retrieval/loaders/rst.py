@@ -90,6 +90,10 @@ def rst_title(document: Any) -> str:
     return ""
 
 
+_INCLUDE = re.compile(r"^\s*\.\.\s+(?:literal)?include::", re.MULTILINE)
+"""An include directive: a page of nothing else has no text of its own (:func:`load_rst`)."""
+
+
 def load_rst(path: Path, data: bytes) -> list[TextUnit]:
     """reStructuredText: one unit of Markdown (:func:`rst_to_markdown`), titled by its first heading. A page that
     only includes other files has no text of its own: :class:`EmptyFileError` says so (an include is never followed,
@@ -100,9 +104,6 @@ def load_rst(path: Path, data: bytes) -> list[TextUnit]:
     if not body and _INCLUDE.search(text):
         raise EmptyFileError(f"{shown_path(path)}: no text to index, only includes of other files (never followed)")
     return [TextUnit(text=body, title=rst_title(document) or path.stem)]
-
-
-_INCLUDE = re.compile(r"^\s*\.\.\s+(?:literal)?include::", re.MULTILINE)
 
 
 class _Writer:
