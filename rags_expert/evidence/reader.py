@@ -25,16 +25,17 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rags_expert.evidence.answer_type import expected_type, holds_answer
+from rags_expert.evidence.answer_type import AnswerType, expected_type, holds_answer
 from rags_expert.evidence.code import under_other_condition
 from rags_expert.evidence.scorer import EvidenceScorer, Match, _chunk_units
 from rags_expert.evidence.text import TermFrequencies, question_terms, terms
@@ -158,6 +159,8 @@ class Candidate:
     text: str
     row: dict[str, Any]
     match: Match | None
+    own: str = ""
+    """The unit's own text, without the label its quote (``text``) may start with."""
 
 
 def missing_weights(question: str, docs: Sequence[Document], frequencies: TermFrequencies | None) -> list[float]:
@@ -181,7 +184,8 @@ async def candidates(
     :class:`ReadingScorer`'s reads the knowledge base's topic), plain term coverage, the share of the question's
     terms its chunk lacks weighted by ``frequencies`` (:func:`missing_weights`), the answer-type match, the e5
     similarity of question and unit / heading path / chunk (one batch of embeddings, cached by the scorer), the
-    chunk's retrieval rank, the unit's kind and length."""
+    chunk's retrieval rank, the unit's kind and length, and which block of its chunk it is in (``block``: the
+    headings before it in the chunk)."""
     matches = await scorer.matches(question, docs)
     by_unit = {(m.doc, m.sentence): (rank, m) for rank, m in enumerate(matches)}
     wanted = question_terms(question)
@@ -190,8 +194,10 @@ async def candidates(
     out: list[Candidate] = []
     for i, doc in enumerate(docs):
         heading = heading_of(doc)
+        block = 0
         for unit in _chunk_units(doc, scorer.settings.labels):
             if unit.kind == "heading":
+                block += 1
                 continue
             rank, match = by_unit.get((i, unit.quote), (len(matches), None))
             row = {
@@ -212,8 +218,9 @@ async def candidates(
                 "type_match": holds_answer(unit.quote, question, kind),
                 "conditional": under_other_condition(unit.text, question),
                 "retrieval": i,
+                "block": block,
             }
-            out.append(Candidate(i, unit.quote, row, match))
+            out.append(Candidate(i, unit.quote, row, match, unit.text))
     first: dict[str, int] = {}
     for i, c in enumerate(out):
         c.row["same_as"] = first.setdefault(c.text, i)
@@ -432,10 +439,13 @@ class ReadingScorer(EvidenceScorer):
     async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
         """The candidate the reader chooses, as a match (its score is the reader's probability), or None."""
         found = await candidates(self, question, docs, await self.frequencies())
-        chosen = self.model.choose([c.row for c in found])
+        rows = [c.row for c in found]
+        chosen = self.model.choose(rows)
         if chosen is None:
             return None
-        return _as_match(found[chosen[0]], chosen[1])
+        match = _as_match(found[chosen[0]], chosen[1])
+        beside = value_beside(found, chosen[0], self.model.probabilities(rows), question)
+        return match if beside is None else replace(match, sentence=together(found, chosen[0], beside))
 
     async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
         """The ``k`` most probable quotes by the reader (factual units, each text once), for a "not found" reply."""
@@ -450,6 +460,61 @@ class ReadingScorer(EvidenceScorer):
             if c.row["factual"] and all(c.text != o.sentence for o in out):
                 out.append(_as_match(c, probs[i]))
         return out
+
+
+_FIELD = re.compile(r"(?P<label>[^\W\d_][\w .-]{0,30}?):\s+\S")
+"""A field line: a short label, a colon, its value ("Default: `30`", "Type: int")."""
+
+
+VALUE_TYPES = frozenset({AnswerType.VALUE, AnswerType.NUMBER, AnswerType.DATE})
+"""Answer types that a unit's label never holds: the label names what the unit is about (an option's name), the
+value asked for is stated about it."""
+
+
+def _label_terms(text: str) -> frozenset[str]:
+    """The terms of a field line's label (none for any other unit)."""
+    return frozenset(terms(m["label"])) if (m := _FIELD.match(text)) else frozenset()
+
+
+def value_beside(found: Sequence[Candidate], chosen: int, probs: Sequence[float], question: str) -> int | None:
+    """The unit that states the value the question asks for beside the chosen one, when the chosen one states none:
+    documentation often says what an option does and its default in two units ("Workers silent for more than this
+    many seconds are killed and restarted." and "Default: `30`"), and a question that names the option by what it
+    does ("how long can a worker stay silent …, by default?") finds the first.
+
+    Only a unit of the same chunk and under the same heading, a fact of its own holding a value (no code, lead-in,
+    pointer or condition): a field line whose label the question names ("Default: `30`" for "… by default?")
+    wherever it stands under that heading, the nearest first; else the unit right before or after the chosen one,
+    the more probable by the reader when both are. None when the chosen unit holds a value itself or the question
+    asks for none (:data:`VALUE_TYPES`)."""
+    c, kind = found[chosen], expected_type(question)
+    if kind not in VALUE_TYPES or holds_answer(c.own or c.text, question, kind):
+        return None
+    asked = terms(question)
+    same = [
+        j
+        for j, o in enumerate(found)
+        if j != chosen
+        and o.doc == c.doc
+        and o.row["block"] == c.row["block"]
+        and holds_answer(o.own or o.text, question, kind)
+        and o.row["factual"]
+        and o.row["kind"] != "code"
+        and not (o.row["lead_in"] or o.row["pointer"] or o.row["conditional"])
+    ]
+    named = [j for j in same if (label := _label_terms(found[j].own or found[j].text)) and label <= asked]
+    if named:
+        return min(named, key=lambda j: abs(j - chosen))
+    return max((j for j in same if abs(j - chosen) == 1), key=lambda j: probs[j], default=None)
+
+
+def together(found: Sequence[Candidate], chosen: int, beside: int) -> str:
+    """The chosen unit and the one beside it as one quote, in the document's order: the first as quoted (with its
+    label), then the second's own text (the label is theirs both), a full stop between them when the first has
+    none."""
+    first, second = sorted((chosen, beside))
+    head = found[first].text.rstrip()
+    return f"{head}{'' if head.endswith(('.', '!', '?')) else '.'} {found[second].own or found[second].text}"
 
 
 def _as_match(c: Candidate, probability: float) -> Match:

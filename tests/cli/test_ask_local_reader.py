@@ -219,6 +219,18 @@ def test_the_library_name_a_settings_page_never_repeats_does_not_hide_its_answer
         assert "settings.rst" in reply["closest"][0]["source"]
 
 
+def test_a_description_that_names_no_value_is_answered_with_its_default_line(rst_env):
+    """Asked by what the option does ("how many seconds … wait … by default?"), the description is the unit that
+    matches, and it states no value: the answer quotes it with its "Default:" line, never alone and never with the
+    neighbouring sentence's range ("Generally set in the 1-5 seconds range") as if that were the default."""
+    code, reply = ask(rst_env, "How many seconds does Quokka wait for requests on a Keep-Alive connection by default?")
+    if code == 0:
+        assert "Default: `2`" in reply["answer"] and "1-5" not in reply["answer"], reply["answer"]
+        assert any("settings.rst" in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+    else:  # below the selector's threshold: the honest "not found"
+        assert reply["answer"].startswith("I could not find an answer"), reply["answer"]
+
+
 SPHINX_PAGES = {
     "index.rst": """Wombat
 ======

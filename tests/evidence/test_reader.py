@@ -112,6 +112,46 @@ async def test_the_reading_scorer_quotes_what_the_model_chooses_or_nothing():
     assert await abstains.best_answer("What is the default timeout?", docs) is None
 
 
+OPTION = Document(
+    "Command line: `-t INT`\n\nDefault: `30`\n\nWorkers silent for more than this many seconds are killed and "
+    "restarted.\n\nGenerally set in the 20-60 seconds range.\n\n## `graceful_timeout`\n\nDefault: `45`",
+    metadata={"title": "Settings", "section": "Worker Processes > `timeout`"},
+)
+
+
+async def test_a_description_without_the_value_asked_for_is_quoted_with_the_value_line_beside_it():
+    scorer = ReadingScorer(EvidenceSettings(use_embeddings=False), model=_model(threshold=0.2))
+    question = "By default, after how many seconds are silent workers killed and restarted?"
+    match = await scorer.best_answer(question, [OPTION])
+    assert match is not None
+    assert match.sentence == (
+        "`timeout` … Default: `30`. Workers silent for more than this many seconds are killed and restarted."
+    )
+    # the "Default:" line the question names, not the neighbouring sentence's range; a question asking for no value
+    # (which setting?) gets the description alone
+    which = await scorer.best_answer("Which setting kills and restarts silent workers?", [OPTION])
+    assert which is not None and "Default" not in which.sentence
+
+
+async def test_a_value_under_the_next_heading_or_in_a_code_line_is_never_added():
+    scorer = ReadingScorer(EvidenceSettings(use_embeddings=False), model=_model(threshold=0.2))
+    question = "By default, after how many seconds are silent workers killed and restarted?"
+    last = Document(
+        "Workers silent for more than this many seconds are killed and restarted.\n\n## `graceful_timeout`\n\n"
+        "Default: `45`",
+        metadata={"title": "Settings", "section": "`timeout`"},
+    )
+    coded = Document(
+        "Workers silent for more than this many seconds are killed and restarted.\n\n```\ntimeout = 30  # default\n```",
+        metadata={"title": "Settings", "section": "Timeouts"},
+    )
+    for doc in (last, coded):
+        match = await scorer.best_answer(question, [doc])
+        assert match is not None and match.sentence.endswith(
+            "Workers silent for more than this many seconds are killed and restarted."
+        ), match
+
+
 def test_the_shipped_model_needs_no_local_model_call():
     assert not ReaderModel.shipped().needs_likelihood
     with pytest.raises(ValueError, match="likelihood"):
