@@ -17,7 +17,8 @@ reaches the threshold, else it abstains. Weights and threshold are data (``reade
 this module), written by ``python bench/train_reader.py`` from dev data only.
 
 :class:`ReadingScorer` is the :class:`~rags_expert.evidence.scorer.EvidenceScorer` whose ``best_answer`` is the
-model's choice (``evidence.reader``); everything else it scores as the evidence does.
+model's choice (``evidence.reader``), quoted with the unit of its heading that states the value a question asks for
+when it states none itself (:func:`value_beside`); everything else it scores as the evidence does.
 """
 
 from __future__ import annotations
