@@ -445,7 +445,7 @@ class ReadingScorer(EvidenceScorer):
         if chosen is None:
             return None
         match = _as_match(found[chosen[0]], chosen[1])
-        beside = value_beside(found, chosen[0], self.model.probabilities(rows), question)
+        beside = value_beside(found, chosen[0], lambda: self.model.probabilities(rows), question)
         return match if beside is None else replace(match, sentence=together(found, chosen[0], beside))
 
     async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
@@ -477,7 +477,9 @@ def _label_terms(text: str) -> frozenset[str]:
     return frozenset(terms(m["label"])) if (m := _FIELD.match(text)) else frozenset()
 
 
-def value_beside(found: Sequence[Candidate], chosen: int, probs: Sequence[float], question: str) -> int | None:
+def value_beside(
+    found: Sequence[Candidate], chosen: int, probabilities: Callable[[], Sequence[float]], question: str
+) -> int | None:
     """The unit that states the value the question asks for beside the chosen one, when the chosen one states none:
     documentation often says what an option does and its default in two units ("Workers silent for more than this
     many seconds are killed and restarted." and "Default: `30`"), and a question that names the option by what it
@@ -498,15 +500,19 @@ def value_beside(found: Sequence[Candidate], chosen: int, probs: Sequence[float]
         if j != chosen
         and o.doc == c.doc
         and o.row["block"] == c.row["block"]
-        and holds_answer(o.own or o.text, question, kind)
         and o.row["factual"]
         and o.row["kind"] != "code"
         and not (o.row["lead_in"] or o.row["pointer"] or o.row["conditional"])
+        and holds_answer(o.own or o.text, question, kind)
     ]
     named = [j for j in same if (label := _label_terms(found[j].own or found[j].text)) and label <= asked]
     if named:
         return min(named, key=lambda j: abs(j - chosen))
-    return max((j for j in same if abs(j - chosen) == 1), key=lambda j: probs[j], default=None)
+    beside = [j for j in same if abs(j - chosen) == 1]
+    if len(beside) < 2:
+        return beside[0] if beside else None
+    probs = probabilities()  # the reader's, only when both neighbours hold a value
+    return max(beside, key=lambda j: probs[j])
 
 
 def together(found: Sequence[Candidate], chosen: int, beside: int) -> str:
