@@ -156,9 +156,11 @@ def download(meta: dict[str, Any], cache: Path) -> Path:
     return sdist
 
 
-def vendored(name: str, meta: dict[str, Any]) -> Path:
+def vendored(name: str, meta: dict[str, Any], cache: Path) -> Path:
     """The folder of a corpus committed under ``bench/real_docs/files/<name>/`` (documents not on PyPI), every
-    kept file checked against its recorded sha256."""
+    kept file checked against its recorded sha256, copied once into ``cache``: a knowledge base names its files by
+    their paths, so the same files read from another checkout (a baseline's worktree) would be ingested again as
+    new documents beside the first copies."""
     folder = FILES / name
     for rel in meta["files"]:
         path = folder / rel
@@ -167,12 +169,22 @@ def vendored(name: str, meta: dict[str, Any]) -> Path:
         digest = sha256(path)
         if digest != meta["sha256"][rel]:
             raise SystemExit(f"{name}: {rel} has sha256 {digest}, expected {meta['sha256'][rel]}")
-    return folder
+    target = cache / f"vendored-{name}"
+    stamp = target / ".kept"
+    wanted = "\n".join(f"{rel} {meta['sha256'][rel]}" for rel in meta["files"])
+    if not (stamp.exists() and stamp.read_text() == wanted):
+        if target.exists():
+            shutil.rmtree(target)
+        for rel in meta["files"]:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / rel, target / rel)
+        stamp.write_text(wanted)
+    return target
 
 
 def corpus_dir(name: str, meta: dict[str, Any], cache: Path) -> Path:
     """The folder holding a corpus's kept files at their recorded paths: vendored, or extracted from its sdist."""
-    return vendored(name, meta) if meta.get("vendored") else extract(meta, cache)
+    return vendored(name, meta, cache) if meta.get("vendored") else extract(meta, cache)
 
 
 def extract(meta: dict[str, Any], cache: Path) -> Path:

@@ -69,10 +69,12 @@ small-norerank: the same without the evidence reranker the small profile turns o
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str, float]:
-    """Run ``rags-expert ARGS``; (exit code, stdout, stderr, seconds)."""
+    """Run ``rags-expert ARGS``; (exit code, stdout, stderr, seconds). ``-P``: the checkout ``env``'s PYTHONPATH names
+    is imported, not the one in the current folder (``-m`` would put the current folder first: a baseline run from a
+    worktree ingested with the main checkout's loaders)."""
     began = time.monotonic()
     proc = subprocess.run(  # noqa: S603 - our own CLI
-        [sys.executable, "-m", "rags_expert.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-P", "-m", "rags_expert.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
     )
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - began
 
