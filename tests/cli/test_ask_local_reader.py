@@ -319,3 +319,72 @@ def test_a_name_the_knowledge_base_never_mentions_is_still_not_found(rst_env):
     code, reply = ask(rst_env, "How do I export Quokka metrics to Prometheus?")
     assert code == 1, reply["answer"]
     assert reply["answer"].startswith("I could not find an answer"), reply["answer"]
+
+
+RECORDS = [  # a Word user guide's parameter records: no header row, the first column names each row
+    (
+        "QR_FILTERS_PER_PACKET",
+        "Default: 4",
+        "Packet filter table - filters per packet",
+        "This parameter sets the number of filters in each packet entry of the packet filter table, and so the "
+        "largest number of destination files that a single packet can be written to at the same time.",
+    ),
+    (
+        "QR_DEST_FILE_COUNT",
+        "Default: 16",
+        "Destination file table - entries",
+        "This parameter sets the number of entries in the destination file table, that is, how many data storage "
+        "files the recorder can define.",
+    ),
+    (
+        "QR_PIPE_DEPTH",
+        "Default: 64",
+        "Input pipe depth",
+        "This parameter sets the depth of the recorder's input pipe, which must hold every command and subscribed "
+        "packet that arrives between two wake-ups.",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def word_env(tmp_path_factory):
+    pytest.importorskip("docx", reason="the docx extra: pip install 'rags-expert[docx]'")
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Quokka Recorder User's Guide", level=1)
+    document.add_heading("Configuration Parameters", level=2)
+    document.add_paragraph("The recorder's configuration parameters are set when the software is built.")
+    for name, value, purpose, description in RECORDS:
+        document.add_paragraph(f"Table Configuration Parameter - {purpose}", style="Caption")
+        table = document.add_table(rows=5, cols=2)
+        limits = "The value must be greater than zero and fit the memory the mission gives the recorder."
+        fields = [
+            ("Configuration Parameter", name),
+            ("Value", value),
+            ("Purpose", purpose),
+            ("Description", description),
+            ("Limits", limits),
+        ]
+        for row, cells in zip(table.rows, fields):
+            for cell, text in zip(row.cells, cells):
+                cell.text = text
+    out = io.BytesIO()
+    document.save(out)
+    return default_model_env(tmp_path_factory.mktemp("ask-reader-docx"), {"recorder-guide.docx": out.getvalue()})
+
+
+def test_a_word_parameter_asked_by_what_it_does_is_answered_with_its_value(word_env):
+    """A Word record table: the question words the parameter's description, whose row stated no value (the "Value"
+    row stood two rows above it). The answer, or the closest passage of an honest "not found", says the value; the
+    neighbouring record's value is never the answer."""
+    question = "By default, to how many destination files can the recorder write a single packet at the same time?"
+    code, reply = ask(word_env, question)
+    if code == 0:
+        assert "Default: 4" in reply["answer"] and "Default: 16" not in reply["answer"], reply["answer"]
+        assert any("recorder-guide.docx" in str(s.get("source")) for s in reply["sources"]), reply["sources"]
+    else:
+        assert reply["answer"].startswith("I could not find an answer"), reply["answer"]
+        assert "Default: 4" in reply["closest"][0]["quote"], reply["closest"]

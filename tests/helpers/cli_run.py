@@ -40,19 +40,22 @@ def run_cli(
     )
 
 
-def ingest_docs(root: Path, files: dict[str, str], env: dict[str, str] | None = None) -> Path:
-    """Write ``files`` under ``root/docs``, ingest them through the CLI into ``root/data`` (with ``env``, else
-    :func:`cli_env`'s) and return that data dir."""
+def ingest_docs(root: Path, files: dict[str, str | bytes], env: dict[str, str] | None = None) -> Path:
+    """Write ``files`` (text, or the bytes of a binary format) under ``root/docs``, ingest them through the CLI into
+    ``root/data`` (with ``env``, else :func:`cli_env`'s) and return that data dir."""
     docs = root / "docs"
     docs.mkdir()
     for name, text in files.items():
-        (docs / name).write_text(text)
+        if isinstance(text, bytes):
+            (docs / name).write_bytes(text)
+        else:
+            (docs / name).write_text(text)
     done = run_cli(["ingest", str(docs), "-q"], env or cli_env(root / "data"))
     assert done.returncode == 0, done.stderr
     return root / "data"
 
 
-def default_model_env(root: Path, files: dict[str, str]) -> dict[str, str]:
+def default_model_env(root: Path, files: dict[str, str | bytes]) -> dict[str, str]:
     """The environment of a knowledge base of ``files`` under ``root``, ingested and asked with the default
     embedding model, as a user has it (not :func:`cli_env`'s fast one)."""
     env = cli_env(root / "data")

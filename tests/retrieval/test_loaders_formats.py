@@ -388,12 +388,47 @@ def test_a_two_column_word_table_without_a_header_row_reads_label_value_rows_und
     out = io.BytesIO()
     document.save(out)
     by_section = {c["section"]: c["content"] for c in chunks(tmp_path, "guide.docx", out.getvalue())}
-    assert by_section["Commands > Table 3: No-op command"].split("\n")[1:] == [  # the first row names the record
-        "Command Code: 0; Command Name: No-op",
-        "",
-        "Command Code: 0; Description: Sends an event.",
+    assert by_section["Commands > Table 3: No-op command"].split("\n")[1:] == [  # short fields: one line
+        "Command Code: 0; Command Name: No-op; Description: Sends an event."
     ]
     assert by_section["Commands > Table 4: Limits"].split("\n")[1:] == ["Limit: uploads; Value: 25 MB"]
+
+
+def test_a_word_record_table_says_its_value_on_the_line_of_its_long_description(tmp_path):
+    """A parameter's record (Parameter, Value, Purpose, Description, Limits rows, no header row): each long field is a
+    line of its own after the record's name, its first row and short fields, so the line that says what the
+    parameter does also says its value, wherever the value's row stood."""
+    pytest.importorskip("docx", reason="the docx extra: pip install 'rags-expert[docx]'")
+    import docx
+
+    description = (
+        "This parameter sets how many destination files a single packet may be written to at a time, and so the "
+        "size of every entry of the packet filter table."
+    )
+    limits = "The number must be greater than zero and not greater than the number of destination files."
+    document = docx.Document()
+    document.add_heading("Configuration", level=1)
+    record = document.add_table(rows=6, cols=2)
+    fields = [
+        ("Configuration Parameter", "QK_FILTERS_PER_PACKET"),
+        ("Value", "Default: 4"),
+        ("Purpose", "Filters per packet entry"),
+        ("Description", description),
+        ("Limits", limits),
+        ("Units", "filters"),
+    ]
+    for row, values in zip(record.rows, fields):
+        for cell, value in zip(row.cells, values):
+            cell.text = value
+    out = io.BytesIO()
+    document.save(out)
+    (content,) = [c["content"] for c in chunks(tmp_path, "guide.docx", out.getvalue())]
+    name = (
+        "Configuration Parameter: QK_FILTERS_PER_PACKET; Value: Default: 4; Purpose: Filters per packet entry; "
+        "Units: filters"
+    )
+    lines = [line for line in content.split("\n")[1:] if line]  # after the heading
+    assert lines == [f"{name}; Description: {description}", f"{name}; Limits: {limits}"]
 
 
 def test_an_html_table_whose_rows_start_with_a_th_reads_label_value_rows_under_its_first(tmp_path):
@@ -402,6 +437,18 @@ def test_an_html_table_whose_rows_start_with_a_th_reads_label_value_rows_under_i
 </body></html>"""
     (content,) = [c["content"] for c in chunks(tmp_path, "server.html", page)]
     assert content.split("\n")[-1] == "Port: 8080; Timeout: 30 s; per request"
+
+
+def test_a_long_key_value_table_is_a_list_of_rows_not_one_record(tmp_path):
+    """Twelve `<th>` rows are a glossary, not one record: a row is not named by the other short rows."""
+    terms = [(f"term{i}", f"meaning number {i}") for i in range(12)]
+    rows = "".join(f"<tr><th>{t}</th><td>{m}</td></tr>" for t, m in terms)
+    (content,) = [
+        c["content"]
+        for c in chunks(tmp_path, "glossary.html", f"<html><body><h1>Glossary</h1><table>{rows}</table></body></html>")
+    ]
+    lines = [line for line in content.split("\n")[1:] if line]
+    assert lines == [f"term0: meaning number 0; {t}: {m}" for t, m in terms[1:]]
 
 
 def test_rst_inline_literals_holding_backticks_stay_one_code_span(tmp_path):

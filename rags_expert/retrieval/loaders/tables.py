@@ -41,21 +41,53 @@ def label_line(row: Sequence[object]) -> str:
     return f"{cells[0]}: {values}" if values else cells[0]
 
 
+RECORD_FIELD_CHARS = 80
+"""A record's field at most this long (label and value, ``Value: CFS DS Default: 4``) is short: it names the record
+with its first row (:func:`record_lines`); a longer one (a description) is a line of its own."""
+RECORD_NAME_CHARS = 320
+"""The most characters of short fields that name a record; the short fields past it are lines of their own."""
+RECORD_MAX_FIELDS = 10
+"""A key-value table of more rows is a list of things (a glossary), not one record: each row is a line after the
+first row alone."""
+
+
+def record_lines(fields: Sequence[str]) -> list[str]:
+    """The lines of a record (a key-value table's ``label: value`` rows, its first row naming it).
+
+    The first row and the short fields (:data:`RECORD_FIELD_CHARS`, up to :data:`RECORD_NAME_CHARS` in all)
+    name the record; each longer field is a line after that name. A parameter's description is then read with its
+    value (``Configuration Parameter: DS_FILTERS_PER_PACKET; Value: CFS DS Default: 4; Description: This parameter
+    sets the number of filters per packet entry …``): a question asked by what the parameter does finds the line
+    that says what it does and also holds its value, which was a row of its own two rows away. A record of short
+    fields only is one line. A longer table (:data:`RECORD_MAX_FIELDS`) names each row by its first row alone.
+    """
+    if len(fields) < 2:
+        return list(fields)
+    if len(fields) > RECORD_MAX_FIELDS:
+        return [f"{fields[0]}; {field}" for field in fields[1:]]
+    name, rest = fields[0], []
+    for field in fields[1:]:
+        if len(field) <= RECORD_FIELD_CHARS and len(name) + len(field) + 2 <= RECORD_NAME_CHARS:
+            name = f"{name}; {field}"
+        else:
+            rest.append(field)
+    return [name] if not rest else [f"{name}; {field}" for field in rest]
+
+
 def table_lines(
     rows: Sequence[Sequence[object]], header: Sequence[object] | None = None, *, labelled: bool = False
 ) -> list[str]:
     """The lines of a table: ``header`` (else the first row) names the columns of every other row.
 
     ``labelled``: the table has no header row and its first column names each row, as a record or key-value table
-    does (``Configuration Parameter | DS_DEST_FILE_CNT``, ``Value | 16``): each row reads ``label: value``, after
-    the first row, which names the record as a header names columns (``Configuration Parameter: DS_DEST_FILE_CNT;
-    Value: 16``: a row found alone still says whose value it is). A table of one row (no header to name) is that
-    row's values joined by ``; ``.
+    does (``Configuration Parameter | DS_DEST_FILE_CNT``, ``Value | 16``): each row reads ``label: value``, and
+    :func:`record_lines` puts the record's name (its first row and short fields) on every line, so a row found
+    alone still says whose value it is (``Configuration Parameter: DS_DEST_FILE_CNT; Value: 16; Description: …``).
+    A table of one row (no header to name) is that row's values joined by ``; ``.
     """
     cleaned = [list(r) for r in rows if any(_cell(v) for v in r)]
     if labelled:
-        lines = [line for line in (label_line(r) for r in cleaned) if line]
-        return lines[:1] if len(lines) < 2 else [f"{lines[0]}; {line}" for line in lines[1:]]
+        return record_lines([line for line in (label_line(r) for r in cleaned) if line])
     if header is None:
         if len(cleaned) < 2:
             return ["; ".join(_cell(v) for v in r if _cell(v)) for r in cleaned]
