@@ -42,13 +42,6 @@ def gbnf_tokens(ids: Sequence[int]) -> str:
     return "root ::= " + " ".join(f"<[{i}]>" for i in ids)
 
 
-def gbnf_literal(text: str) -> str:
-    """A GBNF grammar allowing exactly ``text``."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    escaped = escaped.replace("\t", "\\t")
-    return f'root ::= "{escaped}"'
-
-
 @dataclass
 class Scored:
     """The log-likelihood of one forced text."""
@@ -101,11 +94,6 @@ class LikelihoodScorer:
                 for i, result in zip(chunk, self._forced([pairs[i][0] for i in chunk], text), strict=True):
                     out[i] = result
         return [s if s is not None else Scored(0.0, 0) for s in out]
-
-    def score_texts(self, prompt: str, texts: Sequence[str]) -> list[Scored]:
-        """``log P(text | prompt)`` for several texts after one prompt (one request per text: a grammar is per
-        request; the slot's cached prompt is reused)."""
-        return [self._forced([prompt], text)[0] for text in texts]
 
     def tokenize(self, text: str) -> list[int]:
         """The server's token ids of ``text`` (no BOS), cut to ``max_tokens``."""
