@@ -85,6 +85,13 @@ TRAIN_ONLY = frozenset({"multihop"})
 wrote): never held out, and left out of the calibrator, the gate, the threshold and every rate, which stay those of
 the documentation questions the reader answers alone (a multi-hop question's answer is the hop's)."""
 
+RULES_TRACED = frozenset({"starlette", "black", "structlog", "attrs", "hatch", "click", "markdown", "single_fact"})
+"""The dev corpora whose questions the evidence's hand rules were traced on (bench/real_docs/questions.jsonl's
+history: these were the dev set from 2026-11-24 to 11-28 morning, when most rules of answer_type.py and scorer.py
+were written). The calibrator's strongest input, the rules' "answers" verdict, is read on the very questions it was
+fitted to there; ``--groups`` prints the rates on them apart from the later corpora, whose questions came after most
+rules, as the test half's did."""
+
 Outcome = tuple[str, bool, float]
 """Per question: (kind, whether the most probable candidate is gold, its probability)."""
 
@@ -407,6 +414,11 @@ def main() -> int:
         help="also read these candidates (bench/reader_signals.py --graded: the relevant chunks' units only) with the "
         "folds' selectors, calibrators, gate and threshold fitted on --in",
     )
+    parser.add_argument(
+        "--groups",
+        action="store_true",
+        help="also print the reader's rates on the corpora the rules were traced on and on the others, apart",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
     bench_results.add_option(parser)
     args = parser.parse_args()
@@ -458,6 +470,14 @@ def main() -> int:
         got_p, t_p = calibrated(res, args.max_wrong, args.min_honest)
         rows.append(row(f"reader without question likelihood (threshold {t_p:.2f})", got_p, top1(questions, res)))
         print(rows[-1])
+    if args.groups:
+        for label, inside in (("rules traced on their questions", True), ("the later corpora", False)):
+            members = [(r, q) for r, q in zip(held, questions, strict=True) if (q["corpus"] in RULES_TRACED) == inside]
+            corpora = sorted({q["corpus"] for _, q in members})
+            got_g = rates([r for r, _ in members], threshold)
+            name = f"reader on {label} ({', '.join(corpora)}; threshold {threshold:.2f})"
+            rows.append(row(name, got_g, top1([q for _, q in members], [r for r, _ in members])))
+            print(rows[-1])
     if args.ablation:
         for group, features in GROUPS.items():
             kept = tuple(n for n in names if n not in features)
