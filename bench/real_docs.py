@@ -10,7 +10,7 @@ corpus and kind into dev (tune there) and test (report). Four more corpora (attr
 (scikit_build_core, cattrs, flask; ``"splits": ["test"]``) hold 26 test questions each and no dev ones: unseen data,
 written before the reader was tuned; ``--split dev`` never ingests or asks them. Documents that are not on PyPI (a Hugo site's pages, a Word document, a PDF) are committed under
 ``bench/real_docs/files/<corpus>/`` with their licence (``"vendored": true``; each file's sha256 recorded and
-checked before use); ``root`` names the folder of a corpus that is ingested (default ``docs``).
+checked before use, and a copy in the corpus cache ingested); ``root`` names the folder of a corpus that is ingested (default ``docs``).
 
 For each corpus the kept files are ingested with ``rags-expert ingest`` into a private data directory
 (``RAGS_EXPERT_DATA_DIR``), then every question is one ``rags-expert ask --local --json`` subprocess (it starts

@@ -69,9 +69,9 @@ small-norerank: the same without the evidence reranker the small profile turns o
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str, float]:
-    """Run ``rags-expert ARGS``; (exit code, stdout, stderr, seconds). ``-P``: the checkout ``env``'s PYTHONPATH names
-    is imported, not the one in the current folder (``-m`` would put the current folder first: a baseline run from a
-    worktree ingested with the main checkout's loaders)."""
+    """Run ``rags-expert ARGS``; (exit code, stdout, stderr, seconds). ``-P`` imports the checkout that ``env``'s
+    PYTHONPATH names, not one in the current folder (``-m`` alone puts the current folder first: a baseline run from
+    a worktree ingested with the main checkout's loaders)."""
     began = time.monotonic()
     proc = subprocess.run(  # noqa: S603 - our own CLI
         [sys.executable, "-P", "-m", "rags_expert.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
