@@ -51,6 +51,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -169,16 +170,25 @@ def vendored(name: str, meta: dict[str, Any], cache: Path) -> Path:
         digest = sha256(path)
         if digest != meta["sha256"][rel]:
             raise SystemExit(f"{name}: {rel} has sha256 {digest}, expected {meta['sha256'][rel]}")
-    target = cache / f"vendored-{name}"
-    stamp = target / ".kept"
-    wanted = "\n".join(f"{rel} {meta['sha256'][rel]}" for rel in meta["files"])
-    if not (stamp.exists() and stamp.read_text() == wanted):
-        if target.exists():
-            shutil.rmtree(target)
+
+    def copy(target: Path) -> None:
         for rel in meta["files"]:
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / rel, target / rel)
-        stamp.write_text(wanted)
+
+    wanted = "\n".join(f"{rel} {meta['sha256'][rel]}" for rel in meta["files"])
+    return kept(cache / f"vendored-{name}", wanted, copy)
+
+
+def kept(target: Path, wanted: str, fill: Callable[[Path], None]) -> Path:
+    """``target``, filled by ``fill`` unless its ``.kept`` stamp already says ``wanted`` (what it holds)."""
+    stamp = target / ".kept"
+    if stamp.exists() and stamp.read_text() == wanted:
+        return target
+    if target.exists():
+        shutil.rmtree(target)
+    fill(target)
+    stamp.write_text(wanted)
     return target
 
 
@@ -189,25 +199,20 @@ def corpus_dir(name: str, meta: dict[str, Any], cache: Path) -> Path:
 
 def extract(meta: dict[str, Any], cache: Path) -> Path:
     """The folder holding the kept files of the corpus (``<package>-<version>/docs/...``), extracted once."""
-    target = cache / f"{meta['package']}-{meta['version']}"
-    stamp = target / ".kept"
+
+    def unpack(target: Path) -> None:
+        prefix = f"{meta['package']}-{meta['version']}/"
+        with tarfile.open(download(meta, cache)) as tar:
+            members = {m.name.removeprefix(prefix): m for m in tar.getmembers() if m.isfile()}
+            missing = [f for f in meta["files"] if f not in members]
+            if missing:
+                raise SystemExit(f"{meta['sdist']} lacks {missing}")
+            for name in meta["files"]:
+                members[name].name = name
+                tar.extract(members[name], target, filter="data")
+
     wanted = "\n".join([meta["sha256"], *meta["files"]])
-    if stamp.exists() and stamp.read_text() == wanted:
-        return target
-    sdist = download(meta, cache)
-    if target.exists():
-        shutil.rmtree(target)
-    prefix = f"{meta['package']}-{meta['version']}/"
-    with tarfile.open(sdist) as tar:
-        members = {m.name.removeprefix(prefix): m for m in tar.getmembers() if m.isfile()}
-        missing = [f for f in meta["files"] if f not in members]
-        if missing:
-            raise SystemExit(f"{meta['sdist']} lacks {missing}")
-        for name in meta["files"]:
-            members[name].name = name
-            tar.extract(members[name], target, filter="data")
-    stamp.write_text(wanted)
-    return target
+    return kept(cache / f"{meta['package']}-{meta['version']}", wanted, unpack)
 
 
 # --- one corpus: ingest, recall, ask --------------------------------------------------------------------------
