@@ -38,7 +38,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v8"
+CHUNKER_VERSION = "v9"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
 v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
@@ -52,7 +52,9 @@ an ``eval-rst`` block's, below the page's heading. An rst inline literal holding
 as an example) is one code span, fenced by more backticks.
 v8: a reStructuredText table without a header row is a list of "label: value" rows (its first row was read as a
 header); a title's roles are reduced in the document's title too
-(``:mod:`celery` --- …`` was the title as written); Sphinx's author directives are dropped, as Sphinx hides them."""
+(``:mod:`celery` --- …`` was the title as written); Sphinx's author directives are dropped, as Sphinx hides them.
+v9: a key-value record table (no header row, at most 10 rows: a Word parameter table) is named on every line by its
+first row and its short fields, so a long field (a description) is read with the record's value."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 
