@@ -36,15 +36,20 @@ def lines(rev: str) -> dict[str, int]:
 
 
 def table(before: str, after: str) -> str:
-    """A Markdown table: a row per file, then the total."""
+    """A Markdown table: a row per revision and one of the change, a column per file and the total."""
     old, new = lines(before), lines(after)
-    head = f"| file | {before} | {after} | change |\n|---|---|---|---|"
-    rows = [
-        f"| `{name}` | {old.get(name, '—')} | {new.get(name, '—')} | {new.get(name, 0) - old.get(name, 0):+d} |"
-        for name in sorted(old.keys() | new.keys())
+    names = sorted(old.keys() | new.keys(), key=lambda n: (n in ("reader.py", "likelihood.py", "__init__.py"), n))
+    head = "| revision | " + " | ".join(f"`{n}`" for n in names) + " | all |"
+    rule = "|---" * (len(names) + 2) + "|"
+
+    def shown(counts: dict[str, int]) -> list[str]:
+        return [str(counts[n]) if n in counts else "—" for n in names] + [f"**{sum(counts.values())}**"]
+
+    change = [f"{new.get(n, 0) - old.get(n, 0):+d}" for n in names] + [
+        f"**{sum(new.values()) - sum(old.values()):+d}**"
     ]
-    total = f"| **all** | **{sum(old.values())}** | **{sum(new.values())}** | **{sum(new.values()) - sum(old.values()):+d}** |"
-    return "\n".join([head, *rows, total])
+    rows = [[before, *shown(old)], [after, *shown(new)], ["change", *change]]
+    return "\n".join([head, rule, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
 def main() -> int:
