@@ -198,6 +198,36 @@ def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
         assert "New in version 1.5." in text and "Deprecated since version 2.0: Use `spin` instead." in text, text
 
 
+@pytest.mark.parametrize("added, deprecated", [("version-added", "version-deprecated"), ("versionadded", "deprecated")])
+def test_sphinx_7_3_version_directive_names_read_as_the_old_ones(tmp_path, added, deprecated):
+    """Sphinx 7.3 named the version directives ``version-added``, ``version-changed``, ``version-deprecated`` and
+    ``version-removed`` (coverage.py's configuration reference writes them so): a setting's "added in" version keeps
+    its label, in reStructuredText and in MyST, whichever name the page uses."""
+    rst = (
+        "Settings\n========\n\n[run] patch\n-----------\n\n(list of strings) Patch these places.\n\n"
+        f".. {added}:: 7.10\n\n.. version-changed:: 7.11 Now also ``subprocess``.\n\n"
+        f".. {deprecated}:: 8.0\n\n.. version-removed:: 9.0\n"
+    )
+    myst = f"# Settings\n\n## patch\n\nPatch these places.\n\n```{{{added}}} 7.10\n```\n"
+    text = "\n".join(c["content"] for c in chunks(tmp_path, "config.rst", rst))
+    assert "New in version 7.10." in text and "Changed in version 7.11: Now also `subprocess`." in text, text
+    assert "Deprecated since version 8.0." in text and "Removed in version 9.0." in text, text
+    assert "New in version 7.10." in "\n".join(c["content"] for c in chunks(tmp_path, "config.md", myst))
+
+
+def test_sphinx_tabs_code_tabs_are_code_blocks(tmp_path):
+    """sphinx-tabs' ``.. code-tab:: ini`` is a code block in a tab: its lines stay code as written (a Windows path's
+    backslashes, a ``[section]`` header), fenced with the tab's language."""
+    page = (
+        "Config\n======\n\n.. tabs::\n\n    .. code-tab:: ini\n        :caption: .coveragerc\n\n"
+        "        [run]\n        source = c:\\myproj\\src\n\n"
+        "    .. code-tab:: toml TOML file\n\n        [tool.coverage.run]\n        branch = true\n"
+    )
+    text = "\n".join(c["content"] for c in chunks(tmp_path, "config.rst", page))
+    assert "```ini\n[run]\nsource = c:\\myproj\\src\n```" in text, text
+    assert "```toml\n[tool.coverage.run]\nbranch = true\n```" in text, text
+
+
 def _docx() -> bytes:
     """A Word document with a title, headings, a list, a caption and a table with a merged cell."""
     import docx

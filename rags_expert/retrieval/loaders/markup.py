@@ -42,6 +42,7 @@ from rags_expert.retrieval.loaders.roles import (
     LABELS,
     VERSION_DIRECTIVES,
     description_head,
+    directive_short,
     label_text,
     role_text,
 )
@@ -236,7 +237,7 @@ def _myst(
     and body text: only the fence and the options (``:key: value`` lines, a ``---`` YAML block) go. An object
     description (``{py:data} DEBUG``) under a known ``section`` heading is a heading below it (:func:`_description`)."""
     options, body = _options(body)
-    short = name.lower().split(":")[-1]
+    short = directive_short(name)
     if short in DROPPED_DIRECTIVES:
         return []
     if short in CODE_DIRECTIVES:

@@ -59,6 +59,21 @@ LABELS = {
 """How Sphinx shows a directive's argument (``versionadded`` ``2.0`` → ``New in version 2.0:``)."""
 VERSION_DIRECTIVES = frozenset({"versionadded", "versionchanged", "deprecated", "versionremoved"})
 """The directives whose label Sphinx writes at the start of their first paragraph ("New in version 2.0: Added")."""
+RENAMED = {
+    "version-added": "versionadded",
+    "version-changed": "versionchanged",
+    "version-deprecated": "deprecated",
+    "version-removed": "versionremoved",
+}
+"""Sphinx 7.3's names of the version directives (``.. version-added:: 7.6``); the old names stay aliases."""
+
+
+def directive_short(name: str) -> str:
+    """A directive's name as the loaders look it up: lower case, without its domain, Sphinx 7.3's version directive
+    names as the old ones (``py:function`` → ``function``, ``version-added`` → ``versionadded``)."""
+    short = name.lower().split(":")[-1]
+    return RENAMED.get(short, short)
+
 
 CODE_ROLES = re.compile(
     r"(?:py:|c:|cpp:|js:)?(?:func|meth|class|attr|mod|obj|data|exc|const|type|member|var|envvar|option|program|command|file|samp|code|literal|setting|confval)"

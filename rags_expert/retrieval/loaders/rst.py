@@ -28,6 +28,7 @@ from rags_expert.retrieval.loaders.roles import (
     LABELS,
     description_head,
     description_name,
+    directive_short,
     label_text,
     role_text,
 )
@@ -45,10 +46,11 @@ CODE_DIRECTIVES = frozenset(
         "jupyter-execute",
         "prompt",
         "parsed-literal",
+        "code-tab",
     }
 )
 """Sphinx directives whose body is code (also an extension's ``click:example``/``click:run``: the part after the
-last colon counts)."""
+last colon counts; sphinx-tabs' ``code-tab``, whose argument is the language, then the tab's label)."""
 _ROLE = re.compile(r"^:(?P<role>[\w.+:-]+):`(?P<text>.*)`$", re.DOTALL)
 
 
@@ -320,11 +322,12 @@ class _Writer:
             options[option.group(1).lower()] = option.group(2).strip()
             body_lines.pop(0)
         body = "\n".join(body_lines).strip()
-        short = name.split(":")[-1]
+        short = directive_short(name)
         if short in DROPPED_DIRECTIVES or short.startswith("auto"):
             return
         if short in CODE_DIRECTIVES:
-            yield from self._literal_block_text(body, argument if short != "parsed-literal" else "")
+            language = argument.split()[0] if argument and short != "parsed-literal" else ""  # code-tab: then a label
+            yield from self._literal_block_text(body, language)
             return
         argument = " ".join([argument, *continued]).strip()
         if DESCRIPTIONS.fullmatch(name):
