@@ -170,9 +170,16 @@ def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys
     served = ROOT / "bench" / "reader" / "served_dev.jsonl"  # the units the agent reads: the relevant chunks' only
     monkeypatch.setattr(sys, "argv", ["train_reader.py", "--out", str(out), "--served", str(served)])
     assert train.main() == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if "read on the relevant chunks" in line)
-    literal, paraphrased, wrong = (int(cell.strip(" %")) for cell in row.split("|")[3:6])
-    assert literal >= 70 and paraphrased >= 10 and wrong <= 5, row  # as well as on every retrieved unit
+    printed = capsys.readouterr().out.splitlines()
+
+    def rates(label: str) -> list[int]:
+        row = next(line for line in printed if label in line)
+        return [int(cell.strip(" %")) for cell in row.split("|")[3:7]]
+
+    every, served = rates("| reader, gate"), rates("read on the relevant chunks")
+    # reading only the units of the chunks the agent grades relevant does as well as reading every retrieved unit,
+    # within the limits the threshold was chosen for (5 % wrong, 90 % honest)
+    assert served[0] >= every[0] - 5 and served[2] <= 5 and served[3] >= 90, (every, served)
     shipped = ReaderModel.shipped()
     fresh = json.loads(out.read_text())
     for part in ("selector", "calibrator"):
