@@ -14,6 +14,7 @@ import json
 
 import pytest
 from helpers.cli_run import default_model_env, run_cli
+from helpers.word import add_table, saved
 
 from rags_expert.local.server import local_extra_installed
 
@@ -349,7 +350,6 @@ RECORDS = [  # a Word user guide's parameter records: no header row, the first c
 @pytest.fixture(scope="module")
 def word_env(tmp_path_factory):
     pytest.importorskip("docx", reason="the docx extra: pip install 'rags-expert[docx]'")
-    import io
 
     import docx
 
@@ -359,7 +359,6 @@ def word_env(tmp_path_factory):
     document.add_paragraph("The recorder's configuration parameters are set when the software is built.")
     for name, value, purpose, description in RECORDS:
         document.add_paragraph(f"Table Configuration Parameter - {purpose}", style="Caption")
-        table = document.add_table(rows=5, cols=2)
         limits = "The value must be greater than zero and fit the memory the mission gives the recorder."
         fields = [
             ("Configuration Parameter", name),
@@ -368,12 +367,8 @@ def word_env(tmp_path_factory):
             ("Description", description),
             ("Limits", limits),
         ]
-        for row, cells in zip(table.rows, fields):
-            for cell, text in zip(row.cells, cells):
-                cell.text = text
-    out = io.BytesIO()
-    document.save(out)
-    return default_model_env(tmp_path_factory.mktemp("ask-reader-docx"), {"recorder-guide.docx": out.getvalue()})
+        add_table(document, fields)
+    return default_model_env(tmp_path_factory.mktemp("ask-reader-docx"), {"recorder-guide.docx": saved(document)})
 
 
 def test_a_word_parameter_asked_by_what_it_does_is_answered_with_its_value(word_env):

@@ -5,13 +5,13 @@ is missing is one line naming the ``pip install`` (never a silent skip, never a 
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
 from helpers.cli_run import ROOT, cli_env, run_cli
+from helpers.word import add_table, saved
 
 RST = "Title {i}\n========\n\nThe value of setting number {i} is :code:`{i}`.\n"
 
@@ -91,14 +91,8 @@ def _docx(i: int) -> bytes:
 
     document = docx.Document()
     document.add_heading(f"Report {i}", level=1)
-    table = document.add_table(rows=2, cols=2)
-    for cell, value in zip(
-        [*table.rows[0].cells, *table.rows[1].cells], ["metric", "value", f"latency {i}", f"{i} ms"]
-    ):
-        cell.text = value
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+    add_table(document, [("metric", "value"), (f"latency {i}", f"{i} ms")])
+    return saved(document)
 
 
 def _notebook(i: int) -> str:

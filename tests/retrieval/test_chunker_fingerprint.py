@@ -12,12 +12,12 @@ then record the new digest with ``python tests/retrieval/test_chunker_fingerprin
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.word import add_table, saved
 
 from rags_expert.retrieval.chunking import CHUNKER_VERSION
 from rags_expert.retrieval.ingest import file_records
@@ -38,26 +38,15 @@ def _word() -> bytes:
     document.add_paragraph("Restart the service after a configuration change.")
     document.add_paragraph("first item", style="List Bullet")
     document.add_paragraph("Table 1: Service limits", style="Caption")
-    headed = document.add_table(rows=3, cols=2)
-    for row, values in zip(headed.rows, [("limit", "value"), ("uploads", "25 MB"), ("sessions", "8")]):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
-    for cell in headed.rows[0].cells:
-        for run in cell.paragraphs[0].runs:
-            run.bold = True
-    record = document.add_table(rows=4, cols=2)
+    add_table(document, [("limit", "value"), ("uploads", "25 MB"), ("sessions", "8")], bold_header=True)
     fields = [
         ("Configuration Parameter", "QK_MAX_FILES"),
         ("Value", "Default: 16"),
         ("Description", "How many destination files the service keeps open at once, counted over every channel."),
         ("Limits", "Greater than zero and not greater than the number of file handles the system allows."),
     ]
-    for row, values in zip(record.rows, fields):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+    add_table(document, fields)
+    return saved(document)
 
 
 def fingerprint(tmp: Path) -> tuple[str, int]:

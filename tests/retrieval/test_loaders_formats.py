@@ -3,12 +3,12 @@ Word, notebooks, CSV/TSV, HTML and PDF tables. Tables become one line per row wi
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from helpers.word import add_table, saved
 
 from rags_expert.retrieval.ingest import file_records
 from rags_expert.retrieval.loaders import LoadOptions, UnreadableFileError, load_file
@@ -240,15 +240,10 @@ def _docx() -> bytes:
     document.add_paragraph("first item", style="List Bullet")
     document.add_paragraph("second item", style="List Number")
     document.add_paragraph("Table 1: Service limits", style="Caption")
-    table = document.add_table(rows=3, cols=3)
-    for row, values in zip(table.rows, [("limit", "value", "unit"), ("uploads", "25", "MB"), ("sessions", "8", "")]):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
+    table = add_table(document, [("limit", "value", "unit"), ("uploads", "25", "MB"), ("sessions", "8", "")])
     table.cell(2, 1).merge(table.cell(2, 2))
     document.add_paragraph("After the table.")
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+    return saved(document)
 
 
 def test_docx_headings_lists_and_a_table_under_its_caption(tmp_path):
@@ -401,23 +396,11 @@ def test_a_two_column_word_table_without_a_header_row_reads_label_value_rows_und
     document = docx.Document()
     document.add_heading("Commands", level=1)
     document.add_paragraph("Table 3: No-op command", style="Caption")
-    record = document.add_table(rows=3, cols=2)  # a record: its first column names each row, no header row
-    for row, values in zip(
-        record.rows, [("Command Code", "0"), ("Command Name", "No-op"), ("Description", "Sends an event.")]
-    ):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
+    # a record: its first column names each row, no header row
+    add_table(document, [("Command Code", "0"), ("Command Name", "No-op"), ("Description", "Sends an event.")])
     document.add_paragraph("Table 4: Limits", style="Caption")
-    headed = document.add_table(rows=2, cols=2)  # the same shape with a bold first row: a header
-    for row, values in zip(headed.rows, [("Limit", "Value"), ("uploads", "25 MB")]):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
-    for cell in headed.rows[0].cells:
-        for run in cell.paragraphs[0].runs:
-            run.bold = True
-    out = io.BytesIO()
-    document.save(out)
-    by_section = {c["section"]: c["content"] for c in chunks(tmp_path, "guide.docx", out.getvalue())}
+    add_table(document, [("Limit", "Value"), ("uploads", "25 MB")], bold_header=True)  # the same shape: a header
+    by_section = {c["section"]: c["content"] for c in chunks(tmp_path, "guide.docx", saved(document))}
     assert by_section["Commands > Table 3: No-op command"].split("\n")[1:] == [  # short fields: one line
         "Command Code: 0; Command Name: No-op; Description: Sends an event."
     ]
@@ -438,7 +421,6 @@ def test_a_word_record_table_says_its_value_on_the_line_of_its_long_description(
     limits = "The number must be greater than zero and not greater than the number of destination files."
     document = docx.Document()
     document.add_heading("Configuration", level=1)
-    record = document.add_table(rows=6, cols=2)
     fields = [
         ("Configuration Parameter", "QK_FILTERS_PER_PACKET"),
         ("Value", "Default: 4"),
@@ -447,12 +429,8 @@ def test_a_word_record_table_says_its_value_on_the_line_of_its_long_description(
         ("Limits", limits),
         ("Units", "filters"),
     ]
-    for row, values in zip(record.rows, fields):
-        for cell, value in zip(row.cells, values):
-            cell.text = value
-    out = io.BytesIO()
-    document.save(out)
-    (content,) = [c["content"] for c in chunks(tmp_path, "guide.docx", out.getvalue())]
+    add_table(document, fields)
+    (content,) = [c["content"] for c in chunks(tmp_path, "guide.docx", saved(document))]
     name = (
         "Configuration Parameter: QK_FILTERS_PER_PACKET; Value: Default: 4; Purpose: Filters per packet entry; "
         "Units: filters"
