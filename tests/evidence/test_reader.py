@@ -160,12 +160,36 @@ def test_the_shipped_model_needs_no_local_model_call():
         )
 
 
-@pytest.mark.skipif(not DATA, reason="no committed training data")
-def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys):
+def _train_reader(monkeypatch):
+    """bench/train_reader.py as a module."""
     spec = importlib.util.spec_from_file_location("train_reader", ROOT / "bench" / "train_reader.py")
     train = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "train_reader", train)  # its dataclasses look their module up
     spec.loader.exec_module(train)
+    return train
+
+
+def test_a_threshold_judged_on_the_untraced_corpora_ignores_the_traced_ones(monkeypatch):
+    """``--threshold-on untraced``: the threshold that holds 5 % wrong on the corpora no rule was traced on, however
+    right the traced corpora's confident quotes are."""
+    train = _train_reader(monkeypatch)
+    traced = sorted(train.RULES_TRACED)[0]
+    questions = [{"corpus": traced}] * 22 + [{"corpus": "unseen-docs"}] * 22
+    unanswerable = [("unanswerable", False, 0.1)] * 2
+    outcomes = [("literal", True, 0.9)] * 20 + unanswerable  # traced: every confident quote right
+    outcomes += [("literal", True, 0.9)] * 10 + [("literal", False, 0.6)] * 8 + [("literal", False, 0.8)] * 2
+    outcomes += unanswerable
+    every = train.choose_threshold(train.judged_on(questions, "all")(outcomes), 0.05, 0.9)
+    untraced = train.choose_threshold(train.judged_on(questions, "untraced")(outcomes), 0.05, 0.9)
+    assert every == pytest.approx(0.8)  # 2 wrong of 40 answerable: within 5 % only thanks to the traced corpora
+    assert train.rates(outcomes[22:], every)["wrong"] == pytest.approx(0.1)  # 2 of the untraced 20
+    assert untraced == pytest.approx(0.9)
+    assert train.rates(outcomes[22:], untraced)["wrong"] == 0.0
+
+
+@pytest.mark.skipif(not DATA, reason="no committed training data")
+def test_retraining_reproduces_the_shipped_weights(tmp_path, monkeypatch, capsys):
+    train = _train_reader(monkeypatch)
     out = tmp_path / "weights.json"
     served = ROOT / "bench" / "reader" / "served_dev.jsonl"  # the units the agent reads: the relevant chunks' only
     monkeypatch.setattr(sys, "argv", ["train_reader.py", "--out", str(out), "--served", str(served)])
