@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.word import add_table, saved
 
 from rags_expert.retrieval.chunking import CHUNKER_VERSION
 from rags_expert.retrieval.ingest import file_records
@@ -32,6 +31,7 @@ SIZE, OVERLAP = 600, 120  # small chunks, so that splitting inside a section is 
 def _word() -> bytes:
     """A Word guide: headings, a list, a captioned table with a header row, a parameter record without one."""
     import docx
+    from helpers.word import add_table, saved
 
     document = docx.Document()
     document.add_heading("Configuration", level=1)

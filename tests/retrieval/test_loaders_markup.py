@@ -30,6 +30,15 @@ def prose(text: str) -> str:
     return re.sub(r"(?ms)^\s*(```+|~~~+).*?^\s*\1\s*$", "", text)
 
 
+def test_an_admonition_opener_without_a_space_after_its_marker_is_one(tmp_path):
+    """Python-Markdown reads ``!!!tip`` as ``!!! tip`` (cibuildwheel's docs write it so): its body is the admonition's
+    text, not a line of markup."""
+    page = "# Setup\n\n!!!tip\n    Pass `--platform linux` to build Linux wheels anywhere.\n\n???note\n    Details.\n"
+    (chunk,) = chunks(tmp_path, "setup.md", page)
+    assert "!!!" not in chunk["content"] and "???" not in chunk["content"], chunk["content"]
+    assert "Pass `--platform linux` to build Linux wheels anywhere." in chunk["content"]
+
+
 def test_mkdocs_admonitions_details_and_tabs_keep_their_titles_and_bodies_not_their_markup(tmp_path):
     page = """# Client
 

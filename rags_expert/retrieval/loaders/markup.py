@@ -50,7 +50,7 @@ from rags_expert.retrieval.loaders.tables import table_text
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _ADMONITION = re.compile(
-    r"""^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+(?P<type>[\w-]+)(?P<rest>.*)|===[+!]?[ \t]+(?P<tab>"[^"]*"|'[^']*')[ \t]*)$"""
+    r"""^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]*(?P<type>[\w-]+)(?P<rest>.*)|===[+!]?[ \t]+(?P<tab>"[^"]*"|'[^']*')[ \t]*)$"""
 )
 _QUOTED = re.compile(r"""["'](.*?)["']""")
 _COLON_OPEN = re.compile(
