@@ -13,6 +13,7 @@ Exit codes (every subcommand): 0 done; 1 an honest "nothing found"; 2 an error
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Callable
@@ -93,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last resort: a clear one-line error, never a secret
         log.debug("traceback of the error below", exc_info=True)  # -vv only; the log filter redacts it
         return _fail(book, f"{type(exc).__name__}: {exc}")
+    finally:
+        # Everything the command built dies with the process: the exit's garbage collection walked all of it
+        # (the knowledge base's points, the embedding model, pydantic's schemas), 1.5 s of `ask --local`'s 11 s.
+        # Frozen objects are left to the operating system; every file and connection was closed before this.
+        gc.freeze()
 
 
 def _flag_names(args: argparse.Namespace) -> dict[str, str]:
