@@ -49,7 +49,11 @@ import results as bench_results  # noqa: E402
 VARIANTS: dict[str, dict[str, str]] = {
     "before": {"RAGS_EXPERT_LOCAL__PROFILE": "standard", "RAGS_EXPERT_EVIDENCE__ATTRIBUTION": "false"},
     "attribution": {"RAGS_EXPERT_LOCAL__PROFILE": "standard"},
-    "evidence": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_EVIDENCE__EXTRACTIVE_FALLBACK": "false"},
+    "evidence": {
+        "RAGS_EXPERT_LOCAL__PROFILE": "small",
+        "RAGS_EXPERT_EVIDENCE__EXTRACTIVE_FALLBACK": "false",
+        "RAGS_EXPERT_EVIDENCE__DRAFT": "true",
+    },
     "fewshot": {
         "RAGS_EXPERT_LOCAL__PROFILE": "small",
         "RAGS_EXPERT_EVIDENCE__FOCUS_SENTENCES": "3",
@@ -58,6 +62,7 @@ VARIANTS: dict[str, dict[str, str]] = {
         ),
     },
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
+    "small-draft": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_EVIDENCE__DRAFT": "true"},
     "small-norerank": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_RERANK__KIND": "none"},
     "small-one-search": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_MULTIHOP__MAX_HOPS": "1"},
 }
@@ -65,7 +70,9 @@ VARIANTS: dict[str, dict[str, str]] = {
 from the evidence; evidence: the small profile (evidence grading, focused short prompt) without the
 extractive fallback; fewshot: the small profile with its former answer prompt (a few-shot example, three focus
 sentences per chunk); small: the default of --local (with the fallback; one focus sentence, a short prompt);
-small-norerank: the same without the evidence reranker the small profile turns on (issue 25)."""
+small-norerank: the same without the evidence reranker the small profile turns on (issue 25); small-draft: the
+small profile with the model's draft before the quote (``evidence.draft``, the default until issue 35 measured that
+the accepted drafts restated the selector's quote)."""
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str, float]:

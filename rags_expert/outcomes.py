@@ -28,7 +28,8 @@ class FailureReason(StrEnum):
     NOT_GROUNDED = "not_grounded"
     """The last answer made claims the chunks do not support (or was empty, or cited nothing)."""
     NOT_USEFUL = "not_useful"
-    """The last answer was grounded but did not answer the question."""
+    """The last answer was grounded but did not answer the question; or, without a draft (``evidence.draft`` off),
+    chunks were relevant but none of their units answers it."""
     NOT_AUTHORIZED = "not_authorized"
     """The answer cited a chunk the user may no longer read: withheld, declined like not-found."""
     BUDGET_EXCEEDED = "budget_exceeded"

@@ -145,10 +145,14 @@ class RagsExpert(AgentFlow):
         A server that keeps the last prompt's evaluated tokens (llama.cpp) then starts the first answer
         call from there, and pays its own first-request set-up while the graph retrieves and grades.
         ``ask --local`` runs it beside the question; API models gain nothing from it. A failure is
-        logged and ignored: the real call reports its own.
+        logged and ignored: the real call reports its own. A profile without drafts (``evidence.draft``) makes no
+        answer call: nothing is read, and the cores stay with the grading.
         """
         assert self.chat_model is not None and self.prompts is not None, "call async_init() first"
-        messages = answer_prefix(self.prompts, profile_for(self.settings.evidence))
+        profile = profile_for(self.settings.evidence)
+        if not profile.draft:
+            return
+        messages = answer_prefix(self.prompts, profile)
         try:
             await bind_output_cap(self.chat_model, self.chat_model, 1).ainvoke(messages)
         except Exception as exc:  # noqa: BLE001 - an optimisation; the answer call reports real faults

@@ -77,8 +77,11 @@ def _give_up(state: RagState) -> Literal[Node.EXTRACT_ANSWER, Node.FINALIZE_FAIL
     return Node.FINALIZE_FAILURE
 
 
-def _to_generate(state: RagState) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE]:
-    """``generate``, through ``refine_knowledge`` while a relevant chunk is not refined yet (refinement on)."""
+def _to_answer(state: RagState) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.EXTRACT_ANSWER]:
+    """``generate``, through ``refine_knowledge`` while a relevant chunk is not refined yet (refinement on); with
+    drafts off (``evidence.draft``, the ``small`` profile) the answer selector's quote (``extract_answer``)."""
+    if not value(state, "draft"):
+        return Node.EXTRACT_ANSWER
     return Node.REFINE_KNOWLEDGE if needs_refinement(state) else Node.GENERATE
 
 
@@ -96,7 +99,8 @@ def route_after_grading(
     Node.FINALIZE_FAILURE,
 ]:
     """Check a kept speculative draft; plan a hop while hops are left; after one, quote its answer (small
-    profile) or answer from the chunks of every hop; else generate from new relevant chunks; with none,
+    profile) or answer from the chunks of every hop; else answer from new relevant chunks (a draft, or
+    the answer selector's quote with drafts off); with none,
     rephrase while rephrases remain, then search the fallback source once (when there is one) before giving up."""
     if value(state, "error"):
         return Node.FINALIZE_FAILURE
@@ -105,9 +109,9 @@ def route_after_grading(
     if value(state, "hop_plan"):
         return Node.HOP_RETRIEVE
     if after_hop(state) and value(state, "relevant") and _generations_left(state):
-        return _to_generate(state)  # the hop found nothing new: answer from what was found
+        return _to_answer(state)  # the hop found nothing new: answer from what was found
     if value(state, "new_relevant") > 0 and _generations_left(state):
-        return _to_generate(state)
+        return _to_answer(state)
     if _rephrases_left(state) and _generations_left(state):
         return Node.REPHRASE_QUERY
     if wants_fallback(state):
@@ -128,7 +132,7 @@ def route_after_hop_answer(
     """A quoted hop answer ends the run; without one, write an answer from the chunks of every hop."""
     if value(state, "answer_kind") == "extractive" and not value(state, "error"):
         return Node.FINALIZE_SUCCESS
-    return _to_generate(state) if _generations_left(state) else _give_up(state)
+    return _to_answer(state) if _generations_left(state) else _give_up(state)
 
 
 def route_after_rephrase(state: RagState) -> Literal[Node.RETRIEVE, Node.FINALIZE_FAILURE]:
@@ -162,7 +166,7 @@ def route_after_reflect(
 ) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.REPHRASE_QUERY, Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """Regenerate an ungrounded answer; look further for a grounded but useless one; else give up."""
     if not value(state, "grounded") and _generations_left(state):
-        return _to_generate(state)
+        return _to_answer(state)
     if value(state, "grounded") and _rephrases_left(state) and _generations_left(state):
         return Node.REPHRASE_QUERY
     return _give_up(state)

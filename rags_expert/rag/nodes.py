@@ -337,7 +337,12 @@ class RagNodes:
             closest = await deps.evidence.closest(
                 state["question"], state["relevant"], deps.settings.evidence.closest_passages
             )
-            return {"answer_kind": "", "closest": [{"quote": m.sentence, "n": m.doc + 1} for m in closest]}
+            return {
+                "answer_kind": "",
+                "closest": [{"quote": m.sentence, "n": m.doc + 1} for m in closest],
+                # relevant chunks but no unit that answers: not_useful, unless a rejected draft said why already
+                "failure_reason": value(state, "failure_reason") or FailureReason.NOT_USEFUL.value,
+            }
         emit("answer_extracted", chunk=quoted.chunk, score=round(quoted.score, 3))
         return {"answer": quoted.text, "answer_kind": "extractive", "failure_reason": ""}
 

@@ -10,7 +10,8 @@
 | useful | LLM grader | evidence: holds an answer of the question's type, found in a matching sentence |
 | condensing a follow-up | LLM | LLM |
 | rephrasing the search | LLM, up to ``max_rephrases`` | none: nothing relevant ends the search (a weak model's rewrite rarely finds more, and costs seconds) |
-| another draft after a rejection | up to ``max_generations`` | none: one draft, then the extractive fallback |
+| a draft by the model (``evidence.draft``) | yes | none: the answer selector's quote is the answer (the model's drafts were kept only where the selector quoted the same unit, and cost ~3 s) |
+| another draft after a rejection | up to ``max_generations`` | none |
 | lessons (reflect) | LLM writes one | none (a weak model's advice is noise) |
 | extractive fallback | off | on: the best matching sentence, quoted and cited |
 | which unit answers (``evidence.reader``) | the evidence's rules | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
@@ -62,6 +63,9 @@ class ModelProfile:
     """Write another draft after a rejected one (else ``max_generations`` is 1 for the question)."""
     write_lessons: bool
     extractive_fallback: bool
+    draft: bool = True
+    """The chat model writes the answer (checked, then accepted or rejected); else the extractive fallback's quote
+    is the answer, or the honest failure is."""
     reader: bool = False
     """The answer selector (:mod:`rags_expert.evidence.reader`) chooses the quoted unit, or none; else the evidence's
     rules (``EvidenceScorer.best_answer``)."""
@@ -99,6 +103,7 @@ PROFILES: dict[str, ModelProfile] = {
         regenerate=False,
         write_lessons=False,
         extractive_fallback=True,
+        draft=False,
         reader=True,
         multihop="evidence",
     ),
@@ -106,11 +111,16 @@ PROFILES: dict[str, ModelProfile] = {
 
 
 def profile_for(settings: EvidenceSettings) -> ModelProfile:
-    """The profile ``settings.profile`` names, with ``settings.extractive_fallback`` applied when set."""
+    """The profile ``settings.profile`` names, with ``settings.extractive_fallback``, ``reader`` and ``draft``
+    applied when set."""
     profile = PROFILES[settings.profile]
     own = {
         key: chosen
-        for key, chosen in (("extractive_fallback", settings.extractive_fallback), ("reader", settings.reader))
+        for key, chosen in (
+            ("extractive_fallback", settings.extractive_fallback),
+            ("reader", settings.reader),
+            ("draft", settings.draft),
+        )
         if chosen is not None and chosen != getattr(profile, key)
     }
     return ModelProfile(**{**profile.__dict__, **own}) if own else profile

@@ -91,6 +91,9 @@ class RagState(InputState, total=False):
     generations: int
     max_rephrases: int
     max_generations: int
+    draft: bool
+    """Whether the chat model writes a draft answer (the profile's choice); without one the answer selector's quote is
+    the answer, or nothing is (``extract_answer``)."""
     fallback: bool
     """Whether the extractive fallback may answer when no generated answer passes (the profile's choice)."""
     fallback_source: bool
@@ -159,6 +162,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "generations": 0,
         "max_rephrases": 0,
         "max_generations": 0,
+        "draft": True,
         "fallback": False,
         "fallback_source": False,
         "fallback_consulted": False,
@@ -205,6 +209,7 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "refine": RefinePlan.of(settings).method != "off",
         "max_rephrases": settings.max_rephrases if profile.rephrase else 0,
         "max_generations": settings.max_generations if profile.regenerate else 1,
+        "draft": profile.draft,
         "fallback": profile.extractive_fallback,
         "max_calls": settings.budget.max_calls,
         "max_tokens": settings.budget.max_tokens,

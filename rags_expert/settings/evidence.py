@@ -53,6 +53,14 @@ class EvidenceSettings(SettingsSection):
         "quotes, what a draft must rest on, and when the run abstains. None: the profile's default (small: on, "
         "standard: off).",
     )
+    draft: bool | None = Field(
+        None,
+        description="Let the chat model write the answer, checked by the evidence (or by the model's graders), "
+        "before the extractive fallback quotes. Off, a question is answered by the extractive fallback's quote "
+        "(the answer selector's choice) or not at all, without any model call unless a follow-up must be "
+        "condensed. None: the profile's default (small: off, since SmolLM2-135M's accepted drafts restated the "
+        "unit the selector quotes anyway, at ~3 s a question; standard: on).",
+    )
     closest_passages: int = Field(
         3,
         ge=0,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from helpers.cli_run import cli_env, run_cli
 
-from evidence.test_technical_docs_cli import E5, UNHELPFUL, ask
+from evidence.test_technical_docs_cli import E5, ask
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -144,20 +144,20 @@ def test_a_right_version_from_the_model_is_accepted(kb: Path) -> None:
 
 
 def test_a_myst_note_is_prose_that_answers(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What do I need to install so that flightdeck can read .ipynb files?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What do I need to install so that flightdeck can read .ipynb files?")
     assert rc == 0, out["answer"]
     assert "`jupyter` extra" in out["answer"] and ":class:" not in out["answer"]
 
 
 def test_an_item_of_a_sections_parameter_list_is_about_its_subject(kb: Path) -> None:
     question = "Below which size in bytes does the gzip middleware not compress responses by default?"
-    rc, out, _ = ask(kb, question, UNHELPFUL)
+    rc, out, _ = ask(kb, question)
     assert rc == 0, out["answer"]
     assert "`500`" in out["answer"] and "minimum_size" in out["answer"]
 
 
 def test_a_name_said_elsewhere_on_the_page_need_not_be_repeated(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What is the default thread pool size in Flightdeck?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is the default thread pool size in Flightdeck?")
     assert rc == 0, out["answer"]
     assert "40 tokens" in out["answer"]
 
@@ -169,7 +169,7 @@ def said(out: dict) -> str:
 
 def test_a_fact_under_another_options_condition_is_not_the_answer(kb: Path) -> None:
     """The page says what happens with `--check` and `--quiet` together, not with `--check` alone: no answer."""
-    rc, out, _ = ask(kb, "Which exit code does `--check` return when a file would change?", UNHELPFUL)
+    rc, out, _ = ask(kb, "Which exit code does `--check` return when a file would change?")
     assert rc == 1 and out.get("answer_kind") != "extractive", out["answer"]
     assert "returns exit code 1" not in said(out)  # it may be offered among the closest passages, never as the answer
 
@@ -183,12 +183,12 @@ def test_a_draft_built_on_a_neighbouring_unit_is_not_the_answer(kb: Path) -> Non
 
 
 def test_what_is_x_is_answered_by_a_definition(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What is Flightdeck?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is Flightdeck?")
     assert rc == 0 and "toolkit for talking to control towers" in out["answer"], out["answer"]
 
 
 def test_a_bare_link_or_a_mention_is_no_definition(kb: Path) -> None:
     """The pages name Skyport (a link, a sentence about its community) but never say what it is."""
-    rc, out, _ = ask(kb, "What is Skyport?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is Skyport?")
     assert rc == 1 and out.get("answer_kind") != "extractive", out["answer"]
     assert "skyport.example" not in said(out) and "has one too" not in said(out)

@@ -30,6 +30,8 @@ async def ask(question: str, script: Script, **settings):
 
 
 SMALL = {"evidence": {"profile": "small", "use_embeddings": False}}
+DRAFTING = {"evidence": {**SMALL["evidence"], "draft": True}}
+"""The small profile with the model's drafts turned back on (``evidence.draft``; off by default)."""
 
 
 async def test_standard_profile_attributes_an_uncited_supported_answer() -> None:
@@ -54,9 +56,21 @@ async def test_attribution_off_keeps_the_old_rejection() -> None:
     assert msg.response_metadata["outcome"] == "failure"
 
 
-async def test_small_profile_grades_by_evidence_and_makes_one_llm_call() -> None:
-    script = Script(generate=lambda t: "Mara Quill built the Zephyr lighthouse [3].")  # a weak model's wrong [n]
+async def test_small_profile_quotes_the_answer_without_asking_the_model() -> None:
+    script = Script(generate=lambda t: "Mara Quill built the Zephyr lighthouse [1].")
     msg, script = await ask("Who built the Zephyr lighthouse?", script, **SMALL)
+    meta = msg.response_metadata
+    assert meta["outcome"] == "success" and meta["answer_kind"] == "extractive"
+    assert (
+        msg.content
+        == "The source says: “The Zephyr lighthouse was built in 1871 on Gull Rock by the engineer Mara Quill.” [1]"
+    )
+    assert script.seen == [] and meta["llm_calls"] == 0  # graded by the evidence, answered by the selector
+
+
+async def test_small_profile_with_drafts_grades_by_evidence_and_makes_one_llm_call() -> None:
+    script = Script(generate=lambda t: "Mara Quill built the Zephyr lighthouse [3].")  # a weak model's wrong [n]
+    msg, script = await ask("Who built the Zephyr lighthouse?", script, **DRAFTING)
     assert msg.response_metadata["outcome"] == "success"
     assert msg.response_metadata["answer_kind"] == "generated"
     assert msg.content == "Mara Quill built the Zephyr lighthouse [1]."  # re-attributed to the supporting chunk
@@ -66,13 +80,13 @@ async def test_small_profile_grades_by_evidence_and_makes_one_llm_call() -> None
 async def test_small_profile_shows_the_model_only_the_best_sentences() -> None:
     prompts: list[str] = []
     script = Script(generate=lambda t: prompts.append(t) or "Tobias Venn was the first keeper.")
-    await ask("Who was the first keeper?", script, **SMALL)
+    await ask("Who was the first keeper?", script, **DRAFTING)
     assert "Tobias Venn" in prompts[0] and "automated in 1962" not in prompts[0]
 
 
 async def test_small_profile_quotes_the_source_when_the_model_is_wrong() -> None:
     script = Script(generate=lambda t: "The lighthouse was built by Gustave Eiffel.")
-    msg, script = await ask("Who built the Zephyr lighthouse?", script, **SMALL, max_generations=2)
+    msg, script = await ask("Who built the Zephyr lighthouse?", script, **DRAFTING, max_generations=2)
     assert msg.response_metadata["outcome"] == "success"
     assert msg.response_metadata["answer_kind"] == "extractive"
     assert "“The Zephyr lighthouse was built in 1871 on Gull Rock by the engineer Mara Quill.” [1]" in msg.content
@@ -111,6 +125,6 @@ async def test_small_profile_says_not_found_for_an_absent_subject() -> None:
 
 async def test_fallback_off_ends_in_the_honest_failure() -> None:
     script = Script(generate=lambda t: "The lighthouse was built by Gustave Eiffel.")
-    settings = {"evidence": {**SMALL["evidence"], "extractive_fallback": False}}
+    settings = {"evidence": {**DRAFTING["evidence"], "extractive_fallback": False}}
     msg, _ = await ask("Who built the Zephyr lighthouse?", script, **settings, max_generations=1)
     assert msg.response_metadata["outcome"] == "failure"

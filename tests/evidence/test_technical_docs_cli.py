@@ -81,20 +81,24 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "data"
 
 
-def ask(kb: Path, question: str, draft: str) -> tuple[int, dict, str]:
-    """``rags-expert ask --json`` in the small profile with a model that always drafts ``draft``."""
-    with OpenAIServer(lambda body: draft) as server:
+UNHELPFUL = "I am not sure about that."
+"""What the scripted model says when it is asked anything without a ``draft`` to give."""
+
+
+def ask(kb: Path, question: str, draft: str | None = None) -> tuple[int, dict, str]:
+    """``rags-expert ask --json`` in the small profile, as users get it (no draft: the answer selector's quote or
+    nothing); given a ``draft``, with drafts on (``evidence.draft``) and a model that always drafts it."""
+    with OpenAIServer(lambda body: draft or UNHELPFUL) as server:
         env = cli_env(kb, RAGS_EXPERT_LLM__BASE_URL=server.base_url, RAGS_EXPERT_EVIDENCE__PROFILE="small") | E5
+        if draft is not None:
+            env["RAGS_EXPERT_EVIDENCE__DRAFT"] = "true"
         done = run_cli(["ask", question, "--json"], env)
     assert "Traceback" not in done.stderr
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
-UNHELPFUL = "I am not sure about that."
-
-
 def test_a_lower_case_code_name_is_an_answer(kb: Path) -> None:
-    rc, out, _ = ask(kb, "Which argument sets the gate a flight leaves from?", UNHELPFUL)
+    rc, out, _ = ask(kb, "Which argument sets the gate a flight leaves from?")
     assert rc == 0, out["answer"]
     assert "`departure_gate`" in out["answer"] and out["answer_kind"] == "extractive"
     assert out["sources"][0]["source"].endswith("client.md")
@@ -107,19 +111,19 @@ def test_a_right_code_answer_from_the_model_is_accepted(kb: Path) -> None:
 
 
 def test_a_parenthesised_default_in_a_list_item_is_found(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What is the default value of max_connections?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is the default value of max_connections?")
     assert rc == 0, out["answer"]
     assert "(Default 100)" in out["answer"] and "max_connections" in out["answer"]
 
 
 def test_a_default_in_a_table_row_is_found(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What is the default pool_timeout?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is the default pool_timeout?")
     assert rc == 0, out["answer"]
     assert "`5.0`" in out["answer"] and "pool_timeout" in out["answer"]
 
 
 def test_an_equivalent_question_asks_for_a_code_name(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What is the flightdeck equivalent of skylark's Session?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What is the flightdeck equivalent of skylark's Session?")
     assert rc == 0, out["answer"]
     assert "`flightdeck.Client`" in out["answer"]
 
@@ -133,27 +137,27 @@ def test_a_right_partial_answer_is_the_answer(kb: Path) -> None:
 
 def test_a_camel_case_name_said_in_words_is_the_same_name(kb: Path) -> None:
     """ "the tower limit middleware" is ``TowerLimitMiddleware``, the heading of the sentence that answers."""
-    rc, out, _ = ask(kb, "What response does the tower limit middleware return to a client over its limit?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What response does the tower limit middleware return to a client over its limit?")
     assert rc == 0, out["answer"]
     assert "429" in out["answer"] and out["sources"][0]["source"].endswith("middleware.md")
 
 
 def test_a_fact_about_another_library_is_not_an_answer(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What encoding does flightdeck use for a response without a charset?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What encoding does flightdeck use for a response without a charset?")
     assert rc == 1, out["answer"]
     assert "could not find" in out["answer"] and "latin-1" not in out["answer"]
 
 
 def test_a_lead_in_and_a_code_example_are_never_quoted_as_facts(kb: Path) -> None:
-    rc, out, _ = ask(kb, "What happens for responses which are not a 2xx success code?", UNHELPFUL)
+    rc, out, _ = ask(kb, "What happens for responses which are not a 2xx success code?")
     assert rc == 1, out["answer"]
     assert "2xx success code:" not in out["answer"]
-    rc, out, _ = ask(kb, "Which departure_gate does the example client use?", UNHELPFUL)
+    rc, out, _ = ask(kb, "Which departure_gate does the example client use?")
     assert "B12" not in out["answer"]
 
 
 def test_sources_carry_the_title_not_a_code_comment(kb: Path) -> None:
-    rc, out, _ = ask(kb, "Which argument sets the gate a flight leaves from?", UNHELPFUL)
+    rc, out, _ = ask(kb, "Which argument sets the gate a flight leaves from?")
     assert rc == 0
     assert out["sources"][0]["title"] == "The Client"
 

@@ -119,6 +119,7 @@ async def test_local_flag_answers_on_the_local_model_server(kb, tmp_path):
         RAGS_EXPERT_LOCAL__SERVER_BINARY=str(binary),
         RAGS_EXPERT_LOCAL__MODEL_PATH=str(model),
         RAGS_EXPERT_LOCAL__MODEL_ALIAS="castle-local",
+        RAGS_EXPERT_EVIDENCE__DRAFT="true",  # the small profile's drafts back on: the answer is the model's
     )
     calls = [("ask", {"question": "When was Castle Varen built?"})]
     tools, (ask,), stderr = await stdio_session(env, tmp_path / "stderr.log", calls, "--local")

@@ -53,6 +53,20 @@ async def test_success_first_pass(castle_docs):
     assert out["messages"][-1].response_metadata["llm_calls"] == len(model.calls) == 4 + 1
 
 
+async def test_without_drafts_the_quote_is_the_answer_and_the_model_only_grades(castle_docs):
+    """``evidence.draft`` off in the standard profile: the model grades the chunks, the quote answers, with no
+    extractive-fallback setting needed (off in this profile)."""
+    script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
+    agent, model, _ = await make_agent(script, castle_docs, evidence={"draft": False})
+    out, msg = await run(agent, "When was Castle Varen built?")
+    meta = msg.response_metadata
+    assert meta["outcome"] == "success" and meta["answer_kind"] == "extractive", msg.content
+    assert "1412" in msg.content and msg.content.startswith("The source says:")
+    assert script.count("generate") == 0 and meta["llm_calls"] == len(model.calls) == 4  # the four grading calls
+    _, msg = await run(agent, "Who painted Castle Varen?", thread="t2")  # relevant chunks, nothing answers
+    assert msg.response_metadata["outcome"] == "failure" and msg.response_metadata["reason"] == "not_useful"
+
+
 async def test_success_first_pass_with_the_model_checking_every_answer(castle_docs):
     script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
     agent, model, _ = await make_agent(script, castle_docs, **MODEL_CHECKS)

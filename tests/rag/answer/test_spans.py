@@ -46,7 +46,7 @@ async def _ask(
         embeddings=base.embeddings,
         llm={"max_retries": 0},
         max_rephrases=0,
-        evidence={"profile": profile, "extractive_fallback": profile == "small"},
+        evidence={"profile": profile, "extractive_fallback": profile == "small", "draft": True},  # the model's words
     )
     script = Script(relevance=lambda q, c: "yes" if "lighthouse" in c.lower() else "no", generate=lambda t: answer)
     agent = await RagsExpert(settings, chat_model=ScriptedChatModel(responder=script)).async_init()

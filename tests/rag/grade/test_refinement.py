@@ -134,7 +134,7 @@ async def test_refinement_is_off_in_the_standard_profile_by_default():
 
 async def test_the_small_profile_refines_by_the_evidence_without_being_asked():
     script = recording(Script(generate=lambda t: "The castle was built in 1412."))
-    final, nodes, _, _ = await ask(script, evidence={"profile": "small"})
+    final, nodes, _, _ = await ask(script, evidence={"profile": "small", "draft": True})  # refined for the draft
     assert "refine_knowledge" in nodes
     [prompt] = answer_prompts(script)
     assert "built in 1412" in prompt and "honey cakes" not in prompt
