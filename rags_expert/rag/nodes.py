@@ -224,9 +224,11 @@ class RagNodes:
         return update
 
     def _speculates(self, state: RagState, docs: list[Document]) -> bool:
-        """Whether to draft while grading: the setting, LLM grading, and a question's first retrieval."""
+        """Whether to draft while grading: the setting, a profile that drafts, LLM grading, and a question's first
+        retrieval."""
         return (
             self.deps.settings.speculative_draft
+            and value(state, "draft")
             and self.judge.by_llm
             and bool(docs)
             and len(value(state, "queries")) == 1  # no rephrasing, no fallback: nothing relevant or drafted yet

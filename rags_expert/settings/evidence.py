@@ -55,11 +55,12 @@ class EvidenceSettings(SettingsSection):
     )
     draft: bool | None = Field(
         None,
-        description="Let the chat model write the answer, checked by the evidence (or by the model's graders), "
-        "before the extractive fallback quotes. Off, a question is answered by the extractive fallback's quote "
-        "(the answer selector's choice) or not at all, without any model call unless a follow-up must be "
-        "condensed. None: the profile's default (small: off, since SmolLM2-135M's accepted drafts restated the "
-        "unit the selector quotes anyway, at ~3 s a question; standard: on).",
+        description="Let the chat model write the answer (a speculative draft included), checked by the evidence "
+        "(or by the model's graders), before the extractive fallback quotes. Off, a question is answered by the "
+        "extractive fallback's quote (the answer selector's choice in the small profile) or not at all, with no "
+        "answer call; the small profile then calls the model only to condense a follow-up. None: the profile's "
+        "default (small: off, since SmolLM2-135M's accepted drafts restated the unit the selector quotes anyway, "
+        "at ~3 s a question; standard: on).",
     )
     closest_passages: int = Field(
         3,

@@ -55,9 +55,9 @@ async def test_success_first_pass(castle_docs):
 
 async def test_without_drafts_the_quote_is_the_answer_and_the_model_only_grades(castle_docs):
     """``evidence.draft`` off in the standard profile: the model grades the chunks, the quote answers, with no
-    extractive-fallback setting needed (off in this profile)."""
+    extractive-fallback setting needed (off in this profile) and no speculative draft either."""
     script = Script(relevance=castle_relevant, generate=lambda t: "Castle Varen was built in 1412 [1].")
-    agent, model, _ = await make_agent(script, castle_docs, evidence={"draft": False})
+    agent, model, _ = await make_agent(script, castle_docs, evidence={"draft": False}, speculative_draft=True)
     out, msg = await run(agent, "When was Castle Varen built?")
     meta = msg.response_metadata
     assert meta["outcome"] == "success" and meta["answer_kind"] == "extractive", msg.content
