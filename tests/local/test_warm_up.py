@@ -38,10 +38,11 @@ async def test_the_prefix_is_the_start_of_every_answer_call(profile, override):
     assert len(prefix[1].content) > 0
 
 
-def _agent(server: OpenAIServer) -> RagsExpert:
+def _agent(server: OpenAIServer, draft: bool = True) -> RagsExpert:
+    """An agent of the small profile, with its drafts turned back on unless ``draft`` is False (its default)."""
     settings = RagsExpertSettings(
         llm={"base_url": server.base_url, "api_key": "sk-test-key", "max_tokens": 300, "legacy_max_tokens": True},
-        evidence={"profile": "small"},
+        evidence={"profile": "small", "draft": draft},
     )
     return RagsExpert(settings, chat_model=build_chat_model(settings.llm), retriever=KeywordRetriever(docs=DOCS))
 
@@ -56,6 +57,13 @@ async def test_warm_up_sends_the_prefix_with_a_one_token_cap():
         assert body["max_tokens"] == 1  # the legacy body field a llama.cpp server reads, capped too
         expected = answer_prefix(agent.prompts, PROFILES["small"])
         assert [m["content"] for m in body["messages"]] == [m.content for m in expected]
+
+
+async def test_a_profile_without_drafts_sends_no_warm_up():
+    with OpenAIServer(lambda body: "x") as server:
+        agent = await _agent(server, draft=False).async_init()
+        await agent.warm_up()
+        assert server.requests == []  # no answer call will come: nothing to warm
 
 
 async def test_a_failing_warm_up_is_logged_and_ignored(caplog):
