@@ -63,6 +63,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     },
     "small": {"RAGS_EXPERT_LOCAL__PROFILE": "small"},
     "small-draft": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_EVIDENCE__DRAFT": "true"},
+    "small-eager": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_LOCAL__START_ON_DEMAND": "false"},
     "small-norerank": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_RERANK__KIND": "none"},
     "small-one-search": {"RAGS_EXPERT_LOCAL__PROFILE": "small", "RAGS_EXPERT_MULTIHOP__MAX_HOPS": "1"},
 }
@@ -72,7 +73,9 @@ extractive fallback; fewshot: the small profile with its former answer prompt (a
 sentences per chunk); small: the default of --local (with the fallback; one focus sentence, a short prompt);
 small-norerank: the same without the evidence reranker the small profile turns on (issue 25); small-draft: the
 small profile with the model's draft before the quote (``evidence.draft``, the default until issue 35 measured that
-the accepted drafts restated the selector's quote)."""
+the accepted drafts restated the selector's quote); small-eager: the small profile with its model server started
+with the command (``local.start_on_demand`` false, the default until a question that calls no model stopped
+starting it)."""
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str, float]:

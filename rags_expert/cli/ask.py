@@ -54,10 +54,20 @@ async def ask(args: argparse.Namespace) -> int:
     if error := question_error(args.question, settings):
         print(error, file=sys.stderr)
         return 2
-    if args.local and not args.quiet and not args.json:
-        print(f"[starting the local model{local_note(settings)}]", file=sys.stderr, flush=True)
-    async with maybe_local(settings, args.local) as local:
+    async with maybe_local(settings, args.local, on_demand=True) as local:
+        if args.local and not args.quiet and not args.json:
+            when = "starting the local model" if starts_now(local) else "the local model starts when first called"
+            print(f"[{when}{local_note(settings)}]", file=sys.stderr, flush=True)
         return await answer(args, local)
+
+
+def starts_now(local: LocalRun[RagsExpertSettings]) -> bool:
+    """Whether the reserved local model server starts with the command, beside the agent's build: unless
+    ``local.start_on_demand`` and the model profile writes no draft (then its first model request starts it)."""
+    from rags_expert.rag.profiles import profile_for
+
+    on_demand = local.settings.local.start_on_demand and not profile_for(local.settings.evidence).draft
+    return local.server is not None and not on_demand
 
 
 def local_note(settings: RagsExpertSettings) -> str:
@@ -76,9 +86,14 @@ async def answer(args: argparse.Namespace, local: LocalRun[RagsExpertSettings]) 
     """Answer one question, streaming progress to stderr and printing the checked answer once."""
     from rags_expert.rag import RagsExpert
 
-    # the agent is built while a local model server loads its model; the server then reads the answer
-    # prompt's fixed beginning while the graph retrieves and grades
-    agent, _ = await asyncio.gather(RagsExpert(local.settings).async_init(), local.ready())
+    # the agent is built while a local model server loads its model (unless it starts on its first request,
+    # starts_now); the server then reads the answer prompt's fixed beginning while the graph retrieves and grades
+    now = starts_now(local)
+    if now and local.server is not None:
+        local.server.spawn()
+    model = local.chat_model(client_timeout=local.settings.grading.timeout)
+    starting = local.ready() if now else asyncio.sleep(0)
+    agent, _ = await asyncio.gather(RagsExpert(local.settings, chat_model=model).async_init(), starting)
     try:
         return await _answer(args, agent, local)
     finally:

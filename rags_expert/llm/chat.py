@@ -20,7 +20,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,8 +231,9 @@ def _loop_local_client_class() -> type:
         host that runs each request under its own ``asyncio.run`` in worker threads.
         """
 
-        def __init__(self, **kwargs: Any) -> None:
+        def __init__(self, before_request: Callable[[], Awaitable[object]] | None = None, **kwargs: Any) -> None:
             super().__init__(**kwargs)
+            self._before_request = before_request
             self._inner_kwargs = kwargs
             self._per_loop: dict[asyncio.AbstractEventLoop, Any] = {}
             self._per_loop_lock = threading.Lock()
@@ -249,6 +250,8 @@ def _loop_local_client_class() -> type:
             return client
 
         async def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            if self._before_request is not None:
+                await self._before_request()
             return await self.for_running_loop().send(request, **kwargs)
 
         async def aclose(self) -> None:
@@ -262,7 +265,12 @@ def _loop_local_client_class() -> type:
     return LoopLocalAsyncClient
 
 
-def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -> BaseChatModel:
+def build_chat_model(
+    llm: LLMSettings,
+    *,
+    client_timeout: float | None = None,
+    before_request: Callable[[], Awaitable[object]] | None = None,
+) -> BaseChatModel:
     """A ``ChatOpenAI`` for the configured OpenAI-compatible endpoint, usable from any event loop.
 
     Transport retries are left to :func:`call_model` (one visible retry policy), so the
@@ -271,6 +279,8 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
     ceiling and should be the largest of the per-call timeouts. The async HTTP client keeps
     one connection pool per event loop (see :func:`_loop_local_client_class`). Streamed replies
     carry the provider's token usage where ``llm.stream_usage`` asks for it (:mod:`rags_expert.llm.usage`).
+    ``before_request`` is awaited before every request is sent (``ask --local`` starts its model server there,
+    :meth:`rags_expert.local.server.LocalRun.chat_model`).
     """
     from langchain_openai import ChatOpenAI
 
@@ -280,7 +290,7 @@ def build_chat_model(llm: LLMSettings, *, client_timeout: float | None = None) -
         "temperature": llm.temperature,
         "timeout": timeout,
         "max_retries": 0,
-        "http_async_client": _loop_local_client_class()(timeout=timeout),
+        "http_async_client": _loop_local_client_class()(before_request=before_request, timeout=timeout),
     }
     if llm.base_url:
         kwargs["base_url"] = llm.base_url

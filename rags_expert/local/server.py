@@ -34,13 +34,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import IO, Generic, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Generic, Self, TypeVar
 
 from pydantic import SecretStr
 
@@ -66,6 +67,9 @@ from rags_expert.local.command import (
 )
 from rags_expert.local.gguf import local_profile
 from rags_expert.settings import AgentSettings, LocalModelSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 __all__ = [  # the runner's pieces are re-exported: callers import everything local from here
@@ -130,6 +134,9 @@ class LocalModelServer:
         self.startup_seconds: float | None = None
         self._began = 0.0
         self._log: IO[bytes] | None = None
+        self._command: list[str] | None = None
+        self._spawning = threading.Lock()
+        self._stopped = False
 
     @property
     def base_url(self) -> str:
@@ -140,11 +147,21 @@ class LocalModelServer:
 
     # --- lifecycle -----------------------------------------------------------------------
 
+    def reserve(self) -> Self:
+        """Find the model and the runner and choose the port, starting nothing: :attr:`base_url` is known, a
+        missing model or runner is reported now (:class:`LocalModelError`), and :meth:`ensure_ready` starts the
+        server when it is first needed."""
+        if self._command is None:
+            model = find_model(self.settings)
+            port = self.settings.port or free_port(self.settings.host)
+            self._command = server_command(self.settings, model, port)
+            self.port = port
+        return self
+
     def _spawn(self) -> None:
         """Start the runner in its own process group, its output going to a temporary log file."""
-        model = find_model(self.settings)
-        self.port = self.settings.port or free_port(self.settings.host)
-        cmd = server_command(self.settings, model, self.port)
+        cmd = self.reserve()._command
+        assert cmd is not None and self.port is not None
         env = server_env(self.settings, self.port)
         self._log = tempfile.TemporaryFile(prefix="rags-expert-llm-")
         log.info("starting the local model server (OMP_WAIT_POLICY=%s): %s", env.get("OMP_WAIT_POLICY"), " ".join(cmd))
@@ -204,9 +221,19 @@ class LocalModelServer:
     def spawn(self) -> Self:
         """Start the runner without waiting for it: :attr:`base_url` is known at once, the model loads in its
         own process while the caller does other work (then :meth:`wait_ready`)."""
-        self._began = time.monotonic()
+        self._began, self._stopped = time.monotonic(), False
         self._spawn()  # in the calling thread, so the parent-death signal follows this thread's life
         return self
+
+    async def ensure_ready(self) -> Self:
+        """Start the server unless it was started (in the calling thread, as :meth:`spawn`), then wait until it
+        answers (:meth:`wait_ready`). Concurrent callers start it once."""
+        with self._spawning:
+            if self._stopped:
+                raise LocalModelError("the local model server was stopped")
+            if self.process is None and self.startup_seconds is None:
+                self.spawn()
+        return await self.wait_ready()
 
     async def wait_ready(self) -> Self:
         """Wait (without blocking the event loop) until the spawned server answers; raises
@@ -227,7 +254,7 @@ class LocalModelServer:
 
     def stop(self) -> None:
         """Terminate the server's process group, kill it after ``stop_timeout``; idempotent."""
-        process, self.process = self.process, None
+        process, self.process, self._stopped = self.process, None, True
         if process is not None:
             atexit.unregister(self.stop)
             if process.poll() is None:
@@ -321,23 +348,35 @@ class LocalRun(Generic[S]):
     server: LocalModelServer | None = None
 
     async def ready(self) -> None:
-        """Wait until the local model server answers (it loaded its model while the agent was being built)."""
+        """Wait until the local model server answers, starting it if :func:`maybe_local` only reserved it."""
         if self.server is not None:
-            await self.server.wait_ready()
+            await self.server.ensure_ready()
+
+    def chat_model(self, client_timeout: float | None = None) -> BaseChatModel | None:
+        """A chat model for :attr:`settings` whose every request first awaits :meth:`ready`, so a server that
+        was only reserved starts on the first model call; None without ``--local`` (the agent builds its own)."""
+        if self.server is None:
+            return None
+        from rags_expert.llm.chat import build_chat_model
+
+        return build_chat_model(self.settings.llm, client_timeout=client_timeout, before_request=self.ready)
 
 
 @contextlib.asynccontextmanager
-async def maybe_local(settings: S, enabled: bool) -> AsyncIterator[LocalRun[S]]:
-    """``settings`` unchanged, or (``enabled``) pointed at a local model server started for the block.
+async def maybe_local(settings: S, enabled: bool, *, on_demand: bool = False) -> AsyncIterator[LocalRun[S]]:
+    """``settings`` unchanged, or (``enabled``) pointed at a local model server for the block.
 
     The server is spawned, not awaited: the caller builds its agent (imports, knowledge base, embedding
-    model) while the server loads its model in its own process, then awaits ``ready()``. Every command with
-    a ``--local`` flag (ask, eval, kg) goes through this one helper.
+    model) while the server loads its model in its own process, then awaits ``ready()``. With ``on_demand``
+    it is only reserved (model, runner and port checked, :meth:`LocalModelServer.reserve`) and starts when
+    ``ready()`` is first awaited: by the caller, or by the first request of :meth:`LocalRun.chat_model`'s model.
+    Every command with a ``--local`` flag (ask, eval, kg, mcp) goes through this one helper.
     """
     if not enabled:
         yield LocalRun(settings)
         return
-    server = LocalModelServer(settings.local).spawn()
+    server = LocalModelServer(settings.local)
+    server.reserve() if on_demand else server.spawn()
     try:
         yield LocalRun(local_settings(settings, server.base_url), server)
     finally:

@@ -184,6 +184,14 @@ class LocalModelSettings(SettingsSection):
         le=MAX_SECONDS,
         description="Seconds to wait after SIGTERM before the server's process group is killed.",
     )
+    start_on_demand: bool = Field(
+        True,
+        description="'ask --local' starts the server at its first model request, not with the command, when the "
+        "model profile writes no draft (the small profile's question usually makes no model call: a follow-up is "
+        "condensed, nothing else asks the model). Measured: about 0.9 s a question that loading the model took "
+        "from the cores the grading uses (docs/local-model.md). A profile that drafts starts the server with the "
+        "command, beside the agent's build, as with False.",
+    )
     max_tokens: int = Field(
         256,
         ge=8,

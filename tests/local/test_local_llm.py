@@ -31,7 +31,8 @@ from rags_expert.local.server import (
 )
 from rags_expert.settings import LocalModelSettings, RagsExpertSettings
 
-# A stand-in "llama-server": a real HTTP server answering GET /v1/models, started with the
+# A stand-in "llama-server": a real HTTP server answering GET /v1/models (and every chat completion with
+# "pong"), started with the
 # runner's command line (-m MODEL --host H --port P ...). It also forks a grandchild that
 # must die with it (the process-group kill).
 FAKE_SERVER = f"""#!{sys.executable}
@@ -56,6 +57,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_response(200 if self.path == "/v1/models" else 404)
         self.end_headers()
         self.wfile.write(b'{{"data": []}}')
+    def do_POST(self):  # a chat completion that always says "pong"
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.dumps({{"id": "c", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{{"index": 0, "message": {{"role": "assistant", "content": "pong"}}, "finish_reason": "stop"}}],
+            "usage": {{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}}}).encode()
+        self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
     def log_message(self, *a):
         pass
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
@@ -323,11 +334,50 @@ async def test_maybe_local_yields_before_the_model_is_loaded_and_ready_waits_for
     assert _wait_dead(pids)
 
 
+@pytest.mark.slow
+async def test_an_on_demand_server_starts_on_the_chat_models_first_request(fake_runner, tmp_path):
+    """``ask --local`` with a profile that writes no draft: the server is only reserved (its URL known, nothing
+    running) until the chat model sends its first request, which starts it and waits for it; later requests
+    reuse it, and the block's end stops it."""
+    pids_file = tmp_path / "pids"
+    async with maybe_local(RagsExpertSettings(local=fake_runner), True, on_demand=True) as local:
+        assert local.server is not None and local.server.process is None and not pids_file.exists()
+        assert local.settings.llm.base_url == local.server.base_url
+        model = local.chat_model(client_timeout=10)
+        assert model is not None
+        assert (await model.ainvoke("ping")).content == "pong"
+        process = local.server.process
+        assert process is not None and pids_file.exists()
+        pids = [int(p) for p in pids_file.read_text().split()]
+        replies = await asyncio.gather(*(model.ainvoke("again") for _ in range(3)))
+        assert [r.content for r in replies] == ["pong"] * 3
+        assert local.server.process is process  # started once
+    assert _wait_dead(pids) and local.server.process is None
+    with pytest.raises(LocalModelError, match="was stopped"):  # a request after the block starts nothing
+        await local.ready()
+
+
+@pytest.mark.slow
+async def test_an_on_demand_server_that_is_never_called_never_starts(fake_runner, tmp_path):
+    async with maybe_local(RagsExpertSettings(local=fake_runner), True, on_demand=True) as local:
+        assert local.chat_model() is not None
+        await asyncio.sleep(0.3)
+    assert local.server is not None and local.server.process is None
+    assert not (tmp_path / "pids").exists()  # the runner never ran
+
+
+async def test_an_on_demand_server_reports_a_missing_model_at_once(fake_runner, tmp_path):
+    missing = fake_runner.model_copy(update={"model_path": tmp_path / "missing.gguf"})
+    with pytest.raises(LocalModelError, match="model file not found"):
+        async with maybe_local(RagsExpertSettings(local=missing), True, on_demand=True):
+            pytest.fail("the block must not start without a model")
+
+
 async def test_maybe_local_without_local_is_the_settings_unchanged(fake_runner):
     settings = RagsExpertSettings(local=fake_runner)
     async with maybe_local(settings, False) as local:
         await local.ready()
-        assert local.settings is settings and local.server is None
+        assert local.settings is settings and local.server is None and local.chat_model() is None
 
 
 @pytest.mark.slow
