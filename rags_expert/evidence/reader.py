@@ -3,7 +3,7 @@
 A candidate is a unit (sentence, list item, table row, code line) of a retrieved chunk. Its features
 (:data:`FEATURES`, :func:`feature_vectors`) are general ones: the evidence match and its parts (IDF-weighted and plain
 term coverage, the share of question terms its chunk lacks, whether the evidence's rules say it answers, whether it
-holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk (relative to the
+holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk and the unit's neighbours' (relative to the
 question's other candidates), the chunk's retrieval rank, the unit's kind, its length, and optionally the local model's question likelihood
 ``log P(q | heading + unit)`` per question token (UPR, :mod:`rags_expert.evidence.likelihood`). Scores also count
 relative to the question's best candidate, so one threshold fits every question.
@@ -56,6 +56,7 @@ FEATURES: tuple[str, ...] = (
     "e5_unit_rank",
     "e5_heading_z",
     "e5_chunk_z",
+    "e5_window_z",
     "retrieval",
     "kind_item",
     "kind_row",
@@ -99,13 +100,31 @@ def _ranks(values: Sequence[float | None]) -> list[float]:
     return out
 
 
+def _window(rows: Sequence[Mapping[str, Any]], key: str) -> list[float | None]:
+    """Per candidate, the highest ``key`` of its neighbours in its chunk (the units right before and after it;
+    candidates are listed in their chunks' order), its own when it has none: a unit that follows or precedes the
+    one the question describes (an option's ``Default: 30`` line after the sentence saying what it does) is read
+    with that one."""
+    out: list[float | None] = []
+    for i, row in enumerate(rows):
+        near = [
+            rows[j].get(key)
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(rows) and rows[j].get("doc") == row.get("doc") and rows[j].get(key) is not None
+        ]
+        out.append(max(near) if near else row.get(key))
+    return out
+
+
 def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
     """Per candidate of one question, its named features from the raw values :func:`candidates` records
     (``evidence``, ``e5_unit``, ``words``, ``ql`` summed over ``ql_tokens`` question tokens, …). ``*_gap`` is the
     candidate's value minus the question's best (≤ 0); similarities count only relative to the question's other
-    candidates (``*_z``: z-score, ``e5_unit_rank``: 1/(1+rank)), never by the embedding model's scale."""
+    candidates (``*_z``: z-score, ``e5_unit_rank``: 1/(1+rank)), never by the embedding model's scale;
+    ``e5_window_z`` is its neighbours' unit similarity (:func:`_window`)."""
     best = {key: max((_num(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage")}
     sims = {key: [r.get(key) for r in rows] for key in ("e5_unit", "e5_heading", "e5_chunk")}
+    sims["e5_window"] = _window(rows, "e5_unit")
     z = {key: _standardised(values) for key, values in sims.items()}
     unit_rank = _ranks(sims["e5_unit"])
     ql = [_num(r.get("ql")) / max(1, int(r.get("ql_tokens") or 1)) for r in rows]
@@ -129,6 +148,7 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
                 "e5_unit_rank": unit_rank[i],
                 "e5_heading_z": z["e5_heading"][i],
                 "e5_chunk_z": z["e5_chunk"][i],
+                "e5_window_z": z["e5_window"][i],
                 "retrieval": 1.0 / (1.0 + int(r.get("retrieval") or 0)),
                 "kind_item": float(kind == "item"),
                 "kind_row": float(kind == "row"),
