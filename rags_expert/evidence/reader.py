@@ -108,7 +108,7 @@ def _window(rows: Sequence[Mapping[str, Any]], key: str) -> list[float | None]:
     out: list[float | None] = []
     for i, row in enumerate(rows):
         near = [
-            rows[j].get(key)
+            float(rows[j][key])
             for j in (i - 1, i + 1)
             if 0 <= j < len(rows) and rows[j].get("doc") == row.get("doc") and rows[j].get(key) is not None
         ]
