@@ -194,8 +194,8 @@ def missing_weights(question: str, docs: Sequence[Document], frequencies: TermFr
     if frequencies is None:
         frequencies = TermFrequencies(len(helds), Counter(t for held in helds for t in held))
     weight = {t: frequencies.idf(t) for t in wanted}
-    total = sum(weight.values()) or 1.0
-    return [sum(w for t, w in weight.items() if t not in held) / total for held in helds]
+    total = math.fsum(weight.values()) or 1.0  # fsum: the same whatever order the set gave (the hash seed)
+    return [math.fsum(w for t, w in weight.items() if t not in held) / total for held in helds]
 
 
 async def candidates(

@@ -293,15 +293,19 @@ class EvidenceScorer:
                 absent = wanted - held
                 rows.append(_Row(i, unit, own & wanted, context, absent, hinted, bool(absent & name_terms)))
         weight = _local_idf(wanted, [r.own for r in rows])
-        total = sum(weight.values()) or 1.0
+        # fsum: exactly rounded whatever the order, and sets iterate in an order that changes with the process's
+        # hash seed; a plain sum's last bit then decided ties between chunks (the reranker's shared ranks)
+        total = math.fsum(weight.values()) or 1.0
         context_weight = self.settings.context_weight
         sims = await self._similarities(question, [r.unit.quote for r in rows])
         ranked = []
         for row, sim in zip(rows, sims, strict=True):
-            covered = sum(weight[t] for t in row.own) + context_weight * sum(weight[t] for t in row.context - row.own)
+            covered = math.fsum(weight[t] for t in row.own) + context_weight * math.fsum(
+                weight[t] for t in row.context - row.own
+            )
             cov = covered / total
             answers = _quotable(row.unit, kind, category) and self._answers(row, question, kind, category, sim)
-            missing = sum(weight[t] for t in row.absent) / total
+            missing = math.fsum(weight[t] for t in row.absent) / total
             match = Match(row.doc, row.unit.quote, cov, sim, missing, answers, self._blend(cov, sim), row.unit.factual)
             bonus = self.settings.measure_bonus if row.hinted else 0.0  # ranking only: "34 metres *tall*"
             ranked.append(((match.score + bonus, answers), match))
