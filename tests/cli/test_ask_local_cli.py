@@ -77,6 +77,14 @@ def test_an_unanswerable_question_is_an_honest_not_found(env):
     assert "Traceback" not in done.stderr
 
 
+def test_an_empty_question_is_answered_without_announcing_the_model(env):
+    done = run_cli(["ask", "--local", "   "], env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.strip() == "Please ask a question: the message was empty."
+    assert "local model" not in done.stderr  # nothing would start it: no line says it will
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.skipif(not missing_modules("llama_cpp_python"), reason="llama-cpp-python's server is installed here")
 def test_a_runner_that_is_not_installed_is_one_line_and_exit_2(env):
     done = run_cli(["ask", "--local", "Who built it?"], {**env, "RAGS_EXPERT_LOCAL__RUNNER": "llama_cpp_python"})
