@@ -273,15 +273,21 @@ def choose_threshold(res: list[Outcome], max_wrong: float, min_honest: float) ->
     return 1.0
 
 
-def out_of_fold_choices(
+def fold_selectors(
     questions: list[dict[str, Any]], names: tuple[str, ...], extra: Sequence[dict[str, Any]] = ()
-) -> list[Choice]:
-    """Every question's choice by a selector fitted on the other corpora and ``extra`` (leave one corpus out)."""
+) -> dict[str, Logistic]:
+    """Per corpus, the selector fitted on the other corpora and ``extra`` (leave one corpus out)."""
+    return {
+        held: fit(design([q for q in questions if q["corpus"] != held] + list(extra), names), names)
+        for held in sorted({q["corpus"] for q in questions})
+    }
+
+
+def out_of_fold_choices(questions: list[dict[str, Any]], selectors: dict[str, Logistic]) -> list[Choice]:
+    """Every question's choice by its corpus's :func:`fold_selectors` selector (fitted without that corpus)."""
     by_id: dict[str, Choice] = {}
-    for corpus in sorted({q["corpus"] for q in questions}):
-        train = [q for q in questions if q["corpus"] != corpus] + list(extra)
-        test = [q for q in questions if q["corpus"] == corpus]
-        for c in choices(test, fit(design(train, names), names)):
+    for corpus, selector in selectors.items():
+        for c in choices([q for q in questions if q["corpus"] == corpus], selector):
             by_id[c.id] = c
     return [by_id[q["id"]] for q in questions]
 
@@ -301,18 +307,17 @@ def out_of_fold(questions: list[dict[str, Any]], chosen: list[Choice], gate: flo
 def served_outcomes(
     questions: list[dict[str, Any]],
     served: list[dict[str, Any]],
-    names: tuple[str, ...],
+    selectors: dict[str, Logistic],
     chosen: list[Choice],
     gate: float,
-    extra: Sequence[dict[str, Any]] = (),
 ) -> list[Outcome]:
-    """Every ``served`` question's outcome when the reader of the other corpora (selector fitted on ``questions``
-    and ``extra``, calibrator on their out-of-fold ``chosen``) reads that question's ``served`` candidates: the
-    agent reads only the units of the chunks it graded relevant, a smaller set than the reader was fitted on."""
+    """Every ``served`` question's outcome when the reader of the other corpora (its corpus's :func:`fold_selectors`
+    selector, a calibrator on the other corpora's out-of-fold ``chosen``) reads that question's ``served``
+    candidates: the agent reads only the units of the chunks it graded relevant, a smaller set than the reader was
+    fitted on."""
     by_id: dict[str, Outcome] = {}
     corpus = {q["id"]: q["corpus"] for q in questions}
-    for held in sorted(set(corpus.values())):
-        selector = fit(design([q for q in questions if q["corpus"] != held] + list(extra), names), names)
+    for held, selector in selectors.items():
         calibrator = fit_calibrator([c for c in chosen if c.features and corpus[c.id] != held])
         test = [q for q in served if q["corpus"] == held]
         for q, o in zip(test, outcomes(choices(test, selector), calibrator, gate), strict=True):
@@ -477,13 +482,14 @@ def main() -> int:
     today = evidence_outcomes(questions)
     rows = [row("today's rules (best_answer)", rates(today, 0.5), top1(questions, today))]
     print(rows[-1])
-    chosen = out_of_fold_choices(questions, names, extra)
+    selectors = fold_selectors(questions, names, extra)
+    chosen = out_of_fold_choices(questions, selectors)
     judged = judged_on(questions, args.threshold_on)
     gate, held = choose_gate(questions, chosen, judged, args.max_wrong, args.min_honest)
     got, threshold = calibrated(held, judged, args.max_wrong, args.min_honest)
     if args.served:  # the agent reads only the relevant chunks' units: the threshold keeps the limits there too
         served = [q for q in load([args.served]) if q["kind"] not in TRAIN_ONLY]
-        served_res = served_outcomes(questions, served, names, chosen, gate, extra)
+        served_res = served_outcomes(questions, served, selectors, chosen, gate)
         on_served = choose_threshold(judged_on(served, args.threshold_on)(served_res), args.max_wrong, args.min_honest)
         threshold = max(threshold, on_served)
         got = rates(held, threshold)
@@ -510,7 +516,7 @@ def main() -> int:
     print(rows[-1])
     if args.llm:  # the same folds without the local model's features: what the question likelihood adds
         plain = tuple(n for n in names if n not in LIKELIHOOD_FEATURES)
-        res = out_of_fold(questions, out_of_fold_choices(questions, plain, extra), gate)
+        res = out_of_fold(questions, out_of_fold_choices(questions, fold_selectors(questions, plain, extra)), gate)
         got_p, t_p = calibrated(res, judged, args.max_wrong, args.min_honest)
         rows.append(row(f"reader without question likelihood (threshold {t_p:.2f})", got_p, top1(questions, res)))
         print(rows[-1])
@@ -527,7 +533,7 @@ def main() -> int:
             kept = tuple(n for n in names if n not in features)
             if kept == names:
                 continue
-            res = out_of_fold(questions, out_of_fold_choices(questions, kept, extra), gate)
+            res = out_of_fold(questions, out_of_fold_choices(questions, fold_selectors(questions, kept, extra)), gate)
             got_g, t_g = calibrated(res, judged, args.max_wrong, args.min_honest)
             rows.append(row(f"reader without {group} (threshold {t_g:.2f})", got_g, top1(questions, res)))
             print(rows[-1])
