@@ -55,7 +55,8 @@ async def ask(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         return 2
     async with maybe_local(settings, args.local, on_demand=True) as local:
-        if args.local and not args.quiet and not args.json and args.question.strip():  # an empty one ends unread
+        # an empty question ends before any model call: no line announces the model
+        if args.local and not args.quiet and not args.json and args.question.strip():
             when = "starting the local model" if starts_now(local) else "the local model starts when first called"
             print(f"[{when}{local_note(settings)}]", file=sys.stderr, flush=True)
         return await answer(args, local)
