@@ -95,7 +95,7 @@ def size_label(params: int) -> str:
 def local_profile(loc: LocalModelSettings) -> tuple[ModelProfileName, str]:
     """The model profile of the local model and the words saying why (``SmolLM2-135M-Instruct.Q4_1.gguf, 135M
     parameters: profile small``): ``local.profile`` when set, else by the GGUF's parameter count against
-    ``local.small_below_params`` (``small`` when the file cannot be read)."""
+    ``local.small_below_params`` and ``local.compact_below_params`` (``small`` when the file cannot be read)."""
     from rags_expert.local.command import find_model
 
     if loc.profile != "auto":
@@ -105,5 +105,7 @@ def local_profile(loc: LocalModelSettings) -> tuple[ModelProfileName, str]:
         params = parameter_count(path)
     except (GGUFError, OSError) as exc:
         return "small", f"{path.name}: size unknown ({type(exc).__name__}): profile small"
-    profile: ModelProfileName = "small" if params < loc.small_below_params else "standard"
+    profile: ModelProfileName = (
+        "small" if params < loc.small_below_params else "compact" if params < loc.compact_below_params else "standard"
+    )
     return profile, f"{path.name}, {size_label(params)} parameters: profile {profile}"

@@ -23,6 +23,7 @@ from pathlib import Path
 OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "generate": frozenset({"feedback", "lessons", "language"}),
     "generate_small": frozenset({"feedback", "lessons", "language"}),
+    "generate_compact": frozenset({"feedback", "lessons", "language"}),
     "rephrase_query": frozenset({"previous_queries", "feedback"}),
     "answer_system": frozenset({"date"}),
     "failure_not_found": frozenset({"partial"}),

@@ -110,6 +110,7 @@ class RagNodes:
             deps.evidence,
             deps.settings.evidence,
             by_llm=deps.profile.relevance == "llm",
+            by_rank=deps.profile.relevance == "retrieval",
             pair_coverage=hops.pair_coverage if hops.max_hops > 1 else None,
         )
         self.verdicts = AnswerJudge(

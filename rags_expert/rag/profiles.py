@@ -1,7 +1,7 @@
 """Model profiles: which checks of the RAG graph the chat model makes and which the evidence makes.
 
-| check | ``standard`` (API models) | ``small`` (``--local``, SmolLM2-135M) |
-|---|---|---|
+| check | ``standard`` (API models) | ``compact`` (local ~0.5-3B, e.g. Qwen2.5-1.5B) | ``small`` (``--local``, SmolLM2-135M) |
+|---|---|---|---|
 | chunk relevance | LLM grader | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
 | answer prompt | ``generate`` | ``generate_small`` (copy the answering words, one line) |
 | knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's best sentence |
@@ -35,7 +35,9 @@ from rags_expert.evidence.text import TermFrequencies
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings
 from rags_expert.settings.evidence import RefinementMethod
 
-Judge = Literal["llm", "evidence"]
+Judge = Literal["llm", "evidence", "retrieval", "cited"]
+"""Who decides a check: the chat model, the evidence's rules, the retrieval's ranking (relevance: the top chunks
+go to the writer), or the cited text (grounded / useful: :func:`~rags_expert.rag.verdict.cited.cited_verdicts`)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,22 @@ PROFILES: dict[str, ModelProfile] = {
         regenerate=True,
         write_lessons=True,
         extractive_fallback=False,
+    ),
+    "compact": ModelProfile(
+        name="compact",
+        relevance="retrieval",
+        grounded="cited",
+        useful="cited",
+        answer_prompt="generate_compact",
+        refinement="off",
+        max_strips=2,
+        reattribute=False,
+        answer_stop=(),
+        rephrase=False,
+        regenerate=False,
+        write_lessons=False,
+        extractive_fallback=False,
+        multihop="evidence",
     ),
     "small": ModelProfile(
         name="small",

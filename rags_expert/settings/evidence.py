@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 
 from rags_expert.settings.base import SettingsSection
 
-ModelProfileName = Literal["standard", "small"]
+ModelProfileName = Literal["standard", "compact", "small"]
 
 
 class EvidenceSettings(SettingsSection):
@@ -139,6 +139,15 @@ class EvidenceSettings(SettingsSection):
         le=1.0,
         description="Share of an answer sentence's terms one chunk sentence (or two neighbouring ones, with the "
         "chunk's title) must hold to support it; 1.0: a weak model's answer may add no word of its own.",
+    )
+    min_cited_support: float = Field(
+        0.75,
+        ge=0.0,
+        le=1.0,
+        description="The compact profile's check: the least share, over the answer's sentences, of the terms a "
+        "sentence adds to the question that one span of a chunk it cites holds; below it the answer is not a "
+        "success (the honest failure, quoting the closest passages). Fitted on dev questions for at most 5 % wrong "
+        "answers (bench/local_designs.py).",
     )
     span_min_support: float = Field(
         0.5,

@@ -224,16 +224,24 @@ class LocalModelSettings(SettingsSection):
     )
     profile: ModelProfileName | Literal["auto"] = Field(
         "auto",
-        description="evidence.profile used with the local model: 'small' lets the evidence grade and keeps the "
-        "model to writing a short answer (its own graders are at chance); 'standard' trusts it like an API model; "
-        "'auto' picks by the GGUF's own parameter count: 'small' below small_below_params, else 'standard'.",
+        description="evidence.profile used with the local model: 'small' lets the evidence grade and quote (the "
+        "model's own graders are at chance); 'compact' has the model write the answer from the top chunks and the "
+        "evidence check what it cites; 'standard' trusts it like an API model; 'auto' picks by the GGUF's own "
+        "parameter count: 'small' below small_below_params, 'compact' below compact_below_params, else 'standard'.",
     )
     small_below_params: int = Field(
+        1_000_000_000,
+        ge=0,
+        le=10**15,
+        description="profile 'auto': a GGUF model with fewer parameters than this (1B) gets the 'small' profile "
+        "(the bundled SmolLM2-135M does; Qwen2.5-0.5B wrote fewer right answers than the small profile quotes).",
+    )
+    compact_below_params: int = Field(
         3_000_000_000,
         ge=0,
         le=10**15,
-        description="profile 'auto': a GGUF model with fewer parameters than this (3B) gets the 'small' profile "
-        "(the bundled SmolLM2-135M does), a larger one 'standard'.",
+        description="profile 'auto': a GGUF model from small_below_params up to this (3B) gets the 'compact' "
+        "profile (Qwen2.5-1.5B: docs/local-model.md), a larger one 'standard'.",
     )
 
 

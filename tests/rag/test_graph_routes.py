@@ -412,7 +412,7 @@ async def test_partial_answer_keeps_its_own_sources_when_the_context_is_trimmed(
     script = Script(
         grounded=lambda t: next(grounded),
         useful=lambda t: '{"useful": false, "missing": "more"}',
-        generate=lambda t: "Fact [1].",
+        generate=lambda t: "It has a moat [1].",  # a fact (a bare "Fact [1]." restates the question)
         rephrase=lambda t: '{"query": "castle fact number"}',
     )
 
@@ -437,7 +437,7 @@ async def test_partial_answer_keeps_its_own_sources_when_the_context_is_trimmed(
     _, msg = await run(agent, "castle facts?")
     meta = msg.response_metadata
     assert meta["outcome"] == "failure" and script.count("generate") == 3
-    assert "Fact [1]." in msg.content
+    assert "It has a moat [1]." in msg.content
     assert [(s["n"], s["title"]) for s in meta["sources"]] == [(1, "c0")]  # not c2, now chunk 1 of the context
 
 

@@ -3,6 +3,7 @@
 * one grading call per chunk, all in one wave (``grading.concurrency`` caps it for single-slot servers);
 * or, with ``grading.batch``, one call listing the relevant chunk numbers, falling back to one call per chunk
   when the reply names no readable list;
+* or, in the ``compact`` profile, none: the reranked top chunks go to the writer, which may decline;
 * or, in the ``small`` profile, the evidence (no call): a chunk whose best sentence matches the question
   well enough (``evidence.min_relevance``), and the two chunks of a linked pair (one names the other's title,
   together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag.retrieve.bridge.
@@ -44,6 +45,8 @@ class RelevanceJudge:
     settings: EvidenceSettings
     by_llm: bool
     """The profile's choice: the chat model grades (``standard``) or the evidence does (``small``)."""
+    by_rank: bool = False
+    """The profile's choice (``compact``): every retrieved chunk, in the retrieval's order, goes to the writer."""
     pair_coverage: float | None = None
     """The evidence's linked pairs are relevant from this coverage (None: off; ``multihop.max_hops`` 1)."""
 
@@ -51,6 +54,8 @@ class RelevanceJudge:
         """Verdicts for ``docs``; a model failure is returned in ``error``, never raised."""
         if not docs:
             return Judged([], 0)
+        if self.by_rank:  # the compact profile: the writer reads the top chunks and may decline
+            return Judged([True] * len(docs), 0)
         if not self.by_llm:
             scores = await self.evidence.relevance(question, docs)
             verdicts = [score >= self.settings.min_relevance for score in scores]

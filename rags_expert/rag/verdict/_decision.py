@@ -2,7 +2,9 @@
 
 The answer is first given citations where it lacks them (:func:`~rags_expert.rag.verdict._evidence.attribute`).
 It is then rejected without a grading call when it is empty, or cites no chunk while ``require_citations`` is on;
-otherwise the evidence decides (the ``small`` profile: :func:`~rags_expert.rag.verdict._evidence.evidence_verdicts`),
+then an answer that declines or states nothing beyond the question (:mod:`~rags_expert.rag.verdict.cited`) is
+rejected in every profile, whatever a grader would say; otherwise the cited text decides (the ``compact`` profile:
+:func:`~rags_expert.rag.verdict.cited.cited_verdicts`), or the evidence (the ``small`` profile: :func:`~rags_expert.rag.verdict._evidence.evidence_verdicts`),
 or accepts an answer that quotes what it cites (``evidence.verify_answers``: :mod:`~rags_expert.rag.verdict.verified`),
 or the two LLM graders decide (grounded, useful). A rejection's ``feedback`` is read by the next generation and by
 the rephrasing; its ``failure_reason`` (``not_grounded`` / ``not_useful``) is the run's if it ends here.
@@ -29,6 +31,7 @@ from rags_expert.rag.grade.refinement import refined_context
 from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.verdict._evidence import Attribution, attribute, evidence_verdicts
+from rags_expert.rag.verdict.cited import RESTATES, cited_verdicts, declines, states_something
 from rags_expert.rag.verdict.verified import evidence_accepts
 from rags_expert.rag.wrappers.failsafe import failure
 from rags_expert.settings import RagsExpertSettings
@@ -71,7 +74,27 @@ class AnswerJudge:
                 "feedback": feedback,
                 "failure_reason": FailureReason.NOT_GROUNDED.value,
             }
-        if self.profile.grounded == "evidence" and attribution is not None:
+        if declines(answer) or not states_something(answer, state["question"]):  # in every profile, no call
+            feedback = "the model found no answer in the chunks" if declines(answer) else RESTATES
+            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
+            return update | {
+                "grounded": True,
+                "useful": False,
+                "feedback": feedback,
+                "failure_reason": FailureReason.NOT_USEFUL.value,
+            }
+        if self.profile.grounded == "cited":
+            cited = cited_verdicts(
+                state["question"],
+                answer,
+                relevant,
+                self.settings.evidence.min_cited_support,
+                require_citations=self.settings.require_citations,
+            )
+            emit("answer_support", generation=value(state, "generations"), support=round(cited.support, 3))
+            grounded = Verdict(cited.grounded, True, "", "" if cited.grounded else cited.reason)
+            useful = Verdict(cited.useful, True, "", "" if cited.useful else cited.reason)
+        elif self.profile.grounded == "evidence" and attribution is not None:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.evidence)
             grounded = Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
             useful = Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)

@@ -1,0 +1,66 @@
+"""An answer that states no fact is never given as a success (issue 52): whatever the profile, and however the
+model grades it. A scripted 127.0.0.1 OpenAI-compatible server plays a weak model that restates the question or
+cites nothing, and grades everything relevant, grounded and useful; ``ask`` must end in the honest failure."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.cli_run import cli_env, ingest_docs, run_cli
+from helpers.openai_server import OpenAIServer, request_kind
+
+pytestmark = pytest.mark.slow
+
+DOCS = {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by the masons of Orlen.\n"}
+QUESTION = "When was Castle Varen built?"
+
+
+def trusting(answer: str):
+    """A model that writes ``answer`` and approves every chunk and every answer."""
+
+    def script(body):
+        kind = request_kind(body)
+        if kind == "relevance":
+            return {"relevant": True}
+        if kind in ("grounded", "useful"):
+            return {kind: True}
+        if kind == "rephrase":
+            return {"query": "Castle Varen construction"}
+        return answer
+
+    return script
+
+
+def ask(tmp_path, answer: str, profile: str):
+    env = cli_env(ingest_docs(tmp_path, DOCS)) | {"RAGS_EXPERT_EVIDENCE__PROFILE": profile}
+    with OpenAIServer(trusting(answer)) as server:
+        done = run_cli(["ask", "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "m", "-q", QUESTION], env)
+    return done
+
+
+@pytest.mark.parametrize("profile", ["standard", "compact"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Castle Varen was built [1].",  # restates the question
+        "The time when Castle Varen was built is [1].",
+        "[1][2].",  # an empty citation
+        "NOT FOUND",  # the compact prompt's decline
+    ],
+)
+def test_an_answer_without_a_fact_is_the_honest_failure(tmp_path, profile, answer):
+    done = ask(tmp_path, answer, profile)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert not done.stdout.startswith(answer)
+
+
+def test_the_compact_profile_accepts_an_answer_its_citation_holds(tmp_path):
+    done = ask(tmp_path, "Castle Varen was built in 1412 [1].", "compact")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Castle Varen was built in 1412 [1].")
+
+
+def test_the_compact_profile_rejects_what_its_citation_does_not_hold(tmp_path):
+    done = ask(tmp_path, "Castle Varen was built in 1523 by King Olaf of Denmark [1].", "compact")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "1523" not in done.stdout.splitlines()[0]
