@@ -1,0 +1,66 @@
+"""``ask --local`` on the real instruction models of the benchmarks (Qwen2.5-Coder-1.5B / 0.5B-Instruct, GGUF), as a
+user runs it: the profile ``auto`` picks for the file, a right cited answer, an honest "could not find" and no
+answer that states nothing. Optional and slow: the models are fetched by ``python bench/models.py`` (about 1.6 GB,
+never a dependency); without them each test is skipped with that command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.cli_run import cli_env, ingest_docs, run_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import models  # noqa: E402  (bench/models.py: the fetched GGUFs)
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "server.md": "# Server options\n\n"
+    "The `--workers` option sets how many worker processes serve requests. It defaults to 4.\n\n"
+    "The `--timeout` option is the number of seconds a worker may stay silent before it is restarted. "
+    "The default timeout is 30 seconds.\n",
+    "deploy.md": "# Deploying\n\nPut the server behind a reverse proxy such as nginx, which buffers slow clients.\n",
+}
+
+
+def model_or_skip(key: str) -> Path:
+    path = models.model_path(key)
+    if path is None:
+        pytest.skip(models.skip_reason(key))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return ingest_docs(tmp_path_factory.mktemp("instruct"), DOCS)
+
+
+def ask(data_dir: Path, model: Path, question: str):
+    done = run_cli(["ask", "--local", "--model-path", str(model), "--json", question], cli_env(data_dir), timeout=600)
+    assert "Traceback" not in done.stderr
+    return done, (json.loads(done.stdout) if done.stdout.strip() else {})
+
+
+def test_the_1_5b_model_gets_the_compact_profile_and_a_cited_answer(data_dir):
+    model = model_or_skip("1.5b")
+    done, reply = ask(data_dir, model, "How long can a worker stay silent before it is restarted by default?")
+    assert "profile compact" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "30" in reply["answer"]
+    assert any("30 seconds" in s["content"] for s in reply["sources"])
+
+
+def test_the_1_5b_model_is_honest_about_what_the_documents_do_not_say(data_dir):
+    model = model_or_skip("1.5b")
+    done, reply = ask(data_dir, model, "Which TLS cipher suites does the server enable by default?")
+    assert done.returncode == 1, reply.get("answer")
+
+
+def test_the_0_5b_model_gets_the_profile_its_size_calls_for(data_dir):
+    model = model_or_skip("0.5b")
+    done, _ = ask(data_dir, model, "How many worker processes are there by default?")
+    assert "profile small" in done.stderr
+    assert done.returncode in (0, 1), done.stderr
