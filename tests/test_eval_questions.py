@@ -122,3 +122,26 @@ def test_the_example_set_over_our_docs_is_answered_there():
             assert not any(re.search(p, q.question, re.IGNORECASE) for p in q.patterns), q.id
         else:
             assert all(normalise(a) in normalise(text) for a in q.answers), q.id
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (  # read leniently, lines 3-5 were one question: "Who built it?,Albrecht\nWhere?,..."
+            'question,patterns\nWhen was it built?,1412\n\n"Who built it?,Albrecht\nWhere is it?,Mura\n',
+            'line 4: a quote opened on this line is never closed (an unbalanced "): close it, or write a quote inside '
+            'a quoted cell as ""',
+        ),
+        (
+            'question,patterns\nWhen was it built?,1412\n"Who built it?,Albrecht\nWhere"?,Mura\nWhy?,x\n',
+            "line 3: not CSV (',' expected after '\"')",
+        ),
+    ],
+    ids=["never-closed", "closed-mid-cell"],
+)
+def test_an_unbalanced_quote_in_csv_is_an_error_naming_its_line(tmp_path, text, message):
+    path = tmp_path / "q.csv"
+    path.write_text(text)
+    with pytest.raises(QuestionSetError) as raised:
+        load_question_set(path)
+    assert str(raised.value) == f"{path} {message}"

@@ -186,6 +186,13 @@ def test_a_judge_that_fails_or_answers_garbage_leaves_the_question_unjudged(kb):
             "regex.csv line 3: pattern 'Albrecht(' is not a regular expression (missing ), unterminated subpattern at "
             "position 8)",
         ),
+        (  # read leniently, the rest of the file was one question, "honest", exit 0
+            "quote.csv",
+            'question,patterns\nWhen was Castle Varen built?,1412\n"Who built it?,Albrecht\nWho founded the moon '
+            "base?,\n",
+            'quote.csv line 3: a quote opened on this line is never closed (an unbalanced "): close it, or write a '
+            'quote inside a quoted cell as ""',
+        ),
     ],
 )
 def test_a_malformed_question_file_is_one_line_naming_the_line(tmp_path, name, text, message):
