@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from helpers.cli_run import cli_env, ingest_docs, run_cli
-from helpers.openai_server import OpenAIServer, error, prompt_text, request_kind, tag_content
+from helpers.openai_server import OpenAIServer, error, held, prompt_text, request_kind, tag_content
 
 pytestmark = pytest.mark.slow
 
@@ -213,3 +213,15 @@ def test_a_compare_file_that_is_no_report_is_an_error_before_any_question(tmp_pa
     assert done.stderr.splitlines() == [
         f"error: {old}: not a report.json of rags-expert eval (format rags-expert-eval/1)"
     ]
+
+
+def test_a_judge_that_times_out_says_so(kb):
+    """The judge's fault names what went wrong (it read "TimeoutError:" with nothing after the colon)."""
+    root, env = kb
+    questions = write_jsonl(root / "timeout.jsonl", [QUESTIONS[1]])
+    with_timeout = {**env, "RAGS_EXPERT_EVALUATION__JUDGE_TIMEOUT": "1"}
+    done, _ = evaluate(with_timeout, model(judge=lambda body: held("{}")), [str(questions), "--out", str(root / "t")])
+    assert done.returncode == 0, done.stderr
+    (fault,) = json.loads((root / "t" / "report.json").read_text())["meta"]["judge"]["faults"]
+    assert fault == "TimeoutError: no reply within 1 s (evaluation.judge_timeout)"
+    assert f"the judge failed: {fault}" in done.stderr
