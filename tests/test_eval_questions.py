@@ -122,3 +122,85 @@ def test_the_example_set_over_our_docs_is_answered_there():
             assert not any(re.search(p, q.question, re.IGNORECASE) for p in q.patterns), q.id
         else:
             assert all(normalise(a) in normalise(text) for a in q.answers), q.id
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (  # read leniently, lines 3-5 were one question: "Who built it?,Albrecht\nWhere?,..."
+            'question,patterns\nWhen was it built?,1412\n\n"Who built it?,Albrecht\nWhere is it?,Mura\n',
+            'line 4: a quote opened on this line is never closed (an unbalanced "): close it, or write a quote inside '
+            'a quoted cell as ""',
+        ),
+        (
+            'question,patterns\nWhen was it built?,1412\n"Who built it?,Albrecht\nWhere"?,Mura\nWhy?,x\n',
+            "line 3: not CSV (',' expected after '\"')",
+        ),
+    ],
+    ids=["never-closed", "closed-mid-cell"],
+)
+def test_an_unbalanced_quote_in_csv_is_an_error_naming_its_line(tmp_path, text, message):
+    path = tmp_path / "q.csv"
+    path.write_text(text)
+    with pytest.raises(QuestionSetError) as raised:
+        load_question_set(path)
+    assert str(raised.value) == f"{path} {message}"
+
+
+def _result(ident: str, verdict: str = "right"):
+    from rags_expert.evaluation.scoring import Result
+
+    return Result(ident, f"{ident}?", "answerable", [], verdict, 0, "x", "", False, None, "patterns", 0.1, 1, 10)
+
+
+def test_a_run_report_is_partial_until_it_finishes_and_resumable_meanwhile(tmp_path):
+    """Each result is in report.partial.json as soon as it is added; report.json only at the end, in question order."""
+    from rags_expert.evaluation.report import PARTIAL, RunReport, load_report, resumable
+
+    run = RunReport(tmp_path, lambda: {"model": "m"}, 3, [])
+    run.write_partial()
+    assert resumable(tmp_path) is None  # nothing answered yet: nothing to resume
+    run.add(_result("b"))
+    meta, results = resumable(tmp_path) or ({}, [])
+    assert (meta["partial"], meta["answered"], meta["questions_total"], results) == (True, 1, 3, [_result("b")])
+    assert not (tmp_path / "report.json").exists()
+    run = RunReport(tmp_path, lambda: {"model": "m"}, 3, results)
+    run.add(_result("a", "wrong"))
+    run.add(_result("c"))
+    report = run.finish(["a", "b", "c"])
+    assert [r["id"] for r in report["results"]] == ["a", "b", "c"] and "partial" not in report["meta"]
+    assert load_report(tmp_path / "report.json")["summary"]["right"] == 2
+    assert not (tmp_path / PARTIAL).exists()
+
+
+@pytest.mark.parametrize(
+    ("report", "fault"),
+    [
+        ({"results": []}, "not a report.json of rags-expert eval (format rags-expert-eval/1)"),
+        ({"format": "rags-expert-eval/1", "results": []}, "a report.json of rags-expert eval without its 'summary'"),
+        ({"format": "rags-expert-eval/1", "summary": {}, "results": [{"verdict": "right"}]}, "result 1 has no 'id'"),
+        ({"format": "rags-expert-eval/1", "summary": {}, "results": [{"id": "a"}]}, "result 1 has no 'verdict'"),
+    ],
+)
+def test_a_report_without_what_a_comparison_reads_is_refused_naming_what_lacks(tmp_path, report, fault):
+    import json
+
+    from rags_expert.evaluation.report import ReportError, load_report
+
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(report))
+    with pytest.raises(ReportError) as raised:
+        load_report(path)
+    assert str(raised.value) == f"{path}: {fault}"
+
+
+def test_an_out_folder_is_checked_before_any_question(tmp_path):
+    from rags_expert.evaluation.report import ReportError, check_out
+
+    check_out(tmp_path / "new" / "out")
+    assert (tmp_path / "new" / "out").is_dir()
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(ReportError, match=r"is a file, not a folder"):
+        check_out(tmp_path / "taken")
+    with pytest.raises(ReportError, match=r"cannot write there \(Not a directory\): name a folder you can write$"):
+        check_out(tmp_path / "taken" / "out")

@@ -3,12 +3,16 @@
 ``rags-expert eval QUESTIONS.jsonl`` (or ``.yaml``, ``.csv``) asks every question of the set against the configured
 knowledge base (``--ingest DIR`` ingests DIR first), scores each reply (docs/evaluation.md), shows a progress bar,
 prints a table grouped by kind and tag and writes ``<out>/report.json`` and ``<out>/report.png``. ``--compare
-OLD.json`` prints what changed since an earlier run; ``--min-right`` / ``--max-wrong`` make it a CI gate.
+OLD.json`` prints what changed since an earlier run; ``--min-right`` / ``--max-wrong`` make it a CI gate. ``--out``
+and ``--compare`` are checked before the first question; each answer is kept in ``<out>/report.partial.json`` as
+its question ends, so an interrupted run (Ctrl-C: one line saying where) loses nothing and ``--resume`` asks only
+the questions it lacks.
 
 ``rags-expert eval hotpotqa [--split dev]`` runs the built-in HotpotQA set (:mod:`rags_expert.evaluation.hotpotqa`).
 
 Exit codes: 0 the evaluation ran (and its gates held); 1 a gate was not met; 2 an error (a malformed question
-file or report, a failed ingestion, every question ending in an error).
+file or report, an ``--out`` that cannot be written, a failed ingestion, every question ending in an error); 130
+interrupted (the partial report kept).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from rags_expert.settings import RagsExpertSettings
 
 if TYPE_CHECKING:
     from rags_expert.evaluation.judge import Judge
+    from rags_expert.evaluation.questions import Question
+    from rags_expert.evaluation.scoring import Result
 
 EVAL_FLAGS = {**ASK_FLAGS, "judge_model": "evaluation.judge_model"}
 """Flags of ``eval`` that override settings (argparse dest -> settings path)."""
@@ -46,10 +52,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def evaluate_questions(args: argparse.Namespace) -> int:
-    """Ask the question set, print the table (and the comparison), write the report; the exit code."""
+    """Ask the question set, print the table (and the comparison), write the report; the exit code.
+
+    ``--out`` and ``--compare`` are checked before anything is asked; every answer is kept in the partial report
+    as its question ends (:class:`~rags_expert.evaluation.report.RunReport`), which ``--resume`` goes on from."""
     from rags_expert.evaluation.compare import comparison
     from rags_expert.evaluation.questions import QuestionSetError, load_question_set
-    from rags_expert.evaluation.report import build_report, load_report, table, write_json, write_plot
+    from rags_expert.evaluation.report import (
+        PARTIAL,
+        ReportError,
+        RunReport,
+        check_out,
+        load_report,
+        table,
+        write_plot,
+    )
     from rags_expert.evaluation.runner import ask_questions
     from rags_expert.hosts.progress import EvalProgress
     from rags_expert.local.server import maybe_local
@@ -57,46 +74,80 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
     settings = cast(RagsExpertSettings, args_settings(args))
     try:
         questions = load_question_set(Path(args.questions))[: args.limit]
+    except QuestionSetError as exc:
+        return fail(str(exc))
+    try:
         old = load_report(args.compare) if args.compare else None
-    except (QuestionSetError, ValueError) as exc:
+    except ReportError as exc:
+        return fail(f"--compare {exc}: name a report.json that rags-expert eval wrote")
+    try:
+        check_out(args.out)
+        earlier = resumed_results(args, questions)
+    except ReportError as exc:
         return fail(str(exc))
     if args.ingest and (code := ingest(args)) != 0:
         return code
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    started = earlier[0].get("started") if earlier else None
+    started = started or datetime.now(UTC).isoformat(timespec="seconds")
+    done = earlier[1] if earlier else []
+    finished = {r.id for r in done}
+    todo = [q for q in questions if q.id not in finished]
     async with maybe_local(settings, args.local) as local:
         judge, judging = pick_judge(local.settings, args.local)
         judge_fn = judge.same_fact if judge is not None else None
+
+        def meta() -> dict[str, Any]:
+            return {
+                "questions_file": str(args.questions),
+                "started": started,
+                "model": model_label(local.settings, args.local),
+                "local": bool(args.local),
+                "judging": judging,
+                "judge": judge.summary() if judge is not None else None,
+                "collection": local.settings.store.collection,
+                "top_k": local.settings.retrieval.top_k,
+                **({"resumed_with": len(done)} if done else {}),
+            }
+
+        model = model_label(local.settings, args.local)
+        if earlier and earlier[0].get("model") != model:
+            return fail(
+                f"--resume: {args.out / PARTIAL} holds answers of the model {earlier[0].get('model')!r}, not "
+                f"{model!r}: resume with that model, or delete {args.out / PARTIAL} to start over"
+            )
+        run = RunReport(args.out, meta, len(questions), done)
+        run.write_partial()
         if not args.quiet:
+            again = f", {len(done)} answered before (--resume)" if done else ""
             print(
-                f"[{len(questions)} questions, model {model_label(local.settings, args.local)}; {judging}]",
+                f"[{len(questions)} questions{again}, model {model_label(local.settings, args.local)}; {judging}]",
                 file=sys.stderr,
             )
         await local.ready()
-        progress = EvalProgress(len(questions), sys.stderr, args.quiet)
+        progress = EvalProgress(len(todo), sys.stderr, args.quiet)
+
+        def on_result(result: Result) -> None:
+            run.add(result)
+            progress.result(result.verdict, result.seconds, result.question)
+
         try:
-            results = await ask_questions(
-                local.settings,
-                questions,
-                judge=judge_fn,
-                on_result=lambda r: progress.result(r.verdict, r.seconds, r.question),
+            try:
+                await ask_questions(local.settings, todo, judge=judge_fn, on_result=on_result)
+            finally:
+                progress.close()
+        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: asyncio.run cancels this task
+            print(
+                f"interrupted: {len(run.results)} of {len(questions)} questions answered, kept in "
+                f"{run.partial_path} (marked partial); add --resume to the same command to ask the rest",
+                file=sys.stderr,
             )
-        finally:
-            progress.close()
-    meta = {
-        "questions_file": str(args.questions),
-        "started": started,
-        "model": model_label(local.settings, args.local),
-        "local": bool(args.local),
-        "judging": judging,
-        "judge": judge.summary() if judge is not None else None,
-        "collection": local.settings.store.collection,
-        "top_k": local.settings.retrieval.top_k,
-    }
-    report = build_report(results, meta)
-    json_path, png_path = write_json(report, args.out), write_plot(report, args.out)
+            raise
+        report = run.finish([q.id for q in questions])
+    results = run.results
+    png_path = write_plot(report, args.out)
     print(f"judged by: {judging}")
     print(table(report))
-    print(f"\nreport: {json_path}")
+    print(f"\nreport: {args.out / 'report.json'}")
     print(
         f"plot: {png_path}"
         if png_path
@@ -107,6 +158,26 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
     if results and all(r.verdict == "error" for r in results):
         return fail(f"every question ended in an error (the first: {results[0].error or results[0].reason})")
     return gate(report["summary"], args)
+
+
+def resumed_results(args: argparse.Namespace, questions: list[Question]) -> tuple[dict[str, Any], list[Result]] | None:
+    """The ``meta`` and the results to keep of the interrupted run in ``--out`` with ``--resume`` (those of
+    questions still in the set, asked as they are now); None when there is nothing to resume. Without
+    ``--resume`` a partial report with answers in it is a :class:`ReportError`: it is not overwritten unasked."""
+    from rags_expert.evaluation.report import PARTIAL, ReportError, resumable
+
+    earlier = resumable(args.out)
+    if earlier is None:
+        return None
+    meta, results = earlier
+    partial = args.out / PARTIAL
+    if not args.resume:
+        raise ReportError(
+            f"--out {args.out} holds the partial report of an interrupted run ({len(results)} questions answered): "
+            f"add --resume to ask only the rest, or delete {partial} to start over"
+        )
+    asked = {q.id: q.question for q in questions}
+    return meta, [r for r in results if asked.get(r.id) == r.question]
 
 
 def pick_judge(settings: RagsExpertSettings, local: bool) -> tuple[Judge | None, str]:
@@ -243,7 +314,17 @@ def register(subparsers: Any) -> None:
         help="chat model judging answer texts (default: the answering model; RAGS_EXPERT_EVALUATION__JUDGE_MODEL)",
     )
     p.add_argument("--limit", type=positive_int, help="the first N questions only")
-    p.add_argument("--out", type=Path, default=Path("eval-out"), help="where the JSON report and PNG plot go")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("eval-out"),
+        help="the folder the JSON report and PNG plot go to (report.partial.json while the run goes on)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the partial report of an interrupted run in --out: ask only the questions it lacks",
+    )
     p.add_argument("--model", type=setting_type("llm.model"), help="chat model name (RAGS_EXPERT_LLM__MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (RAGS_EXPERT_LLM__BASE_URL)")
     p.add_argument("-k", "--top-k", type=setting_type("retrieval.top_k"), help="chunks retrieved per query")

@@ -2,7 +2,8 @@
 
 ``rags-expert verify ANSWER.json`` reads an answer saved with ``rags-expert ask --json`` and checks every span
 citation against the knowledge base as it is now (:mod:`rags_expert.retrieval.verify`): one line per answer
-sentence, ``ok`` / ``moved`` / ``changed`` / ``gone`` (or ``unsupported``: it was never cited).
+sentence, ``ok`` / ``moved`` / ``changed`` / ``gone`` (or ``unsupported``: it was never cited), and one per closest
+passage a not-found answer quotes (``closest passage: ...``).
 
 Only a regular file of at most :data:`MAX_ANSWER_BYTES` (16 MiB) is read: a named pipe, a device or a socket is
 refused unread. UTF-8 (with or without a byte-order mark), UTF-16 and UTF-32 are read. Nothing is created: a
@@ -120,7 +121,8 @@ def describe(check: CitationCheck) -> str:
     where = check.where
     moved = f" → {printable(where['uid'])}[{where['start']}:{where['end']}]" if where else ""
     uid = f" {printable(check.uid)}" if check.uid else ""
-    return f"{check.status:<11}{uid}{moved}  {printable(check.sentence, 100)}"
+    what = "closest passage: " if check.kind == "closest" else ""
+    return f"{check.status:<11}{uid}{moved}  {what}{printable(check.sentence, 100)}"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -150,5 +152,5 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("answer", metavar="ANSWER.json", help="an answer saved with 'rags-expert ask --json'")
     store_options(p)
-    p.add_argument("--json", action="store_true", help="print a JSON list of {sentence, status, uid, where}")
+    p.add_argument("--json", action="store_true", help="print a JSON list of {sentence, status, uid, kind, where}")
     p.set_defaults(func=cmd_verify, settings_flags=KB_FLAGS)

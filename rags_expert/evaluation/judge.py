@@ -58,13 +58,20 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - any fault leaves the question unjudged
             key = self.settings.llm.api_key
             secrets = [key.get_secret_value()] if key is not None else []
-            self.faults.append(" ".join(redact(f"{type(exc).__name__}: {exc}", secrets).split())[:300])
+            self.faults.append(" ".join(redact(self.fault(exc), secrets).split())[:300])
             log.warning("the judge failed: %s", self.faults[-1])
             return None
         verdict = read_verdict(message_text(reply))
         if verdict is None:
             self.faults.append("unreadable reply: " + " ".join(message_text(reply).split())[:200])
         return verdict
+
+    def fault(self, exc: Exception) -> str:
+        """``ErrorClass: what went wrong``, never an empty reason (``asyncio.wait_for``'s TimeoutError has none)."""
+        detail = str(exc).strip() or str(exc.__cause__ or "").strip()
+        if not detail and isinstance(exc, TimeoutError):
+            detail = f"no reply within {self.settings.evaluation.judge_timeout:g} s (evaluation.judge_timeout)"
+        return f"{type(exc).__name__}: {detail or 'failed without a message'}"
 
     def summary(self) -> dict[str, object]:
         """What ``report.json``'s ``meta.judge`` says: the model, its calls, and why questions went unjudged."""

@@ -105,10 +105,20 @@ def _yaml_rows(path: Path, text: str) -> Iterator[tuple[int, Any]]:
 
 
 def _csv_rows(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, row) per CSV record; empty cells are left out, list cells read as JSON arrays."""
-    reader = csv.DictReader(io.StringIO(text))
+    """(line number, row) per CSV record; empty cells are left out, list cells read as JSON arrays.
+
+    Read strictly: a quote that is never closed is an error naming the line it opened on, not a last cell that
+    swallows the rest of the file."""
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    start = 1
     try:
-        for row in reader:
+        reader.fieldnames  # noqa: B018 - reads the header row
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
             line = reader.line_num
             out: dict[str, Any] = {}
             for key, value in row.items():
@@ -119,7 +129,15 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[int, Any]]:
                 out[key.strip()] = _csv_cell(path, line, key.strip(), value)
             yield line, out
     except csv.Error as exc:
-        raise QuestionSetError(f"{path} line {reader.line_num}: not CSV ({exc})") from None
+        lines = text.splitlines()
+        while start <= len(lines) and not lines[start - 1].strip():  # the record begins after blank lines
+            start += 1
+        if "unexpected end of data" in str(exc):
+            raise QuestionSetError(
+                f'{path} line {start}: a quote opened on this line is never closed (an unbalanced "): close it, '
+                'or write a quote inside a quoted cell as ""'
+            ) from None
+        raise QuestionSetError(f"{path} line {start}: not CSV ({exc})") from None
 
 
 def _csv_cell(path: Path, line: int, key: str, value: str) -> Any:

@@ -3,20 +3,33 @@
 ``report.json`` holds ``format``, ``meta`` (the question file, the model, how answers were judged, when),
 ``summary`` (every metric over all questions), ``groups`` (the same per ``kind: ...`` and ``tag: ...``) and
 ``results`` (every question's answer, sources, citations, verdict, timings: :class:`~.scoring.Result`).
+
+While a run goes on, :class:`RunReport` rewrites ``report.partial.json`` (the same format, ``meta.partial``
+true) after every question, so a run that is interrupted or killed keeps every answer it got: ``eval --resume``
+reads them back (:func:`resumable`) and asks only the rest. ``report.json`` is written when the run ends.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
-from collections.abc import Iterable
-from dataclasses import asdict
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from rags_expert.evaluation.scoring import VERDICTS, Result, right_cited
 
 FORMAT = "rags-expert-eval/1"
+REPORT = "report.json"
+PARTIAL = "report.partial.json"
+"""The report of a run that has not ended (yet): rewritten after every question, removed when it ends."""
+
+
+class ReportError(ValueError):
+    """A report that cannot be read or written: its message is one line naming the file and what is wrong."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -139,12 +152,69 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def write_json(report: dict[str, Any], out_dir: Path) -> Path:
-    """``<out>/report.json``."""
+def write_json(report: dict[str, Any], out_dir: Path, name: str = REPORT) -> Path:
+    """``<out>/report.json`` (or ``name``), replaced whole: a reader never sees half of it."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "report.json"
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    path = out_dir / name
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out_dir, prefix=f".{name}.", delete=False) as tmp:
+        tmp.write(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp.name, path)
     return path
+
+
+def check_out(out_dir: Path) -> None:
+    """Make sure a run can write its reports in ``out_dir`` (created if missing), before any question is asked
+    (raises :class:`ReportError`: ``--out DIR: what is wrong: what to do``)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"--out {out_dir}: is a file, not a folder: name a folder for {REPORT} and report.png")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in (REPORT, PARTIAL, "report.png"):
+            if (out_dir / name).is_dir():
+                raise ReportError(f"--out {out_dir}: {name} in it is a folder: remove it, or name another folder")
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as exc:
+        raise ReportError(
+            f"--out {out_dir}: cannot write there ({exc.strerror or type(exc).__name__}): name a folder you can write"
+        ) from None
+
+
+class RunReport:
+    """The report of a run in progress, in ``<out>/report.partial.json``: rewritten after every question.
+
+    ``meta()`` gives the report's ``meta`` (called at every write: the judge's counts change); ``results``
+    starts with those of an earlier, interrupted run being resumed.
+    """
+
+    def __init__(self, out_dir: Path, meta: Callable[[], dict[str, Any]], total: int, results: list[Result]) -> None:
+        self.out_dir, self.meta, self.total = out_dir, meta, total
+        self.results = list(results)
+
+    @property
+    def partial_path(self) -> Path:
+        """Where the partial report is."""
+        return self.out_dir / PARTIAL
+
+    def add(self, result: Result) -> None:
+        """One more question answered: the partial report is written again, with it."""
+        self.results.append(result)
+        self.write_partial()
+
+    def write_partial(self) -> Path:
+        """``report.partial.json``: the results so far, ``meta.partial`` true and how many of how many were asked."""
+        meta = {**self.meta(), "partial": True, "answered": len(self.results), "questions_total": self.total}
+        return write_json(build_report(self.results, meta), self.out_dir, PARTIAL)
+
+    def finish(self, order: list[str]) -> dict[str, Any]:
+        """The whole report, its results in the order of the ids ``order``: ``report.json`` is written and the
+        partial report removed."""
+        rank = {ident: i for i, ident in enumerate(order)}
+        self.results.sort(key=lambda r: rank.get(r.id, len(rank)))
+        report = build_report(self.results, self.meta())
+        write_json(report, self.out_dir)
+        self.partial_path.unlink(missing_ok=True)
+        return report
 
 
 VERDICT_COLOURS = {
@@ -194,18 +264,50 @@ def write_plot(report: dict[str, Any], out_dir: Path) -> Path | None:
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """A ``report.json`` written by an earlier run; ValueError naming the file when it is not one."""
+    """A ``report.json`` written by an earlier run, checked for what a comparison reads (raises
+    :class:`ReportError` naming the file and what is wrong)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such report") from None
+        raise ReportError(f"{path}: no such report") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{path}: not a report.json ({type(exc).__name__})") from None
+        raise ReportError(f"{path}: not a report.json ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("results"), list):
-        raise ValueError(f"{path}: not a report.json of rags-expert eval (format {FORMAT})")
+        raise ReportError(f"{path}: not a report.json of rags-expert eval (format {FORMAT})")
+    if not isinstance(data.get("summary"), dict):
+        raise ReportError(f"{path}: a report.json of rags-expert eval without its 'summary'")
+    for i, row in enumerate(data["results"], start=1):
+        if not isinstance(row, dict):
+            raise ReportError(f"{path}: result {i} is not an object")
+        for key in ("id", "verdict"):
+            if not isinstance(row.get(key), str):
+                raise ReportError(f"{path}: result {i} has no {key!r}")
+    if not isinstance(data.get("meta", {}), dict):
+        raise ReportError(f"{path}: its 'meta' is not an object")
     return data
 
 
 def results_of(rows: Iterable[dict[str, Any]]) -> list[Result]:
-    """Results read back from a report's ``results``."""
-    return [Result(**row) for row in rows]
+    """Results read back from a report's ``results`` (raises :class:`ReportError` for a row that is no result)."""
+    known = {f.name for f in fields(Result)}
+    out = []
+    for i, row in enumerate(rows, start=1):
+        try:
+            out.append(Result(**{k: v for k, v in row.items() if k in known}))
+        except TypeError as exc:
+            raise ReportError(f"result {i} is not a result of rags-expert eval ({exc})") from None
+    return out
+
+
+def resumable(out_dir: Path) -> tuple[dict[str, Any], list[Result]] | None:
+    """The ``meta`` and results of the partial report in ``out_dir`` (None when there is none, or it holds no
+    answer yet); :class:`ReportError` naming it when it cannot be read."""
+    path = out_dir / PARTIAL
+    if not path.is_file():
+        return None
+    report = load_report(path)
+    try:
+        results = results_of(report["results"])
+    except ReportError as exc:
+        raise ReportError(f"{path}: {exc}") from None
+    return (report["meta"], results) if results else None

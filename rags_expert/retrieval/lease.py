@@ -11,8 +11,11 @@ until the store is flushed and closed. A process holds a store only while it use
 * :func:`open_waiting` takes the folder lock and opens the store, retrying while another process holds
   the folder, for up to ``store.lock_wait_s``; then a :class:`StoreBusyError` names the holder (from a small
   holder file, ``.rags-expert-holder``: its command and pid; the file only informs, the OS lock decides) and
-  what to do. A waiting process leaves a ``.rags-expert-want-<pid>`` file, and a process about to open lets
-  such a waiter in first.
+  what to do. A waiting process leaves a ``.rags-expert-want-<pid>-<token>`` file and holds an OS lock on it
+  while it waits; a process about to open lets such a waiter in first. A want file counts only while its lock
+  is held: the lock dies with its process, so a waiter killed while waiting costs nothing, whatever its pid
+  looks like from here (pid 1 in a container, a reused pid); the file is removed by whoever finds it unlocked
+  and older than :data:`STALE_WANT_S`.
 * :class:`Lease` is the lock every store call holds. When the last call returns, the store is released
   at once if another process wants the folder, else after ``store.idle_release_s`` without a call; a
   watcher thread checks for waiters meanwhile. So ``ingest`` gives the folder up between two batches
@@ -30,10 +33,11 @@ import json
 import logging
 import os
 import re
+import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -48,6 +52,10 @@ LOCK = ".rags-expert-lock"
 WANT = ".rags-expert-want-"
 POLL_S = 0.05
 """Seconds between two tries to open a busy folder (and between two looks for waiters)."""
+STALE_WANT_S = 10.0
+"""A want file found unlocked is removed once it is this old (younger, its waiter may be about to lock it)."""
+_OWN_WANTS: set[str] = set()
+"""The names of the want files this process holds now (a process never waits for itself)."""
 
 T = TypeVar("T")
 
@@ -148,20 +156,62 @@ def clear_holder(root: Path) -> None:
 
 
 def others_waiting(root: Path) -> bool:
-    """Whether another live process waits to open ``root`` (stale want files of dead processes are removed)."""
+    """Whether another process waits to open ``root`` now: one of its want files is locked by its waiter.
+
+    An unlocked want file is a waiter that is gone (killed while waiting; or one that has not locked it yet):
+    it does not count, and it is removed once older than :data:`STALE_WANT_S`.
+    """
     try:
-        names = [p for p in root.iterdir() if p.name.startswith(WANT)]
+        names = [p for p in root.iterdir() if p.name.startswith(WANT) and p.name not in _OWN_WANTS]
     except OSError:
         return False
-    for path in names:
-        pid = path.name[len(WANT) :]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        if _alive(int(pid)):
-            return True
+    return any(_waiting(path) for path in names)
+
+
+def _waiting(path: Path) -> bool:
+    """Whether the waiter of the want file ``path`` holds its lock (an unlocked, stale file is removed)."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the lock is tried
+    except OSError:
+        return False  # gone meanwhile: its waiter got in or gave up
+    try:
+        try:
+            portalocker.lock(handle, portalocker.LockFlags.SHARED | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.exceptions.LockException:
+            return True  # its waiter holds it
+        stale = time.time() - os.fstat(handle.fileno()).st_mtime > STALE_WANT_S
+        portalocker.unlock(handle)
+    except OSError:
+        return False
+    finally:
+        handle.close()
+    if stale:
         with contextlib.suppress(OSError):
             path.unlink()
     return False
+
+
+@contextlib.contextmanager
+def wanting(root: Path) -> Iterator[Path]:
+    """A want file in ``root``, locked by this process for as long as the block runs (best effort: a folder
+    where it cannot be written only loses the waiter its turn). Yields the file's path."""
+    path = root / f"{WANT}{os.getpid()}-{secrets.token_hex(4)}"
+    handle: IO[bytes] | None = None
+    _OWN_WANTS.add(path.name)
+    try:
+        with contextlib.suppress(OSError, portalocker.exceptions.LockException):
+            handle = open(path, "wb")  # noqa: SIM115 - held open while waiting
+            # blocking: only another process's look at the file (a moment) can hold its lock now
+            portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE)
+        yield path
+    finally:
+        if handle is not None:  # unlocked and closed first: Windows removes no open file
+            with contextlib.suppress(OSError, portalocker.exceptions.LockException):
+                portalocker.unlock(handle)
+            handle.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
+        _OWN_WANTS.discard(path.name)
 
 
 def busy_message(folder: Path, root: Path, wait_s: float) -> str:
@@ -192,9 +242,8 @@ def open_waiting(
     deadline = time.monotonic() + wait_s
     while not lock.held and others_waiting(root) and time.monotonic() < deadline:
         time.sleep(POLL_S)
-    want = root / f"{WANT}{os.getpid()}"
-    wanting = False
-    try:
+    want: Path | None = None
+    with contextlib.ExitStack() as waits:
         while True:
             cause: Exception | None = None
             if lock.try_acquire():
@@ -209,15 +258,9 @@ def open_waiting(
                     return opened
             if time.monotonic() >= deadline:
                 raise StoreBusyError(busy_message(folder, root, wait_s)) from cause
-            if not wanting:
-                with contextlib.suppress(OSError):
-                    want.touch()
-                wanting = True
+            if not want:  # the first busy try: say so until this open ends
+                want = waits.enter_context(wanting(root))
             time.sleep(POLL_S)
-    finally:
-        if wanting:
-            with contextlib.suppress(OSError):
-                want.unlink()
 
 
 class Lease:

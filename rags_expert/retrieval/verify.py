@@ -13,14 +13,20 @@ one up in the knowledge base (no model, no embedding call) and says what became 
 
 A sentence no span supported (``"span": null``) has nothing to re-check: it is reported as ``unsupported``,
 which counts neither for nor against the answer.
+
+A not-found answer cites no sentence, but it quotes its closest passages (``closest``: ``{quote, n, source}``, the
+chunk being source ``n`` of the answer): each is re-checked the same way (``kind`` ``closest``), its span found in
+the chunk's text as saved, so an edit of a quoted passage makes the answer stale too. Quotes are matched word for
+word, whatever the whitespace between the words.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from qdrant_client import models
@@ -28,6 +34,7 @@ from qdrant_client import models
 from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 
 Status = Literal["ok", "moved", "changed", "gone", "unsupported"]
+Kind = Literal["sentence", "closest"]
 GOOD: frozenset[str] = frozenset({"ok", "moved", "unsupported"})
 """Statuses that leave an answer standing (``verify`` exits 0 when every citation has one)."""
 
@@ -50,6 +57,9 @@ class CitationCheck:
     uid: str | None = None
     where: dict[str, Any] = field(default_factory=dict)
     """For ``moved``: the quote's new ``uid``, ``start`` and ``end``."""
+    kind: Kind = "sentence"
+    """``sentence``: a sentence of the answer (``sentence``) and its span; ``closest``: a closest passage of a
+    not-found answer (``sentence`` holds its quote)."""
 
     @property
     def good(self) -> bool:
@@ -58,7 +68,7 @@ class CitationCheck:
 
     def as_dict(self) -> dict[str, Any]:
         """The check as JSON-ready data."""
-        out: dict[str, Any] = {"sentence": self.sentence, "status": self.status, "uid": self.uid}
+        out: dict[str, Any] = {"sentence": self.sentence, "status": self.status, "uid": self.uid, "kind": self.kind}
         if self.where:
             out["where"] = self.where
         return out
@@ -69,7 +79,8 @@ def answer_citations(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     (raises :class:`AnswerFormatError` saying which citation is wrong and how)."""
     citations = answer.get("citations") if isinstance(answer, Mapping) else None
     if citations is None and isinstance(answer, Mapping) and answer.get("outcome") == "failure":
-        return []  # an honest failure states nothing to re-check
+        closest_passages(answer)
+        return []  # an honest failure states nothing to re-check (but the passages it quotes, if any)
     if not isinstance(citations, list):
         raise AnswerFormatError("not a saved answer: no 'citations' list (rags-expert ask --json writes one)")
     if answer.get("sources") is not None and not isinstance(answer["sources"], list):
@@ -77,7 +88,24 @@ def answer_citations(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     for i, entry in enumerate(citations, start=1):
         if fault := _citation_fault(entry):
             raise AnswerFormatError(f"not a saved answer: citation {i} {fault}")
+    closest_passages(answer)
     return citations
+
+
+def closest_passages(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``closest`` passages of a saved not-found answer (none for any other), checked for shape: each a
+    non-empty ``quote`` and the number ``n`` of its source (raises :class:`AnswerFormatError`)."""
+    closest = answer.get("closest")
+    if closest is None:
+        return []
+    if not isinstance(closest, list):
+        raise AnswerFormatError("not a saved answer: 'closest' is not a list")
+    for i, entry in enumerate(closest, start=1):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("quote"), str) or not entry["quote"].strip():
+            raise AnswerFormatError(f"not a saved answer: closest passage {i} has no quote")
+        if type(entry.get("n")) is not int:
+            raise AnswerFormatError(f"not a saved answer: closest passage {i} has no source number 'n'")
+    return closest
 
 
 def _citation_fault(entry: Any) -> str | None:
@@ -105,14 +133,23 @@ def _citation_fault(entry: Any) -> str | None:
     return None
 
 
+def _numbered(answer: Mapping[str, Any], n: Any) -> Mapping[str, Any]:
+    """Source ``n`` of the answer (``{}`` when it has none)."""
+    for src in answer.get("sources") or []:  # a list (answer_citations checked)
+        if isinstance(src, Mapping) and src.get("n") == n:
+            return src
+    return {}
+
+
 def _source_of(answer: Mapping[str, Any], span: Mapping[str, Any]) -> str | None:
     """The cited chunk's document: ``span["source"]``, else that of source ``n`` of the answer."""
-    if span.get("source"):
-        return str(span["source"])
-    for src in answer.get("sources") or []:  # a list (answer_citations checked)
-        if isinstance(src, Mapping) and src.get("n") == span.get("n") and src.get("source"):
-            return str(src["source"])
-    return None
+    source = span.get("source") or _numbered(answer, span.get("n")).get("source")
+    return str(source) if source else None
+
+
+def _words(quote: str) -> re.Pattern[str]:
+    """``quote`` word for word, any whitespace between its words."""
+    return re.compile(r"\s+".join(re.escape(word) for word in quote.split()))
 
 
 def _stored(kb: KnowledgeBase, uid: str) -> dict[str, Any] | None:
@@ -132,10 +169,12 @@ def _document_chunks(kb: KnowledgeBase, source: str) -> list[tuple[str, str]]:
 
 
 def _find(quote: str, chunks: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """The first chunk that holds ``quote`` word for word, as ``{uid, start, end}`` ({} when none does)."""
+    """The first chunk that holds ``quote`` word for word (any whitespace between the words), as
+    ``{uid, start, end}`` ({} when none does)."""
+    words = _words(quote)
     for uid, text in chunks:
-        if quote and (at := text.find(quote)) >= 0:
-            return {"uid": uid, "start": at, "end": at + len(quote)}
+        if quote.strip() and (found := words.search(text)):
+            return {"uid": uid, "start": found.start(), "end": found.end()}
     return {}
 
 
@@ -157,9 +196,28 @@ def check_span(kb: KnowledgeBase, sentence: str, span: Mapping[str, Any], source
     return CitationCheck(sentence, "changed" if chunks or text is not None else "gone", uid)
 
 
+def check_passage(kb: KnowledgeBase, answer: Mapping[str, Any], passage: Mapping[str, Any]) -> CitationCheck:
+    """Re-check one closest passage of a not-found answer as a span: where its quote stood in the chunk's text as
+    the answer saved it (a quote the saved text lacks is looked for in the chunk and its document)."""
+    quote = str(passage["quote"])
+    src = _numbered(answer, passage["n"])
+    content = src.get("content")
+    found = _words(quote).search(content) if isinstance(content, str) else None
+    span = {
+        "uid": str(src.get("uid") or ""),
+        "quote": found.group() if found else quote,
+        "start": found.start() if found else 0,
+        "end": found.end() if found else 0,
+        "sha256": chunk_sha256(content) if found and isinstance(content, str) else "",
+    }
+    source = passage.get("source") or src.get("source")
+    return replace(check_span(kb, quote, span, str(source) if source else None), kind="closest")
+
+
 def verify_citations(answer: Mapping[str, Any], kb: KnowledgeBase) -> list[CitationCheck]:
-    """Every citation of a saved answer, re-checked against ``kb`` (raises :class:`AnswerFormatError` on a file
-    that is no saved answer, ``KnowledgeBaseError`` when the knowledge base cannot be read)."""
+    """Every citation of a saved answer, and every closest passage of a not-found one, re-checked against ``kb``
+    (raises :class:`AnswerFormatError` on a file that is no saved answer, ``KnowledgeBaseError`` when the knowledge
+    base cannot be read)."""
     citations = answer_citations(answer)
     if not kb.exists():
         raise KnowledgeBaseError(f"collection {kb.collection!r} does not exist: nothing to verify against")
@@ -171,6 +229,7 @@ def verify_citations(answer: Mapping[str, Any], kb: KnowledgeBase) -> list[Citat
             checks.append(CitationCheck(sentence, "unsupported"))
         else:
             checks.append(check_span(kb, sentence, span, _source_of(answer, span)))
+    checks += [check_passage(kb, answer, passage) for passage in closest_passages(answer)]
     return checks
 
 

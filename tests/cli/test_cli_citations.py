@@ -111,8 +111,12 @@ def test_verify_is_ok_then_flags_the_edited_cited_sentence(saved):
             '{"answer": "x"}',
             "error: {path}: not a saved answer: no 'citations' list (rags-expert ask --json writes one)",
         ),
+        (
+            '{"answer": "Not found.", "outcome": "failure", "closest": [{"n": 1, "source": "castle.md"}]}',
+            "error: {path}: not a saved answer: closest passage 1 has no quote",
+        ),
     ],
-    ids=["missing", "not-json", "no-citations"],
+    ids=["missing", "not-json", "no-citations", "closest-without-quote"],
 )
 def test_verify_a_bad_file_is_one_line_and_exit_2(tmp_path: Path, content: str | None, message: str):
     path = tmp_path / "answer.json"
@@ -122,6 +126,54 @@ def test_verify_a_bad_file_is_one_line_and_exit_2(tmp_path: Path, content: str |
     done = run_cli(["verify", str(path)], env)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [message.format(path=path)]
+
+
+NOT_FOUND = "How deep is the moat of Castle Varen?"
+
+
+@pytest.fixture
+def not_found(saved):
+    """``saved``, plus a not-found answer saved with ``ask --json`` that quotes the castle's two sentences as its
+    closest passages (the extractive fallback of a model that drafts nothing finds no depth in them)."""
+    docs, env, answers = saved
+    with OpenAIServer(reading_script) as server:
+        asked = run_cli(
+            ["ask", NOT_FOUND, "--json", "-q"],
+            {**env, "RAGS_EXPERT_LLM__BASE_URL": server.base_url, "RAGS_EXPERT_EVIDENCE__DRAFT": "false"},
+        )
+    assert asked.returncode == 1, asked.stderr
+    reply = json.loads(asked.stdout)
+    assert {c["quote"] for c in reply["closest"]} == {
+        "Castle Varen was built in 1412 by Duke Albrecht.",
+        "Its moat is fed by the Mura.",
+    }
+    (answers / "castle.json").unlink()
+    (answers / "moat.json").write_text(asked.stdout)
+    return docs, env, answers
+
+
+def test_verify_and_stale_check_the_closest_passages_of_a_not_found_answer(not_found):
+    """``verify`` said "the answer cites nothing" and ``stale`` nothing stale after a quoted passage changed."""
+    docs, env, answers = not_found
+    moat = answers / "moat.json"
+    done = run_cli(["verify", str(moat)], env)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    lines = sorted(done.stdout.splitlines(), key=lambda line: "moat" in line)
+    assert [line.split()[0] for line in lines] == ["ok", "ok"]
+    assert lines[0].endswith("  closest passage: Castle Varen was built in 1412 by Duke Albrecht.")
+    assert lines[1].endswith("  closest passage: Its moat is fed by the Mura.")
+    assert run_cli(["stale", str(answers)], env).stdout == "0 stale answer(s)\n"
+    _edit(docs, env, "Its moat is fed by the Mura.", "Its moat is dry.")
+    done = run_cli(["verify", str(moat), "--json"], env)
+    assert done.returncode == 1, done.stderr
+    checks = {c["sentence"]: (c["status"], c["kind"]) for c in json.loads(done.stdout)}
+    assert checks == {
+        "Castle Varen was built in 1412 by Duke Albrecht.": ("moved", "closest"),  # its chunk changed, not it
+        "Its moat is fed by the Mura.": ("changed", "closest"),
+    }
+    done = run_cli(["stale", str(answers)], env)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [f"{moat}: 1 changed", "1 stale answer(s)"]
 
 
 def test_stale_lists_the_answer_and_reasks_it(saved):

@@ -6,12 +6,16 @@ judge that fails or answers garbage."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli_run import cli_env, ingest_docs, run_cli
-from helpers.openai_server import OpenAIServer, error, prompt_text, request_kind, tag_content
+from helpers.cli_run import ROOT, cli_env, ingest_docs, run_cli
+from helpers.openai_server import OpenAIServer, error, held, prompt_text, request_kind, tag_content
 
 pytestmark = pytest.mark.slow
 
@@ -186,6 +190,13 @@ def test_a_judge_that_fails_or_answers_garbage_leaves_the_question_unjudged(kb):
             "regex.csv line 3: pattern 'Albrecht(' is not a regular expression (missing ), unterminated subpattern at "
             "position 8)",
         ),
+        (  # read leniently, the rest of the file was one question, "honest", exit 0
+            "quote.csv",
+            'question,patterns\nWhen was Castle Varen built?,1412\n"Who built it?,Albrecht\nWho founded the moon '
+            "base?,\n",
+            'quote.csv line 3: a quote opened on this line is never closed (an unbalanced "): close it, or write a '
+            'quote inside a quoted cell as ""',
+        ),
     ],
 )
 def test_a_malformed_question_file_is_one_line_naming_the_line(tmp_path, name, text, message):
@@ -204,5 +215,131 @@ def test_a_compare_file_that_is_no_report_is_an_error_before_any_question(tmp_pa
     done = run_cli(["eval", str(questions), "--compare", str(old)], cli_env(tmp_path / "data"), timeout=120)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        f"error: {old}: not a report.json of rags-expert eval (format rags-expert-eval/1)"
+        f"error: --compare {old}: not a report.json of rags-expert eval (format rags-expert-eval/1): name a "
+        "report.json that rags-expert eval wrote"
     ]
+
+
+@pytest.mark.parametrize(
+    ("summary", "results", "fault"),
+    [
+        (None, [{"id": "castle", "verdict": "right"}], "a report.json of rags-expert eval without its 'summary'"),
+        ({"right": 1}, [{"verdict": "right"}], "result 1 has no 'id'"),
+    ],
+    ids=["no-summary", "result-without-id"],
+)
+def test_a_malformed_compare_report_is_an_error_before_any_question(kb, tmp_path, summary, results, fault):
+    """A report with the right format marker but without what a comparison reads (it failed after every question
+    with KeyError, and the --min-right gate was never evaluated)."""
+    root, env = kb
+    old = tmp_path / "old.json"
+    report = {"format": "rags-expert-eval/1", "meta": {}, "results": results}
+    old.write_text(json.dumps(report if summary is None else {**report, "summary": summary}))
+    questions = write_jsonl(root / "one.jsonl", QUESTIONS[:1])
+    done, requests = evaluate(env, model(), [str(questions), "--compare", str(old), "--min-right", "1"])
+    assert (done.returncode, done.stdout, requests) == (2, "", [])
+    assert done.stderr.splitlines() == [
+        f"error: --compare {old}: {fault}: name a report.json that rags-expert eval wrote"
+    ]
+
+
+@pytest.mark.parametrize("place", ["file", "under-a-file"])
+def test_an_out_that_cannot_be_written_is_an_error_before_any_question(kb, tmp_path, place):
+    """``--out`` naming a file, or a folder that cannot be made (it failed after every question, results lost)."""
+    root, env = kb
+    taken = tmp_path / "taken.txt"
+    taken.write_text("not a folder")
+    out = taken if place == "file" else taken / "run"
+    questions = write_jsonl(root / "one.jsonl", QUESTIONS[:1])
+    done, requests = evaluate(env, model(), [str(questions), "--out", str(out)])
+    assert (done.returncode, done.stdout, requests) == (2, "", [])
+    assert done.stderr.splitlines() == [
+        f"error: --out {out}: is a file, not a folder: name a folder for report.json and report.png"
+        if place == "file"
+        else f"error: --out {out}: cannot write there (Not a directory): name a folder you can write"
+    ]
+
+
+def test_a_judge_that_times_out_says_so(kb):
+    """The judge's fault names what went wrong (it read "TimeoutError:" with nothing after the colon)."""
+    root, env = kb
+    questions = write_jsonl(root / "timeout.jsonl", [QUESTIONS[1]])
+    with_timeout = {**env, "RAGS_EXPERT_EVALUATION__JUDGE_TIMEOUT": "1"}
+    done, _ = evaluate(with_timeout, model(judge=lambda body: held("{}")), [str(questions), "--out", str(root / "t")])
+    assert done.returncode == 0, done.stderr
+    (fault,) = json.loads((root / "t" / "report.json").read_text())["meta"]["judge"]["faults"]
+    assert fault == "TimeoutError: no reply within 1 s (evaluation.judge_timeout)"
+    assert f"the judge failed: {fault}" in done.stderr
+
+
+def _answered(partial: Path) -> int:
+    """How many questions the partial report holds (0 while there is none, or it is being replaced)."""
+    try:
+        return int(json.loads(partial.read_text())["meta"]["answered"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_ctrl_c_keeps_the_answers_in_a_partial_report_and_resume_asks_only_the_rest(kb):
+    """SIGINT after the first question: exit 130, one line saying where the answers are, a report marked partial;
+    a rerun refuses to overwrite it, ``--resume`` asks only the three other questions and writes the whole report
+    (Ctrl-C exited 130 with no report and no message: every answer lost)."""
+    root, env = kb
+    questions = write_jsonl(root / "questions.jsonl", QUESTIONS)
+    out = root / "interrupted"
+    partial = out / "report.partial.json"
+
+    def stuck_on_cheese(body: dict[str, Any]) -> Any:
+        return held("...") if "cheese" in tag_content(body, "question").lower() else model()(body)
+
+    with OpenAIServer(stuck_on_cheese) as server:
+        running = subprocess.Popen(
+            [sys.executable, "-m", "rags_expert.cli", "eval", str(questions), "--out", str(out)],
+            env={**env, "RAGS_EXPERT_LLM__BASE_URL": server.base_url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while _answered(partial) < 1 and running.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _answered(partial) == 1, running.stderr.read() if running.poll() is not None else "timed out"
+            running.send_signal(signal.SIGINT)
+            _, err = running.communicate(timeout=60)
+        finally:
+            running.kill()
+    assert running.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"interrupted: 1 of 4 questions answered, kept in {partial} (marked partial); add --resume to the same "
+        "command to ask the rest"
+    )
+    report = json.loads(partial.read_text())
+    assert report["meta"]["partial"] is True and report["meta"]["questions_total"] == 4
+    assert [(r["id"], r["verdict"]) for r in report["results"]] == [("castle", "right")]
+    assert not (out / "report.json").exists()
+
+    again, requests = evaluate(env, model(), [str(questions), "--out", str(out)])
+    assert (again.returncode, requests) == (2, [])
+    assert again.stderr.splitlines() == [
+        f"error: --out {out} holds the partial report of an interrupted run (1 questions answered): add --resume to "
+        f"ask only the rest, or delete {partial} to start over"
+    ]
+
+    other, requests = evaluate(env, model(), [str(questions), "--out", str(out), "--resume", "--model", "other"])
+    assert (other.returncode, requests) == (2, [])
+    assert other.stderr.splitlines()[-1] == (
+        f"error: --resume: {partial} holds answers of the model 'gpt-4o-mini', not 'other': resume with that model, "
+        f"or delete {partial} to start over"
+    )
+
+    resumed, requests = evaluate(env, model(), [str(questions), "--out", str(out), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "When was Castle Varen built?" not in {tag_content(r.body, "question") for r in requests}
+    assert verdicts(out) == {"castle": "right", "cheese": "wrong", "season": "partial", "moon": "honest"}
+    report = json.loads((out / "report.json").read_text())
+    assert "partial" not in report["meta"] and report["meta"]["resumed_with"] == 1
+    assert report["summary"]["questions"] == 4
+    assert not partial.exists()

@@ -8,6 +8,8 @@ server that answers a marked text only when the test says so, so nothing here wa
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -309,3 +311,100 @@ def test_the_exit_close_waits_for_a_release_in_progress_before_the_folder_lock_g
         assert reopened.count("kb") == 0  # the shard closed whole: it opens again
     finally:
         reopened.close()
+
+
+WAIT = """
+from rags_expert.retrieval.qdrant import KnowledgeBase
+from rags_expert.settings import RagsExpertSettings
+
+KnowledgeBase(RagsExpertSettings()).count()  # waits: another process holds the folder
+"""
+
+
+def _want_files(data: Path) -> list[Path]:
+    return sorted(data.rglob(f"{lease.WANT}*"))
+
+
+def _killed_waiter(tmp_path: Path, data: Path, env: dict[str, str]) -> None:
+    """A process that waits for ``data`` (held by another) and is killed while it waits, its want file left behind.
+
+    It runs as pid 1 of its own pid namespace (``unshare --pid``, as in a container): from outside, pid 1 is
+    alive. Where unshare is refused, its want file is renamed after a live pid (a reused pid) instead."""
+    script = tmp_path / "wait_store.py"
+    script.write_text(WAIT)
+    unshare = shutil.which("unshare")
+    isolated = (
+        bool(unshare) and subprocess.run([unshare, "--pid", "--fork", "true"], capture_output=True).returncode == 0
+    )
+    command = [sys.executable, str(script)]
+    waiter = subprocess.Popen(
+        [unshare, "--pid", "--fork", "--kill-child", *command] if isolated and unshare else command, env=env
+    )
+    deadline = time.monotonic() + 60
+    while not _want_files(data) and time.monotonic() < deadline and waiter.poll() is None:
+        time.sleep(0.05)
+    (want,) = _want_files(data)
+    waiter.kill()  # SIGKILL: --kill-child takes the waiter in the namespace with it
+    waiter.wait(30)
+    time.sleep(0.5)
+    if not isolated:
+        want = want.rename(want.with_name(f"{lease.WANT}{os.getpid()}"))
+    assert want.exists()  # left behind, naming a pid that looks alive from here
+
+
+@pytest.mark.slow
+def test_a_waiter_killed_while_waiting_costs_a_later_search_nothing(tmp_path):
+    """A search on a folder whose waiter was killed while it waited is as fast as one on an idle folder (it
+    waited the whole store.lock_wait_s for the dead waiter's turn: 34 s instead of 4 s)."""
+    (tmp_path / "killed").mkdir()
+    (tmp_path / "idle").mkdir()
+    data = ingest_docs(tmp_path / "killed", CASTLE)
+    idle = ingest_docs(tmp_path / "idle", CASTLE)
+    env = cli_env(data, RAGS_EXPERT_STORE__LOCK_WAIT_S="30")
+    holder = _holding(tmp_path, "kb", env)
+    try:
+        _killed_waiter(tmp_path, data, env)
+    finally:
+        _release(holder)
+    timings = {}
+    for name, folder in (("idle", idle), ("killed", data)):
+        began = time.monotonic()
+        searched = run_cli(["search", "castle"], {**env, "RAGS_EXPERT_DATA_DIR": str(folder)})
+        timings[name] = time.monotonic() - began
+        assert searched.returncode == 0, searched.stderr
+        assert "1412" in searched.stdout
+    assert timings["killed"] < 3 * timings["idle"], timings
+
+
+@pytest.mark.slow
+def test_a_want_file_counts_only_while_its_waiter_lives(tmp_path):
+    """``others_waiting`` sees a live waiter; once the waiter is killed its file no longer counts, whatever the pid
+    in its name, and an old one is removed."""
+    waiter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from rags_expert.retrieval.lease import wanting\n"
+            "with wanting(Path(sys.argv[1])):\n    print('waiting', flush=True); sys.stdin.readline()",
+            str(tmp_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert waiter.stdout is not None and waiter.stdout.readline() == "waiting\n"
+    try:
+        assert lease.others_waiting(tmp_path)
+    finally:
+        waiter.kill()
+        waiter.wait(30)
+    (want,) = _want_files(tmp_path)
+    assert not lease.others_waiting(tmp_path)
+    assert want.exists()  # young: left for a moment (a new waiter may be about to lock it)
+    os.utime(want, (time.time() - 3600, time.time() - 3600))
+    assert not lease.others_waiting(tmp_path)
+    assert not want.exists()
+    with lease.wanting(tmp_path):
+        assert not lease.others_waiting(tmp_path)  # a process never waits for itself
+    assert not _want_files(tmp_path)
