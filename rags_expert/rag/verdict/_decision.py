@@ -31,7 +31,7 @@ from rags_expert.rag.grade.refinement import refined_context
 from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.verdict._evidence import Attribution, attribute, evidence_verdicts
-from rags_expert.rag.verdict.cited import RESTATES, cited_verdicts, declines, states_something
+from rags_expert.rag.verdict.cited import DECLINES, RESTATES, cited_verdicts, declines, states_something
 from rags_expert.rag.verdict.verified import evidence_accepts
 from rags_expert.rag.wrappers.failsafe import failure
 from rags_expert.settings import RagsExpertSettings
@@ -61,40 +61,18 @@ class AnswerJudge:
         """``grade_generation``'s state update: the (re-attributed) answer and the verdicts, or the failure of a
         grading call."""
         answer, relevant = value(state, "answer"), state["relevant"]
+        if self.profile.grounded == "cited":
+            return self._cited(state, answer, relevant)
         update: dict[str, Any] = {}
         attribution = self._attribution(answer, relevant)
         if attribution is not None and attribution.complete:
             answer = update["answer"] = attribution.text
         if not answer or (self.settings.require_citations and not cites_a_chunk(answer, relevant)):
             feedback = EMPTY if not answer else (attribution.reason if attribution else "") or UNCITED
-            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
-            return update | {
-                "grounded": False,
-                "useful": False,
-                "feedback": feedback,
-                "failure_reason": FailureReason.NOT_GROUNDED.value,
-            }
+            return update | rejected(state, feedback, FailureReason.NOT_GROUNDED)
         if declines(answer) or not states_something(answer, state["question"]):  # in every profile, no call
-            feedback = "the model found no answer in the chunks" if declines(answer) else RESTATES
-            emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
-            return update | {
-                "grounded": True,
-                "useful": False,
-                "feedback": feedback,
-                "failure_reason": FailureReason.NOT_USEFUL.value,
-            }
-        if self.profile.grounded == "cited":
-            cited = cited_verdicts(
-                state["question"],
-                answer,
-                relevant,
-                self.settings.evidence.min_cited_support,
-                require_citations=self.settings.require_citations,
-            )
-            emit("answer_support", generation=value(state, "generations"), support=round(cited.support, 3))
-            grounded = Verdict(cited.grounded, True, "", "" if cited.grounded else cited.reason)
-            useful = Verdict(cited.useful, True, "", "" if cited.useful else cited.reason)
-        elif self.profile.grounded == "evidence" and attribution is not None:
+            return update | rejected(state, DECLINES if declines(answer) else RESTATES, FailureReason.NOT_USEFUL)
+        if self.profile.grounded == "evidence" and attribution is not None:
             verdicts = await evidence_verdicts(state["question"], attribution, relevant, self.evidence)
             grounded = Verdict(verdicts.grounded, True, "", "" if verdicts.grounded else verdicts.reason)
             useful = Verdict(verdicts.useful, True, "", "" if verdicts.useful else verdicts.reason)
@@ -110,6 +88,18 @@ class AnswerJudge:
                 return update | failure(self.redacted_error(failed), FailureReason.LLM_ERROR)
             grounded, useful = results  # type: ignore[assignment]  # no exception left
         return update | verdict_update(state, answer, grounded, useful)
+
+    def _cited(self, state: RagState, answer: str, relevant: Sequence[Document]) -> dict[str, Any]:
+        """The ``compact`` profile's verdict, without a call: the answer (its citations moved to the chunks that
+        hold its sentences) accepted when it states something its cited spans hold
+        (:func:`~rags_expert.rag.verdict.cited.cited_verdicts`)."""
+        if not answer:
+            return rejected(state, EMPTY, FailureReason.NOT_GROUNDED)
+        cited = cited_verdicts(state["question"], answer, relevant, self.settings.evidence.min_cited_support)
+        emit("answer_support", generation=value(state, "generations"), support=round(cited.support, 3))
+        grounded = Verdict(cited.grounded, True, "", "" if cited.grounded else cited.reason)
+        useful = Verdict(cited.useful, True, "", "" if cited.useful else cited.reason)
+        return {"answer": cited.answer} | verdict_update(state, cited.answer, grounded, useful)
 
     def _attribution(self, answer: str, relevant: Sequence[Document]) -> Attribution | None:
         """The answer with citations from the evidence, when the profile or ``evidence.attribution`` wants them
@@ -131,6 +121,13 @@ class AnswerJudge:
             grading.grade_useful(self.model, state["question"], answer, self.grading, config=config),
             return_exceptions=True,
         )
+
+
+def rejected(state: RagState, feedback: str, reason: FailureReason) -> dict[str, Any]:
+    """The update of an answer rejected before any verdict: empty, uncited, declining or stating nothing."""
+    emit("answer_rejected", generation=value(state, "generations"), feedback=feedback)
+    grounded = reason is not FailureReason.NOT_GROUNDED
+    return {"grounded": grounded, "useful": False, "feedback": feedback, "failure_reason": reason.value}
 
 
 def verdict_update(state: RagState, answer: str, grounded: Verdict, useful: Verdict) -> dict[str, Any]:

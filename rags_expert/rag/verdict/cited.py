@@ -25,6 +25,7 @@ from rags_expert.rag.answer.spans import answer_sentences, best_span
 META_TERMS = frozenset(
     terms(
         "chunk chunks excerpt excerpts source sources document documents context text passage "
+        "stated states mentioned mentions says described specified provided according "
         "time date year day value name number place reason way answer thing yes"
     )
 )
@@ -55,16 +56,21 @@ def added_terms(answer: str, question: str) -> set[str]:
     return terms(strip_citations(answer)) - terms(question) - META_TERMS
 
 
-def states_something(answer: str, question: str) -> bool:
-    """Whether ``answer`` states a fact beyond the question: no sentence stops where its fact should begin ("… is
-    [1]."), and it holds a content term the question lacks, or is a plain yes / no to a yes-no question. "The most
-    install jobs Poetry will run side by side is [1]." states nothing."""
-    sentences = answer_sentences(answer)
-    if any(_EMPTY_COMPLEMENT.search(s) for s in sentences):
+def _states(sentence: str, question: str) -> bool:
+    """Whether one sentence states a fact beyond the question (see :func:`states_something`)."""
+    if _EMPTY_COMPLEMENT.search(sentence):
         return False
-    if added_terms(answer, question):
+    if added_terms(sentence, question):
         return True
-    return bool(_YES_NO_QUESTION.match(question) and _POLARITY.match(strip_citations(answer)))
+    return bool(_YES_NO_QUESTION.match(question) and _POLARITY.match(strip_citations(sentence)))
+
+
+def states_something(answer: str, question: str) -> bool:
+    """Whether some sentence of ``answer`` states a fact beyond the question: it does not stop where its fact
+    should begin ("… is [1]."), and it holds a content term the question lacks, or is a plain yes / no to a yes-no
+    question. "The most install jobs Poetry will run side by side is [1]." states nothing; "This is stated in [1]."
+    after a fact adds nothing, and takes nothing away."""
+    return any(_states(sentence, question) for sentence in answer_sentences(answer))
 
 
 def declines(answer: str) -> bool:
@@ -72,48 +78,73 @@ def declines(answer: str) -> bool:
     return bool(_DECLINE.search(strip_citations(answer)))
 
 
-def cited_support(answer: str, question: str, relevant: Sequence[Document]) -> float:
-    """The least, over the answer's sentences that add something to the question, of the share of what the
-    sentence adds that one span of a chunk it cites holds (a sentence citing nothing is read against every chunk);
-    0 when no sentence adds anything. A restatement scores 0, an answer copied from the cited text 1."""
+def _cite(sentence: str, n: int) -> str:
+    """``sentence`` citing chunk ``n`` instead of what it cited."""
+    bare = strip_citations(sentence).rstrip()
+    body, end = (bare[:-1], bare[-1]) if bare[-1:] in ".!?" else (bare, "")
+    return f"{body} [{n}]{end}"
+
+
+@dataclass(frozen=True)
+class CitedSupport:
+    """An answer with each fact-stating sentence citing the chunk that holds it best, and how well it is held."""
+
+    text: str
+    support: float
+    """The least, over the sentences that state something, of the share of what the sentence adds to the question
+    that one span of its chunk holds (0 when no sentence states anything)."""
+    recited: int
+    """Sentences whose citation was moved to the chunk that holds them (a small model often numbers wrong)."""
+
+
+def cited_support(answer: str, question: str, relevant: Sequence[Document]) -> CitedSupport:
+    """Each sentence that states something is held against the chunks it cites (every chunk, when it cites
+    none); where another chunk of the context holds more of it, the citation moves there. A restatement scores 0,
+    an answer copied from the cited text 1."""
     sources = [source_dict(doc, i + 1) for i, doc in enumerate(relevant)]
-    worst, seen = 1.0, False
+    out, worst, seen, recited = [], 1.0, False, 0
     for sentence in answer_sentences(answer):
         claim = added_terms(sentence, question)
-        if not claim:
+        if not claim or not _states(sentence, question) or not sources:
+            out.append(sentence)
             continue
         seen = True
-        numbers = cited_numbers(sentence, len(relevant)) or list(range(1, len(relevant) + 1))
-        share = max((best_span(claim, sources[n - 1])[0] for n in numbers), default=0.0)
+        shares = {n: best_span(claim, sources[n - 1])[0] for n in range(1, len(sources) + 1)}
+        cited = cited_numbers(sentence, len(sources))
+        share = max((shares[n] for n in cited), default=0.0)
+        best = max(shares, key=lambda n: (shares[n], -n))
+        if shares[best] > share:
+            sentence, share, recited = _cite(sentence, best), shares[best], recited + 1
+        out.append(sentence)
         worst = min(worst, share)
-    return worst if seen else 0.0
+    return CitedSupport(" ".join(out), worst if seen else 0.0, recited)
 
 
 @dataclass(frozen=True)
 class CitedVerdicts:
-    """The compact profile's verdicts on one answer, with the reason of a rejection."""
+    """The compact profile's verdicts on one answer (its citations corrected), with the reason of a rejection."""
 
+    answer: str
     grounded: bool
     useful: bool
     support: float
     reason: str = ""
 
 
-def cited_verdicts(
-    question: str, answer: str, relevant: Sequence[Document], min_support: float, *, require_citations: bool
-) -> CitedVerdicts:
-    """Useful: the answer does not decline and states something; grounded: it cites a chunk (when citations are
-    required) and its :func:`cited_support` reaches ``min_support``."""
+def cited_verdicts(question: str, answer: str, relevant: Sequence[Document], min_support: float) -> CitedVerdicts:
+    """Useful: the answer does not decline and states something; grounded: every sentence stating something is
+    held, at ``min_support`` or more of what it adds, by one span of the chunk it cites (its citation moved to the
+    chunk that holds it best)."""
     if declines(answer):
-        return CitedVerdicts(True, False, 0.0, "the model found no answer in the chunks")
+        return CitedVerdicts(answer, True, False, 0.0, DECLINES)
     if not states_something(answer, question):
-        return CitedVerdicts(True, False, 0.0, RESTATES)
-    if require_citations and not cited_numbers(answer, len(relevant)):
-        return CitedVerdicts(False, False, 0.0, "the answer cites no chunk")
-    support = cited_support(answer, question, relevant)
-    if support < min_support:
-        return CitedVerdicts(False, False, support, f"the cited chunks hold {support:.0%} of what the answer adds")
-    return CitedVerdicts(True, True, support)
+        return CitedVerdicts(answer, True, False, 0.0, RESTATES)
+    held = cited_support(answer, question, relevant)
+    if held.support < min_support:
+        reason = f"the cited chunks hold {held.support:.0%} of what the answer adds"
+        return CitedVerdicts(held.text, False, False, held.support, reason)
+    return CitedVerdicts(held.text, True, True, held.support)
 
 
 RESTATES = "the answer restates the question and states no fact"
+DECLINES = "the model found no answer in the chunks"
