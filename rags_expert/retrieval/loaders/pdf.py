@@ -115,14 +115,15 @@ def _with_tables(
 
 
 def _crossings(page: Any) -> int:
-    """How many times a page's ruled lines may cross, as pdfplumber's table finder sees them (joined and snapped,
-    the short ones dropped): vertical lines times horizontal ones. The finder's work grows about as the cube of
+    """How many times a page's ruled lines may cross, as pdfplumber's table finder sees them (``TableFinder.get_edges``
+    with the "lines" strategy: vertical and horizontal edges, joined and snapped, the short ones dropped): vertical lines times horizontal ones. The finder's work grows about as the cube of
     it; this count costs a sort of the page's edges."""
     from pdfplumber.table import TableSettings, merge_edges
     from pdfplumber.utils import filter_edges
 
     s = TableSettings.resolve(None)
-    edges = merge_edges(page.edges, s.snap_x_tolerance, s.snap_y_tolerance, s.join_x_tolerance, s.join_y_tolerance)
+    edges = [e for o in "vh" for e in filter_edges(page.edges, o, min_length=s.edge_min_length_prefilter)]
+    edges = merge_edges(edges, s.snap_x_tolerance, s.snap_y_tolerance, s.join_x_tolerance, s.join_y_tolerance)
     vertical = sum(1 for edge in filter_edges(edges, "v", min_length=s.edge_min_length))
     return vertical * sum(1 for edge in filter_edges(edges, "h", min_length=s.edge_min_length))
 
