@@ -3,6 +3,8 @@
 * :func:`check_question`: the one check of a question's length every entry point makes (both graphs'
   ``prepare``, hence Fred, the LangGraph Server and MCP ``ask``; the CLI before it loads anything; MCP
   ``search``), before any model or embedding call (``max_question_chars``).
+* :func:`setting_hint`: how every message over a bound names the setting that raises it (the question's length
+  here, the loaders' bounds in :mod:`rags_expert.retrieval.loaders.base`).
 * :func:`printable`: a value as text that stays on one line of output (a file name with a newline, a terminal
   escape, a megabyte uid), used by every message and log line that names a file or echoes a value.
 * :func:`clip_text`: the beginning of a text, cut by characters (cheap: before any tokenizer sees it);
@@ -28,8 +30,14 @@ class QuestionTooLongError(ValueError):
         self.limit = limit
         super().__init__(
             f"the question has {length:,} characters, more than the limit of {limit:,} "
-            f"(setting {QUESTION_LIMIT_SETTING}, RAGS_EXPERT_{QUESTION_LIMIT_SETTING.upper()})"
+            f"({setting_hint(QUESTION_LIMIT_SETTING)})"
         )
+
+
+def setting_hint(setting: str) -> str:
+    """How a message over a bound names its setting: ``setting ingestion.max_unzipped_mb,
+    RAGS_EXPERT_INGESTION__MAX_UNZIPPED_MB`` (a dotted name is a section's setting, ``__`` in its variable)."""
+    return f"setting {setting}, RAGS_EXPERT_{setting.replace('.', '__').upper()}"
 
 
 def check_question(question: str, limit: int) -> None:

@@ -235,7 +235,11 @@ class Ingestor:
         self.progress: IngestProgress = _ChunkCallback(progress) if progress is None or callable(progress) else progress
         s = kb.settings.ingestion
         self.size, self.overlap, self.batch = s.chunk_size, s.chunk_overlap, s.upsert_batch_size
-        self.options = LoadOptions(notebook_output_chars=s.notebook_output_chars)
+        self.options = LoadOptions(
+            notebook_output_chars=s.notebook_output_chars,
+            max_unzipped_mb=s.max_unzipped_mb,
+            pdf_max_table_crossings=s.pdf_max_table_crossings,
+        )
         self.written: dict[Path, list[str]] = {}
         """The chunk ids each file of this run should have in the store (read back by :meth:`verify`)."""
 

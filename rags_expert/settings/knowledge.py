@@ -183,6 +183,23 @@ class IngestionSettings(SettingsSection):
         description="Characters of a Jupyter notebook code cell's text outputs ingested after its code (longer "
         "outputs are cut with an ellipsis; 0: outputs left out).",
     )
+    max_unzipped_mb: int = Field(
+        100,
+        ge=1,
+        le=1_000_000,
+        description="MiB a zip-based file (.docx) may inflate to, all its parts together, as its zip directory "
+        "declares them: a file over it is skipped with one line naming this setting, before anything is inflated "
+        "(a 1 MB decompression bomb would otherwise take gigabytes of memory).",
+    )
+    pdf_max_table_crossings: int = Field(
+        5000,
+        ge=1,
+        le=100_000_000,
+        description="Crossings of a PDF page's ruled lines (vertical by horizontal, once pdfplumber has joined "
+        "them) over which the page's tables are not looked for: the page is read as plain text, with one warning "
+        "line naming this setting. Table detection grows about as the cube of the lines: a page ruled as graph "
+        "paper (120 by 120 lines) took 10 s, denser ones minutes; 5000 (a 70 by 70 grid) takes about 1 s.",
+    )
 
 
 class KnowledgeFlowSettings(SettingsSection):

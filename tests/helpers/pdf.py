@@ -82,3 +82,21 @@ def continued_table_pdf() -> bytes:
     second += _grid([270, 245, 220], [50, 150, 250], [("", "in megabytes"), ("depth", "4")])
     second += _text(50, 180, "Depth is per worker.") + _text(145, 15, "2")
     return _pages([first, second])
+
+
+def graph_paper_pdf(lines: int, size: int = 600) -> bytes:
+    """A one-page PDF ruled as graph paper: ``lines`` vertical and ``lines`` horizontal rules evenly spaced over a
+    ``size``-point square page, and one line of text ("Graph paper.") above them; 120 lines is about 6.5 KB."""
+    step = size / (lines + 1)
+    rules = b"0.2 w\n" + b"".join(b"%.2f 0 m %.2f %d l S\n" % (step * i, step * i, size) for i in range(1, lines + 1))
+    rules += b"".join(b"0 %.2f m %d %.2f l S\n" % (step * i, size, step * i) for i in range(1, lines + 1))
+    stream = rules + _text(10, size - 1, "Graph paper.")
+    return pdf_bytes(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R" % (size, size + 10)
+            + b" /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
+            b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        ]
+    )

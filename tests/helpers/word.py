@@ -26,3 +26,41 @@ def saved(document: Any) -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def tiny_png() -> bytes:
+    """A valid 1x1 grey PNG."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b"")
+    )
+
+
+def bomb(text: str, inflated_mb: int) -> bytes:
+    """A valid .docx saying ``text`` with a picture whose media part is ``inflated_mb`` MiB of zeros deflated into
+    about a thousandth of it (a decompression bomb: 1,024 MiB is a 1 MB file). The picture is in the text, so
+    python-docx reads its part when it opens the document."""
+    import zipfile
+
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph(text)
+    document.add_picture(io.BytesIO(tiny_png()))
+    source = zipfile.ZipFile(io.BytesIO(saved(document)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if not info.filename.startswith("word/media/"):
+                archive.writestr(info.filename, source.read(info))
+                continue
+            with archive.open(info.filename, "w", force_zip64=True) as part:
+                for _ in range(inflated_mb):
+                    part.write(bytes(2**20))
+    return out.getvalue()

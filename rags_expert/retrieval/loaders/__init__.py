@@ -6,7 +6,9 @@ per page; tables too with the ``pdf`` extra), JSONL (a unit per line), reStructu
 ``.docx`` (``docx`` extra), Jupyter notebooks, CSV and TSV. Tables of every format become a line per row with its
 column names (:mod:`~rags_expert.retrieval.loaders.tables`). Files that cannot be ingested raise
 :class:`UnreadableFileError` naming the reason; a format whose extra is missing raises
-:class:`MissingExtraError` naming the ``pip install`` that adds it.
+:class:`MissingExtraError` naming the ``pip install`` that adds it; a file over one of the bounds on what a file
+may cost (:class:`LoadOptions`: the inflated size of a ``.docx``, the ruled lines of a PDF page) is skipped with
+:class:`OverLimitError` or read in a simpler way with a warning, each naming the bound and its setting.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rags_expert.retrieval.loaders.base import (
     EmptyFileError,
     LoadOptions,
     MissingExtraError,
+    OverLimitError,
     TextUnit,
     UnreadableFileError,
     install_hint,
@@ -38,6 +41,7 @@ __all__ = [
     "Format",
     "LoadOptions",
     "MissingExtraError",
+    "OverLimitError",
     "TextUnit",
     "UnreadableFileError",
     "format_of",

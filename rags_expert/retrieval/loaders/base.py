@@ -9,13 +9,20 @@ control characters escaped, so a file name cannot forge a second log line.
 from __future__ import annotations
 
 import errno
+import io
+import logging
 import os
 import stat
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rags_expert.limits import printable
+from rags_expert.limits import printable, setting_hint
+
+log = logging.getLogger("rags_expert.retrieval.ingest")
+"""The ingestion's logger: a loader's warning reads as the ingestion's other lines."""
+MIB = 2**20
 
 
 def shown_path(path: Path | str) -> str:
@@ -60,10 +67,40 @@ class TextUnit:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """Settings of the loaders (``ingestion.*``; the defaults are the settings' defaults)."""
+    """Settings of the loaders (``ingestion.*``; the defaults are the settings' defaults), the bounds on what one
+    file may cost among them: a file over a bound is skipped (:class:`OverLimitError`) or read in a simpler way
+    with a warning (:func:`warn_over_limit`), each naming the bound and its setting."""
 
     notebook_output_chars: int = 2000
     """Characters of a notebook code cell's text outputs kept (0: none)."""
+    max_unzipped_mb: int = 100
+    """MiB a zip-based file (``.docx``) may hold once inflated, all its parts together (:func:`check_zip`)."""
+    pdf_max_table_crossings: int = 5000
+    """Crossings of a PDF page's ruled lines over which its tables are not looked for."""
+
+
+class OverLimitError(UnreadableFileError):
+    """A file over one of the loaders' bounds: skipped, with a line naming the bound and its setting."""
+
+    def __init__(self, path: Path, what: str, setting: str) -> None:
+        super().__init__(f"{shown_path(path)}: {what} ({setting_hint(f'ingestion.{setting}')})")
+
+
+def warn_over_limit(path: Path, what: str, setting: str, instead: str) -> None:
+    """One warning line for a file read in a simpler way because it is over a bound (``instead``: how it is read)."""
+    log.warning("%s: %s (%s): %s", shown_path(path), what, setting_hint(f"ingestion.{setting}"), instead)
+
+
+def check_zip(path: Path, data: bytes, options: LoadOptions) -> None:
+    """Refuse a zip-based file (``.docx``) whose parts, as its directory declares them, inflate to more than
+    ``max_unzipped_mb``, before any part is inflated: a decompression bomb is never inflated. The declared sizes
+    bound what is read: Python's zipfile stops a part at its declared size (and fails its CRC check)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:  # not a zip: the format's parser failure (``load_file``)
+        total = sum(info.file_size for info in archive.infolist())
+    limit = options.max_unzipped_mb * MIB
+    if total > limit:
+        what = f"inflates to {total / MIB:,.0f} MiB, over the limit of {options.max_unzipped_mb:,} MiB"
+        raise OverLimitError(path, what, "max_unzipped_mb")
 
 
 def decode(data: bytes, path: Path) -> str:

@@ -29,9 +29,11 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
 
 from __future__ import annotations
 
+import bisect
 import re
 import textwrap
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from rags_expert.retrieval.loaders.roles import (
     ADMONITIONS,
@@ -59,7 +61,9 @@ _COLON_OPEN = re.compile(
 _COLON_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
 _SLASH_OPEN = re.compile(r"^[ \t]*/{3,}[ \t]*(?P<type>[\w-]+)[ \t]*(?:\|[ \t]*(?P<title>.*))?$")
 _SLASH_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
-_SHORTCODE = re.compile(r"\{\{[<%]/?\*?\s*(?P<body>.*?)\s*\*?/?[%>]\}\}")
+_SHORTCODE = re.compile(r"\{\{[<%](?P<body>(?:[^{\n]|\{(?!\{))*?)[%>]\}\}")
+"""A shortcode tag, ``{{< name args >}}`` or ``{{% /name %}}``: its body (with the ``/``, ``*`` and spaces around
+it) never holds ``{{``, so an unclosed opener is given up at the next one (a line of openers is read once)."""
 _SHORTCODE_TITLE = re.compile(r"""\b(?:title|caption|header|summary|label)\s*=\s*["']([^"']+)["']""")
 _MDX_LINE = re.compile(
     r"^[ \t]*(?:import\s.+\sfrom\s.+|import\s+['\"].+|export\s+(?:default\s+)?(?:const|function|let)\b.*)$"
@@ -68,18 +72,27 @@ _MDX_TAG = re.compile(r"^[ \t]*<(?P<close>/)?(?P<name>[A-Z][\w.]*)(?P<attrs>(?:\
 _INCLUDE = re.compile(r"""^[ \t]*(?:-{1,2}8<-{1,2}(?:[ \t]+["'].*["'])?|\{!.*!\})[ \t]*$""")
 _LINK_DEFINITION = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]]+\]:[ \t]*\S+.*$")
 _FOOTNOTE_DEFINITION = re.compile(r"^(?P<indent>[ ]{0,3})\[\^(?P<name>[^\]]+)\]:[ \t]*")
-_FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
+_FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\[\]\s]+\](?!:)")
 _MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
-_ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^}]*\})?")
+_ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^{}]*\})?")
 _ROLE_PREFIX = re.compile(r"(?:\{(?P<myst>[\w:.+-]+)\}|(?<![\w`]):(?P<rst>[\w.+-]+(?::[\w.+-]+)*):)\Z")
+ROLE_NAME_CHARS = 100
+"""The most characters of a role's name and its marks (``{py:func}``, ``:py:meth:``) looked at before a code span:
+a role is searched for only there, so a long line of colons is not searched again for each code span."""
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_FENCE_LINE = re.compile(r"^[ \t]*+(?:`{3}|~{3})")
+_FENCE_CLOSE = re.compile(r"^[ \t]*+(?:`{3,}+|~{3,}+)[ \t]*+$")
 _OPTION = re.compile(r"^[ \t]*:([\w-]+):(?:[ \t]+(.*)|$)")
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-"""A page's ATX heading: its level and title (a directive below it sits in its section)."""
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]++(.+)")
+"""A page's ATX heading: its level and title, with its closing ``#`` (:func:`_heading`)."""
 _NOT_PARAGRAPH = re.compile(r"^(?:[ ]{4}|\t|[ ]{0,3}(?:[-*+][ \t]|\d+[.)][ \t]|#|>|`{3}|~{3}|\|))")
-_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
+_TABLE_DELIMITER = re.compile(r"^[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t]*+$")
+MAX_NESTING = 16
+"""Blocks (admonitions, directives, ``:::`` and ``///`` blocks) reduced inside one another at most: each level
+reads the rest of its block again, so an unclosed opener on each of 20,000 lines would cost 20,000 readings."""
+_NESTING: ContextVar[int] = ContextVar("markup_nesting", default=0)
 _FRONT_MATTER = {"---": re.compile(r"^(?:---|\.\.\.)[ \t]*$"), "+++": re.compile(r"^\+\+\+[ \t]*$")}
 
 
@@ -104,24 +117,29 @@ def _outside_code_spans(text: str, prose: Callable[[str], str]) -> str:
     and backticks never pair up across a code span."""
     if "`" not in text:
         return prose(text)
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    breaks = [m.start() for m in _BLANK_LINE.finditer(text)]
+    closers: list[int | None] = [None] * len(runs)  # the run closing each one: the next of its length in its paragraph
+    later: dict[tuple[int, int], int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        start, end = runs[index]
+        key = (bisect.bisect_right(breaks, start), end - start)
+        closers[index], later[key] = later.get(key), index
     out: list[str] = []
-    done = scan = 0
-    while opened := _TICKS.search(text, scan):
-        ticks = opened.group()
-        paragraph = _BLANK_LINE.search(text, opened.end())
-        limit = paragraph.start() if paragraph else len(text)
-        closer = re.compile(r"(?<!`)" + ticks + r"(?!`)").search(text, opened.end(), limit)
+    done = index = 0
+    while index < len(runs):
+        closer = closers[index]
         if closer is None:  # a literal backtick run
-            scan = opened.end()
+            index += 1
             continue
-        role = _ROLE_PREFIX.search(text, done, opened.start())
-        start = role.start() if role else opened.start()
-        out.append(prose(text[done:start]))
+        (start, end), (close, after) = runs[index], runs[closer]
+        role = _ROLE_PREFIX.search(text, max(done, start - ROLE_NAME_CHARS), start)
+        out.append(prose(text[done : role.start() if role else start]))
         if role:
-            out.append(_role(role.group("myst") or role.group("rst"), text[opened.end() : closer.start()]))
+            out.append(_role(role.group("myst") or role.group("rst"), text[end:close]))
         else:
-            out.append(text[opened.start() : closer.end()])
-        done = scan = closer.end()
+            out.append(text[start:after])
+        done, index = after, closer + 1
     out.append(prose(text[done:]))
     return "".join(out)
 
@@ -377,7 +395,19 @@ def _indented_code(lines: list[str]) -> set[int]:
 def reduce_lines(lines: list[str], top: bool = False) -> list[str]:
     """The lines of a Markdown text (no front matter) with docs-site markup reduced (see the module docstring).
     ``top``: the lines are the page's own, not a directive's body, so its ATX headings are the sections its
-    unindented directives sit under."""
+    unindented directives sit under. Blocks nested deeper than :data:`MAX_NESTING` keep their lines as written."""
+    depth = _NESTING.get()
+    if depth >= MAX_NESTING:
+        return lines
+    token = _NESTING.set(depth + 1)
+    try:
+        return _reduce_lines(lines, top)
+    finally:
+        _NESTING.reset(token)
+
+
+def _reduce_lines(lines: list[str], top: bool) -> list[str]:
+    """:func:`reduce_lines` at one level of nesting."""
     out: list[str] = []
     code = _indented_code(lines)
     section: tuple[int, str] | None = None
@@ -452,9 +482,20 @@ def reduce_lines(lines: list[str], top: bool = False) -> list[str]:
             out.extend(shortcode)
             continue
         out.append(reduce_inline(line))
-        if top and (heading := _ATX_HEADING.match(out[-1])):
-            section = (len(heading.group(1)), heading.group(2))
+        if top and (heading := _heading(out[-1])):
+            section = heading
     return out
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """An ATX heading's level and title (a directive below it sits in its section): ``## Setup ##`` → (2, "Setup")."""
+    found = _ATX_HEADING.match(line)
+    if found is None or not (title := found.group(2).rstrip(" \t")):
+        return None
+    unclosed = title.rstrip("#")
+    if unclosed != title and unclosed[-1:] in (" ", "\t"):  # a closing sequence: spaces, then only #
+        title = unclosed.rstrip(" \t")
+    return len(found.group(1)), title
 
 
 def reduce_markup(text: str) -> str:
@@ -469,10 +510,26 @@ def _roles_across_lines(text: str) -> str:
     and code spans."""
     if "`" not in text:
         return text
-    parts = re.split(r"(?ms)(^[ \t]*(?:`{3,}|~{3,}).*?^[ \t]*(?:`{3,}|~{3,})[ \t]*$)", text)
-    for index in range(0, len(parts), 2):
-        parts[index] = _outside_code_spans(parts[index], lambda prose: prose)
-    return "".join(parts)
+    lines = text.split("\n")
+    pieces: list[str] = []  # runs of lines: prose with its roles reduced, fenced code as it is
+
+    def add_prose(end: int) -> None:
+        if end > prose:
+            pieces.append(_outside_code_spans("\n".join(lines[prose:end]), lambda p: p))
+
+    prose = start = 0
+    while start < len(lines):
+        if not _FENCE_LINE.match(lines[start]):
+            start += 1
+            continue
+        end = next((i for i in range(start + 1, len(lines)) if _FENCE_CLOSE.match(lines[i])), None)
+        if end is None:  # no fence closes after this line, nor then after any later one: prose to the end
+            break
+        add_prose(start)
+        pieces.append("\n".join(lines[start : end + 1]))
+        prose = start = end + 1
+    add_prose(len(lines))
+    return "\n".join(pieces)
 
 
 def _single_blank_lines(lines: list[str]) -> list[str]:

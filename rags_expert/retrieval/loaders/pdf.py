@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rags_expert.retrieval.loaders.base import TextUnit
+from rags_expert.retrieval.loaders.base import LoadOptions, TextUnit, warn_over_limit
 from rags_expert.retrieval.loaders.tables import table_text
 
 CAPTION_GAP = 40.0
@@ -30,16 +30,18 @@ def has_table_extractor() -> bool:
     return importable("pdfplumber")
 
 
-def load_pdf(path: Path, data: bytes) -> list[TextUnit]:
+def load_pdf(path: Path, data: bytes, options: LoadOptions | None = None) -> list[TextUnit]:
     """PDF pages (and their tables when pdfplumber is installed); a parser failure is ``load_file``'s to report."""
     from pypdf import PdfReader
+
+    options = options or LoadOptions()
 
     reader = PdfReader(io.BytesIO(data))
     title = str((reader.metadata.title if reader.metadata else None) or path.stem)
     texts = {number: (page.extract_text() or "").strip() for number, page in enumerate(reader.pages, start=1)}
     tables: dict[int, list[TextUnit]] = {}
     if has_table_extractor():  # after pypdf: a decompression bomb has been refused by then
-        texts, tables = _with_tables(data, title, texts)
+        texts, tables = _with_tables(path, data, title, texts, options.pdf_max_table_crossings)
     units = []
     for number, text in texts.items():
         if text:
@@ -63,14 +65,21 @@ class _Table:
     header: list[str] = field(default_factory=list)
 
 
-def _with_tables(data: bytes, title: str, texts: dict[int, str]) -> tuple[dict[int, str], dict[int, list[TextUnit]]]:
-    """The pages' texts outside their tables, and the table units of each page with tables."""
+def _with_tables(
+    path: Path, data: bytes, title: str, texts: dict[int, str], max_crossings: int
+) -> tuple[dict[int, str], dict[int, list[TextUnit]]]:
+    """The pages' texts outside their tables, and the table units of each page with tables; a page whose ruled
+    lines cross more than ``max_crossings`` times keeps its plain text (:func:`_crossings`), with a warning."""
     import pdfplumber
 
     found: list[_Table] = []
     with pdfplumber.open(io.BytesIO(data)) as pdf:
         lines = [_lines(page.extract_text() or "") for page in pdf.pages]
         for number, page in enumerate(pdf.pages, start=1):
+            if (crossings := _crossings(page)) > max_crossings:
+                what = f"page {number}'s ruled lines cross {crossings:,} times, over the limit of {max_crossings:,}"
+                warn_over_limit(path, what, "pdf_max_table_crossings", "its tables read as plain text")
+                continue
             tables = page.find_tables()
             if not tables:
                 continue
@@ -103,6 +112,20 @@ def _with_tables(data: bytes, title: str, texts: dict[int, str]) -> tuple[dict[i
             )
             units.setdefault(item.page, []).append(unit)
     return texts, units
+
+
+def _crossings(page: Any) -> int:
+    """How many times a page's ruled lines may cross, as pdfplumber's table finder sees them (``TableFinder.get_edges``
+    with the "lines" strategy: vertical and horizontal edges, joined and snapped, the short ones dropped): vertical lines times horizontal ones. The finder's work grows about as the cube of
+    it; this count costs a sort of the page's edges."""
+    from pdfplumber.table import TableSettings, merge_edges
+    from pdfplumber.utils import filter_edges
+
+    s = TableSettings.resolve(None)
+    edges = [e for o in "vh" for e in filter_edges(page.edges, o, min_length=s.edge_min_length_prefilter)]
+    edges = merge_edges(edges, s.snap_x_tolerance, s.snap_y_tolerance, s.join_x_tolerance, s.join_y_tolerance)
+    vertical = sum(1 for edge in filter_edges(edges, "v", min_length=s.edge_min_length))
+    return vertical * sum(1 for edge in filter_edges(edges, "h", min_length=s.edge_min_length))
 
 
 def _join_continued(tables: list[_Table]) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from rags_expert.retrieval.loaders.base import LoadOptions, TextUnit
+from rags_expert.retrieval.loaders.base import LoadOptions, TextUnit, check_zip
 
 Loader = Callable[[Path, bytes, LoadOptions], list[TextUnit]]
 
@@ -30,9 +30,13 @@ class Format:
     module: str = ""
     options: bool = False
     """Whether the loader takes the :class:`LoadOptions`."""
+    zipped: bool = False
+    """Whether the file is a zip archive (``.docx``): its directory is checked before it is read (``check_zip``)."""
 
     def load(self, path: Path, data: bytes, options: LoadOptions) -> list[TextUnit]:
         """The units of ``path`` read by this format's loader (imported when first needed)."""
+        if self.zipped:
+            check_zip(path, data, options)
         module, function = self.loader.split(":")
         loader = getattr(importlib.import_module(f"rags_expert.retrieval.loaders.{module}"), function)
         return loader(path, data, options) if self.options else loader(path, data)  # type: ignore[no-any-return]
@@ -55,10 +59,10 @@ def importable(module: str) -> bool:
 MARKDOWN = Format("Markdown", "markdown:load_markdown")
 TEXT = Format("text", "markdown:load_text", markdown=False)
 HTML = Format("HTML", "html:load_html")
-PDF = Format("PDF", "pdf:load_pdf", markdown=False)
+PDF = Format("PDF", "pdf:load_pdf", markdown=False, options=True)
 JSONL = Format("JSONL", "jsonl:load_jsonl")
 RST = Format("reStructuredText", "rst:load_rst", extra="rst", module="docutils")
-DOCX = Format("Word", "docx:load_docx", extra="docx", module="docx")
+DOCX = Format("Word", "docx:load_docx", extra="docx", module="docx", zipped=True)
 NOTEBOOK = Format("notebook", "notebook:load_notebook", options=True)
 CSV = Format("CSV", "tables:load_csv")
 TSV = Format("TSV", "tables:load_tsv")

@@ -83,10 +83,11 @@ CODE_ROLES = re.compile(
 
 def role_text(role: str, text: str) -> str:
     """What a role shows: ``title <target>`` → ``title``; ``~a.b.c`` → ``c``; ``!x`` → ``x``."""
-    named = re.fullmatch(r"(?s)(.*?)\s*<([^<>]+)>", text)
-    if named and named.group(1).strip():
-        return named.group(1).strip()
-    target = named.group(2) if named else text
+    title, opened, target = text[:-1].rpartition("<") if text.endswith(">") else ("", "", "")
+    named = bool(opened and target) and ">" not in target
+    if named and title.strip():
+        return title.strip()
+    target = target if named else text
     target = target.lstrip("!")
     if target.startswith("~"):
         target = re.split(r"[.:]", target[1:])[-1]
@@ -105,7 +106,7 @@ def label_text(name: str, argument: str, text: Callable[[str], str], body: bool 
 
 
 DESCRIPTIONS = re.compile(
-    r"(?:\w+:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
+    r"(?<!\w)(?:\w++:)?(?:function|class|method|attribute|data|exception|decorator|decoratormethod|classmethod|"
     r"staticmethod|property|module|envvar|option|confval|describe|object|program|cmdoption|setting|type|member|var|macro)"
 )
 """Sphinx object descriptions: a heading one level below their section (Sphinx lists them in the table of
