@@ -183,6 +183,12 @@ class IngestionSettings(SettingsSection):
         description="Characters of a Jupyter notebook code cell's text outputs ingested after its code (longer "
         "outputs are cut with an ellipsis; 0: outputs left out).",
     )
+    follow_outside_links: bool = Field(
+        False,
+        description="Ingest the files of an ingested folder that are symbolic links to files outside it (stored "
+        "under the link's path). Off: each is skipped with a warning, and `ingest --prune` removes what an earlier "
+        "ingest stored of it, so a cloned folder's link to another file its user can read is never retrieved.",
+    )
 
 
 class KnowledgeFlowSettings(SettingsSection):
