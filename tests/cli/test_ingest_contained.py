@@ -1,8 +1,10 @@
 """``rags-expert ingest`` as a user meets issue 53's findings (subprocesses): a link to a file outside the folder
-is one warning and never stored, and a read-only data folder is one line naming it and ``RAGS_EXPERT_DATA_DIR``."""
+is one warning and never stored, a read-only data folder is one line naming it and ``RAGS_EXPERT_DATA_DIR``, and
+valid files once skipped for the wrong reason (a long CSV cell, UTF-16 text, an nbformat 3 notebook) are read."""
 
 from __future__ import annotations
 
+import codecs
 import json
 
 import pytest
@@ -69,3 +71,49 @@ def test_a_read_only_data_folder_is_one_line_naming_it_and_the_setting(tmp_path)
             expected.replace(str(data / "edge"), str(data / "new" / "edge"))
         ]
     assert [h["source"] for h in _search("release script", env)] == [str(docs / "guide.md")]  # nothing lost
+
+
+NOTEBOOK_V3 = {
+    "metadata": {"name": "orbits"},
+    "nbformat": 3,
+    "nbformat_minor": 0,
+    "worksheets": [
+        {
+            "metadata": {},
+            "cells": [
+                {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Orbital periods"]},
+                {"cell_type": "markdown", "metadata": {}, "source": ["Kepler's third law gives the period."]},
+                {
+                    "cell_type": "code",
+                    "collapsed": False,
+                    "input": ["period = semi_major_axis ** 1.5"],
+                    "language": "python",
+                    "metadata": {},
+                    "outputs": [{"output_type": "pyout", "prompt_number": 1, "metadata": {}, "text": ["11.86"]}],
+                    "prompt_number": 1,
+                },
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.slow
+def test_a_long_csv_cell_utf16_text_and_an_nbformat_3_notebook_are_read(tmp_path):
+    files: dict[str, bytes] = {
+        "essays.csv": f'title,text\nLong essay,"{"marmalade " * 20_000}"\n'.encode(),  # a 200,000-character cell
+        "codes.tsv": codecs.BOM_UTF16_LE + "code\tmeaning\n418\tteapot refuses coffee\n".encode("utf-16-le"),
+        "orbits.ipynb": json.dumps(NOTEBOOK_V3).encode(),
+    }
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, data in files.items():
+        (docs / name).write_bytes(data)
+    env = cli_env(tmp_path / "data")
+    done = run_cli(["ingest", str(docs), "-q"], env)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.startswith("3 files,") and "0 skipped" in done.stdout
+    assert _search("teapot refuses coffee", env)[0]["content"] == "codes\ncode: 418; meaning: teapot refuses coffee"
+    orbit = _search("Kepler period", env)[0]
+    assert orbit["title"] == "Orbital periods" and "period = semi_major_axis ** 1.5" in orbit["content"]
+    assert any(h["source"].endswith("essays.csv") for h in _search("marmalade", env))

@@ -3,6 +3,8 @@ Word, notebooks, CSV/TSV, HTML and PDF tables. Tables become one line per row wi
 
 from __future__ import annotations
 
+import codecs
+import csv
 import json
 import re
 from pathlib import Path
@@ -325,8 +327,47 @@ def test_notebook_markdown_cells_code_cells_and_capped_text_outputs(tmp_path):
 def test_a_file_named_ipynb_that_is_no_notebook_is_unreadable(tmp_path):
     path = tmp_path / "x.ipynb"
     path.write_text('{"cells": 3}')
-    with pytest.raises(UnreadableFileError, match=r"x\.ipynb: not a notebook \(no list of cells\)"):
+    with pytest.raises(UnreadableFileError, match=r"x\.ipynb: not a notebook \(no list of cells, nor nbformat 3"):
         load_file(path)
+
+
+NOTEBOOK_V3 = {
+    "metadata": {"name": "orbits"},
+    "nbformat": 3,
+    "nbformat_minor": 0,
+    "worksheets": [
+        {
+            "metadata": {},
+            "cells": [
+                {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Orbital periods"]},
+                {"cell_type": "markdown", "metadata": {}, "source": ["Kepler's third law gives the period."]},
+                {
+                    "cell_type": "code",
+                    "input": ["period = semi_major_axis ** 1.5"],
+                    "language": "python",
+                    "metadata": {},
+                    "outputs": [
+                        {"output_type": "pyout", "prompt_number": 1, "metadata": {}, "text": ["11.86"]},
+                        {"output_type": "pyerr", "ename": "ValueError", "evalue": "negative axis", "traceback": []},
+                    ],
+                },
+                {"cell_type": "heading", "level": 2, "metadata": {}, "source": "Moons"},
+                {"cell_type": "markdown", "metadata": {}, "source": "Io is the innermost."},
+            ],
+        }
+    ],
+}
+
+
+def test_an_nbformat_3_notebook_reads_its_worksheets_cells(tmp_path):
+    """IPython 1-2 wrote cells under ``worksheets``, a code cell's text in ``input``, headings as cells of their own."""
+    found = chunks(tmp_path, "orbits.ipynb", json.dumps(NOTEBOOK_V3))
+    assert found[0]["title"] == "Orbital periods"
+    assert [c["section"] for c in found] == ["Orbital periods", "Orbital periods > Moons"]
+    text = "\n".join(c["content"] for c in found)
+    assert "```python\nperiod = semi_major_axis ** 1.5\n```" in text
+    assert "Output:\n\n```text\n11.86\nValueError: negative axis\n```" in text
+    assert "Io is the innermost." in text
 
 
 def test_csv_and_tsv_rows_carry_their_header_and_the_file_name_is_their_section(tmp_path):
@@ -336,6 +377,41 @@ def test_csv_and_tsv_rows_carry_their_header_and_the_file_name_is_their_section(
     ]
     (tsv,) = chunks(tmp_path, "codes.tsv", "code\tmeaning\n404\tnot found\n")
     assert tsv["content"] == "codes\ncode: 404; meaning: not found"
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_limit_is_read(tmp_path):
+    """The csv module refuses a field over 131,072 characters by default: a valid file was skipped as malformed."""
+    essay = "marmalade " * 20_000
+    found = chunks(tmp_path, "essays.csv", f'title,text\nLong essay,"{essay}"\n', size=20_000)
+    assert "".join(c["content"] for c in found).count("marmalade") >= 20_000
+    assert csv.field_size_limit() == 131_072  # the limit is the module's own again after reading
+
+
+BOMS = {
+    "utf-16-le": codecs.BOM_UTF16_LE,
+    "utf-16-be": codecs.BOM_UTF16_BE,
+    "utf-32-le": codecs.BOM_UTF32_LE,
+    "utf-32-be": codecs.BOM_UTF32_BE,
+}
+
+
+@pytest.mark.parametrize("encoding", BOMS)
+def test_utf16_and_utf32_text_with_a_bom_is_read_by_every_text_loader(tmp_path, encoding):
+    """A spreadsheet's "Unicode text" export (UTF-16 with a BOM) was skipped as binary content."""
+    (tsv,) = chunks(tmp_path, "codes.tsv", BOMS[encoding] + "code\tmeaning\n418\tthé\n".encode(encoding))
+    assert tsv["content"] == "codes\ncode: 418; meaning: thé"
+    (md,) = chunks(tmp_path, "note.md", BOMS[encoding] + "# Note\n\nCafé au lait.\n".encode(encoding))
+    assert (md["title"], md["content"]) == ("Note", "Note\nCafé au lait.")
+
+
+def test_bytes_after_a_utf16_bom_that_are_no_text_are_named(tmp_path):
+    path = tmp_path / "odd.txt"
+    path.write_bytes(codecs.BOM_UTF16_LE + b"a\x00b")  # an odd byte count
+    with pytest.raises(UnreadableFileError, match=r"odd\.txt: not UTF-16 text \(truncated data"):
+        load_file(path)
+    path.write_bytes(codecs.BOM_UTF16_LE + b"A\x00" + b"\x00\x00" * 8 + b"\x01\x02")  # NUL characters
+    with pytest.raises(UnreadableFileError, match=r"odd\.txt: binary content"):
+        load_file(path)
 
 
 def test_html_tables_with_header_rows_and_captions(tmp_path):
