@@ -10,10 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.extras import needs
 from helpers.word import add_table, saved
 
 from rags_expert.retrieval.ingest import file_records
 from rags_expert.retrieval.loaders import LoadOptions, UnreadableFileError, load_file
+
+needs_rst = needs("rst")
 
 RST = """\
 =========
@@ -91,6 +94,7 @@ def chunks(tmp_path: Path, name: str, data: bytes | str, size: int = 1200) -> li
     return [r.payload for r in file_records(path, path.read_bytes(), [], size, 200)]
 
 
+@needs_rst
 def test_rst_sections_roles_directives_field_lists_and_tables(tmp_path):
     found = chunks(tmp_path, "fetcher.rst", RST)
     text = "\n".join(c["content"] for c in found)
@@ -164,6 +168,7 @@ Workers read these values once.
 """
 
 
+@needs_rst
 def test_rst_object_descriptions_are_headings_with_their_lines_under_the_name(tmp_path):
     found: dict[str, str] = {}  # each section's chunks, without the heading line a chunk starts with
     for chunk in chunks(tmp_path, "settings.rst", SETTINGS_RST):
@@ -183,6 +188,7 @@ def test_rst_object_descriptions_are_headings_with_their_lines_under_the_name(tm
     assert not any(":type:" in text or ":value:" in text for text in found.values())
 
 
+@needs_rst
 def test_rst_include_never_reads_another_file(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-VALUE")
@@ -192,6 +198,7 @@ def test_rst_include_never_reads_another_file(tmp_path):
     assert "TOP-SECRET-VALUE" not in "\n".join(c["content"] for c in found)
 
 
+@needs_rst
 def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
     rst = "Title\n=====\n\n.. versionadded:: 1.5\n\n.. deprecated:: 2.0 Use ``spin`` instead.\n"
     myst = "# Title\n\n```{versionadded} 1.5\n```\n\n:::{deprecated} 2.0 Use `spin` instead.\n:::\n"
@@ -200,6 +207,7 @@ def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
         assert "New in version 1.5." in text and "Deprecated since version 2.0: Use `spin` instead." in text, text
 
 
+@needs_rst
 @pytest.mark.parametrize("added, deprecated", [("version-added", "version-deprecated"), ("versionadded", "deprecated")])
 def test_sphinx_7_3_version_directive_names_read_as_the_old_ones(tmp_path, added, deprecated):
     """Sphinx 7.3 named the version directives ``version-added``, ``version-changed``, ``version-deprecated`` and
@@ -217,6 +225,7 @@ def test_sphinx_7_3_version_directive_names_read_as_the_old_ones(tmp_path, added
     assert "New in version 7.10." in "\n".join(c["content"] for c in chunks(tmp_path, "config.md", myst))
 
 
+@needs_rst
 def test_sphinx_tabs_code_tabs_are_code_blocks(tmp_path):
     """sphinx-tabs' ``.. code-tab:: ini`` is a code block in a tab: its lines stay code as written (a Windows path's
     backslashes, a ``[section]`` header), fenced with the tab's language."""
@@ -535,6 +544,7 @@ def test_a_long_key_value_table_is_a_list_of_rows_not_one_record(tmp_path):
     assert lines == [f"term0: meaning number 0; {t}: {m}" for t, m in terms[1:]]
 
 
+@needs_rst
 def test_rst_inline_literals_holding_backticks_stay_one_code_span(tmp_path):
     text = "Roles\n=====\n\nWrite ``:func:`input``` to link a function; ``a`b`` is one name.\n"
     (chunk,) = chunks(tmp_path, "roles.rst", text)
@@ -566,6 +576,7 @@ routes      512
 """
 
 
+@needs_rst
 def test_an_rst_table_without_a_header_row_is_a_list_of_named_rows(tmp_path):
     """A simple table with no ``===`` line under its first row names things (Sphinx module pages): each row reads
     "name: what it is", never under the first row as if that were a header; a table with one keeps its names. The

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.extras import needs
 
 from rags_expert.retrieval.ingest import file_records
 from rags_expert.retrieval.loaders.markup import _ALERT, _CODE_REFERENCE_LINK, _REFERENCE_LINK
@@ -246,6 +247,7 @@ def test_a_row_found_alone_still_names_its_columns(tmp_path):
             assert re.fullmatch(r"option: opt\d+; default: \d+; notes: (word ?)+", line), line
 
 
+@needs("rst")  # an eval-rst block is read by the rst loader
 def test_myst_glossary_eval_rst_and_roles_across_lines(tmp_path):
     page = """(terms)=
 
@@ -413,6 +415,7 @@ import hidden_fixture
         assert hidden not in text, hidden
 
 
+@needs("rst")  # an eval-rst block is read by the rst loader
 def test_an_eval_rst_object_description_is_a_heading_below_the_markdown_heading_it_sits_under(tmp_path):
     page = """# Configuration
 
