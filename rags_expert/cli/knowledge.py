@@ -75,8 +75,10 @@ def format_lines(report: IngestReport) -> list[str]:
             why = [f"{missing} need {install_hint(c.extra)}"] if missing else []
             if c.empty:
                 why.append(f"{c.empty} with no text to index")
-            if c.skipped - missing - c.empty:
-                why.append(f"{c.skipped - missing - c.empty} unreadable")
+            if c.outside:
+                why.append(f"{c.outside} linked outside the folder")
+            if c.skipped - missing - c.empty - c.outside:
+                why.append(f"{c.skipped - missing - c.empty - c.outside} unreadable")
             if c.skipped > missing:
                 why.append("reasons above")
             parts.append(f"{c.skipped} skipped ({'; '.join(why)})")

@@ -38,7 +38,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CHUNKER_VERSION = "v11"
+CHUNKER_VERSION = "v12"
 """Version of the chunking rules and of the loaders' text, recorded with every point (see :func:`chunking_label`).
 v4: the loaders reduce docs-site markup and write tables as rows with their column names (issue 36).
 v5: the Markdown loader keeps code spans as written (```${VAR}``` was read as a role), MyST version directives
@@ -58,7 +58,9 @@ first row and its short fields, so a long field (a description) is read with the
 v10: Sphinx 7.3's version directive names (``.. version-added:: 7.6``) read as the old ones ("New in version 7.6."),
 and sphinx-tabs' ``.. code-tab:: ini`` is a code block (its lines were read as reStructuredText: a Windows path
 lost its backslashes).
-v11: an admonition opener without a space after its marker (``!!!tip``, as Python-Markdown allows) is read as one."""
+v11: an admonition opener without a space after its marker (``!!!tip``, as Python-Markdown allows) is read as one.
+v12: a GitHub alert (``> [!NOTE]``) reads as its type then its body, without its ``>`` marks, and a reference-style
+link (``[text][ref]``, ````[`Data`][]````) as its text (both were quoted in answers as written)."""
 LEGACY_CHUNKING = "v1"
 """What points ingested before chunking labels existed (the hand-written sentence packer) count as."""
 

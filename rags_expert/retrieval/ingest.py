@@ -10,6 +10,11 @@ without leaving duplicates (``ingest`` says so once per run). Killed at any
 moment, a rerun converges to exactly one copy of every chunk. ``prune`` removes files that disappeared under the
 ingested folders (or are no regular file any more: replaced by a folder, say).
 
+A file is stored under its path in the folder it was found in (:func:`~rags_expert.retrieval.loaders.source_path`):
+a symbolic link under the link's path, never its target's. A link to a file outside its folder is skipped with a
+warning unless ``ingestion.follow_outside_links`` is on, and ``prune`` removes what an earlier ingest stored of it
+(under the link's path, or under the target's path where an older version stored it).
+
 The store is its own manifest: a file counts as done when its chunk ids are in the store. Before a run says
 it is done it flushes and closes the store and reads every file's chunk ids back (:meth:`Ingestor.verify`); a
 file with chunks missing (another process wrote the folder at the same time, say) is written again, and if
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -39,10 +45,12 @@ from rags_expert.retrieval.loaders import (
     UnreadableFileError,
     format_of,
     install_hint,
+    is_under,
     iter_files,
     load_file,
     read_source,
     shown_path,
+    source_path,
 )
 from rags_expert.retrieval.loaders.pdf import has_table_extractor
 from rags_expert.retrieval.loaders.registry import PDF_TABLES_EXTRA
@@ -62,6 +70,10 @@ def name_some(names: list[str], limit: int = NAMED_AT_MOST) -> str:
 
 class IngestIncompleteError(KnowledgeBaseError):
     """Chunks of some files were still missing from the store after they were written twice."""
+
+
+OUTSIDE_LINKS_SETTING = "ingestion.follow_outside_links"
+"""The setting that lets ``ingest`` follow a folder's symbolic links to files outside it."""
 
 
 NAMESPACE = uuid.UUID("6f1c1c5e-6a57-4f39-9a52-6d2b3c3f1e01")
@@ -85,6 +97,8 @@ class FormatCount:
     skipped: int = 0
     empty: int = 0
     """Of the files skipped, those with no text to index (empty, or only markup, comments or includes)."""
+    outside: int = 0
+    """Of the files skipped, the symbolic links to files outside their folder (not followed)."""
     missing_extra: dict[str, list[str]] = field(default_factory=dict)
     """Suffix → the files of it skipped because the format's extra is not installed."""
     extra: str = ""
@@ -177,7 +191,7 @@ def file_records(
     path: Path, data: bytes, tags: list[str], size: int, overlap: int, options: LoadOptions | None = None
 ) -> list[ChunkRecord]:
     """The chunk records of one file (raises UnreadableFileError)."""
-    source = str(path.resolve())
+    source = source_path(path)
     file_hash = hashlib.sha256(data).hexdigest()
     chunking = chunking_label(size, overlap)
     records: list[ChunkRecord] = []
@@ -240,6 +254,7 @@ class Ingestor:
             max_unzipped_mb=s.max_unzipped_mb,
             pdf_max_table_crossings=s.pdf_max_table_crossings,
         )
+        self.follow_outside = s.follow_outside_links
         self.written: dict[Path, list[str]] = {}
         """The chunk ids each file of this run should have in the store (read back by :meth:`verify`)."""
 
@@ -327,7 +342,7 @@ class Ingestor:
         report.chunks_total += len(records)
         counts.files += 1
         counts.chunks += len(records)
-        source, chunking = str(path.resolve()), chunking_label(self.size, self.overlap)
+        source, chunking = source_path(path), chunking_label(self.size, self.overlap)
         previous = self._older_chunkings(source, chunking)
         if previous:
             report.rechunked += 1
@@ -389,7 +404,7 @@ class Ingestor:
     ) -> None:
         """Delete the stored chunks of ``path`` except those of version ``keep_hash`` chunked as
         ``keep_chunking`` (all of them when ``keep_hash`` is None)."""
-        older = _source_filter(str(path.resolve()), keep_hash, keep_chunking)
+        older = _source_filter(source_path(path), keep_hash, keep_chunking)
         stale = self.kb.scroll_payloads(["source"], older)
         if stale:
             self.kb.delete(older)
@@ -412,19 +427,43 @@ class Ingestor:
         if pdf is not None and pdf.files and not has_table_extractor():
             pdf.note = f"tables read as plain text: {install_hint(PDF_TABLES_EXTRA)}"
 
-    def prune(self, roots: list[Path], report: IngestReport) -> None:
+    def prune(
+        self, roots: list[Path], report: IngestReport, outside: list[Path] | None = None, kept: set[str] | None = None
+    ) -> None:
         """Delete the points of files under ``roots`` that are no longer regular files (deleted, or replaced by a
-        folder, a pipe …)."""
-        prefixes = [str(r.resolve()) for r in roots]
+        folder, a pipe …), and those of the ``outside`` links found under them (symbolic links to files outside
+        their folder): stored under the link's path when such links are not followed, and under the target's path
+        (where an older version stored them) unless that path is in ``kept`` (the sources of this run)."""
+        prefixes = [os.path.realpath(r) for r in roots]
+        outside = outside or []
+        refused = set() if self.follow_outside else {source_path(p) for p in outside}
+        targets = {os.path.realpath(p) for p in outside} - (kept or set())
         sources = {p.get("source") for _, p in self.kb.scroll_payloads(["source"])}
         for src in sorted(s for s in sources if s):
-            under = any(src == pre or src.startswith(pre.rstrip("/") + "/") for pre in prefixes)
-            if under and not Path(src).is_file():
+            under = any(is_under(src, pre) for pre in prefixes)
+            if under and (not Path(src).is_file() or src in refused) or src in targets:
                 n = len(self.kb.scroll_payloads(["source"], _source_filter(src)))
                 self.kb.delete(_source_filter(src))
                 report.files_pruned += 1
                 report.chunks_deleted += n
                 log.info("pruned %s (%d chunks)", shown_path(src), n)
+
+    def _outside_links(self, links: list[Path], report: IngestReport) -> None:
+        """One warning for each symbolic link to a file outside its folder that is not followed (all are, with
+        ``ingestion.follow_outside_links``), recorded as skipped."""
+        if self.follow_outside:
+            return
+        for link in links:
+            reason = (
+                f"{shown_path(link)}: a symbolic link to {shown_path(os.path.realpath(link))}, outside the ingested "
+                f"folder: not followed (set {OUTSIDE_LINKS_SETTING} = true, "
+                f"RAGS_EXPERT_{OUTSIDE_LINKS_SETTING.upper().replace('.', '__')}=true, to ingest it)"
+            )
+            log.warning("skipping %s", reason)
+            report.skipped.append((str(link), reason))
+            counts = report.of(link)
+            counts.skipped += 1
+            counts.outside += 1
 
     def run(self, paths: list[Path], prune: bool = False) -> IngestReport:
         """Ingest every supported file under ``paths``; optionally prune deleted files."""
@@ -435,7 +474,9 @@ class Ingestor:
             raise FileNotFoundError(f"no such file or directory: {', '.join(map(shown_path, missing))}")
         self.kb.ensure_collection()
         ignored: list[Path] = []
-        files = list(iter_files(paths, ignored))
+        outside: list[Path] = []
+        files = list(iter_files(paths, ignored, outside, self.follow_outside))
+        self._outside_links(outside, report)
         self.progress.start(len(files))
         for path in files:
             self.ingest_file(path, report)
@@ -450,7 +491,7 @@ class Ingestor:
                 " ".join(sorted(SUPPORTED_SUFFIXES)),
             )
         if prune:
-            self.prune([p for p in paths if p.is_dir()], report)
+            self.prune([p for p in paths if p.is_dir()], report, outside, {source_path(p) for p in files})
         self.verify(report)
         if report.rechunked:
             n, old = report.rechunked, ", ".join(sorted(report.previous_chunkings))

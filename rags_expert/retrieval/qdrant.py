@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +29,7 @@ from langchain_core.documents import Document
 from qdrant_client import QdrantClient, models
 
 from rags_expert.language import detect_language
+from rags_expert.limits import printable
 from rags_expert.retrieval import sparse
 from rags_expert.retrieval.base import ScopedRetriever
 from rags_expert.retrieval.embeddings import NamedEmbeddings, build_embeddings, query_vector
@@ -39,6 +41,7 @@ from rags_expert.settings import KnowledgeBaseSettings, RetrievalMode, StoreSett
 __all__ = [
     "DENSE",
     "SPARSE",
+    "DataFolderError",
     "Hit",
     "KnowledgeBase",
     "KnowledgeBaseError",
@@ -55,6 +58,28 @@ POLICY_TO_MODE: dict[str, RetrievalMode] = {"semantic": "dense", "hybrid": "hybr
 
 class EmbeddingMismatchError(KnowledgeBaseError):
     """The collection was filled by another embedding model than the one configured."""
+
+
+class DataFolderError(KnowledgeBaseError):
+    """The embedded store's data folder cannot be created or written (read-only, or not this user's)."""
+
+
+def writable_folder(path: Path) -> Path:
+    """``path``, created if missing; :class:`DataFolderError` naming it, why, and the setting to change when it
+    cannot be written. Every command that opens an embedded store writes in its folder (the lock that processes
+    sharing it take turns by, a search's too), so a read-only one is refused before anything else."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if os.access(path, os.W_OK | os.X_OK):
+            return path
+        reason = "read-only file system" if os.statvfs(path).f_flag & os.ST_RDONLY else "permission denied"
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+    raise DataFolderError(
+        f"the knowledge base needs a writable folder: cannot write in {printable(path, limit=None)} ({reason}); "
+        "every command that opens it writes its lock there, a search too: set RAGS_EXPERT_DATA_DIR (--data-dir, "
+        "setting store.data_dir) to a folder you can write"
+    )
 
 
 # --- shared clients and stores ----------------------------------------------------------------
@@ -98,8 +123,7 @@ def get_client(settings: StoreSettings) -> tuple[QdrantClient, Lease]:
                 )
                 _CLIENTS[key] = (client, Lease(client.close, lambda: False, None, None))
             else:
-                path = Path(key[1])
-                path.mkdir(parents=True, exist_ok=True)
+                path = writable_folder(Path(key[1]))
                 local = LocalClient(path, settings.lock_wait_s, settings.local_wal)
                 _CLIENTS[key] = (local, Lease(local.close, local.is_open, path, settings.idle_release_s))
         return cast(QdrantClient, _CLIENTS[key][0]), _CLIENTS[key][1]
@@ -115,8 +139,7 @@ def get_store(settings: StoreSettings) -> tuple[Any, Lease]:
         if key not in _CLIENTS:
             from rags_expert.retrieval.edge import EdgeStore
 
-            root = Path(key[1])
-            root.mkdir(parents=True, exist_ok=True)
+            root = writable_folder(Path(key[1]))
             store = EdgeStore(root, settings.lock_wait_s)
             _CLIENTS[key] = (store, Lease(store.close, store.is_open, root, settings.idle_release_s))
         return _CLIENTS[key]

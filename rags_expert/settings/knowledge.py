@@ -200,6 +200,12 @@ class IngestionSettings(SettingsSection):
         "line naming this setting. Table detection grows about as the cube of the lines: a page ruled as graph "
         "paper (120 by 120 lines) took 10 s, denser ones minutes; 5000 (a 70 by 70 grid) takes about 1 s.",
     )
+    follow_outside_links: bool = Field(
+        False,
+        description="Ingest the files of an ingested folder that are symbolic links to files outside it (stored "
+        "under the link's path). Off: each is skipped with a warning, and `ingest --prune` removes what an earlier "
+        "ingest stored of it, so a cloned folder's link to another file its user can read is never retrieved.",
+    )
 
 
 class KnowledgeFlowSettings(SettingsSection):

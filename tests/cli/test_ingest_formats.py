@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli_run import ROOT, cli_env, run_cli
+from helpers.extras import missing_extra, needs
 from helpers.word import add_table, saved
 
 RST = "Title {i}\n========\n\nThe value of setting number {i} is :code:`{i}`.\n"
@@ -57,6 +58,8 @@ def test_files_whose_extra_is_missing_are_one_line_per_format_naming_the_pip_ins
         f"nothing was ingested from {folder / 'page00.rst'}: 1 file(s) skipped (reasons above)",
     ]
 
+    if reason := missing_extra("rst"):
+        pytest.skip(f"the files are skipped without the extra; read with it: {reason}")
     env["PYTHONPATH"] = str(ROOT)  # installed: the same files are read
     again = run_cli(["ingest", str(folder / "page00.rst"), "-q"], env)
     assert again.returncode == 0 and again.stderr == "", again.stderr
@@ -64,6 +67,7 @@ def test_files_whose_extra_is_missing_are_one_line_per_format_naming_the_pip_ins
 
 
 @pytest.mark.slow
+@needs("rst")
 def test_a_page_with_no_text_of_its_own_is_skipped_with_its_reason_and_counted_apart(tmp_path):
     """A Sphinx page that only includes another file (includes are never followed) and an empty Markdown page: one
     warning each saying why, and the per-format summary counts them as having no text, not as unreadable."""

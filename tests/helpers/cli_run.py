@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,18 +29,45 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def run_cli(
-    args: list[str], env: dict[str, str], cwd: Path = ROOT, timeout: float = 180
+    args: list[str], env: dict[str, str], cwd: Path = ROOT, timeout: float = 180, wrap: Sequence[str] = ()
 ) -> subprocess.CompletedProcess:
-    """``python -m rags_expert.cli ARGS`` with text output captured (``subprocess.TimeoutExpired`` after
-    ``timeout`` seconds: a command that blocks fails its test)."""
+    """``python -m rags_expert.cli ARGS`` (after the command ``wrap``, if any) with text output captured
+    (``subprocess.TimeoutExpired`` after ``timeout`` seconds: a command that blocks fails its test)."""
     return subprocess.run(
-        [sys.executable, "-m", "rags_expert.cli", *args],
+        [*wrap, sys.executable, "-m", "rags_expert.cli", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
     )
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[tuple[list[str], str]]:
+    """A ``wrap`` for :func:`run_cli` under which ``folder`` cannot be written, and the reason a write fails with.
+
+    For another user than root, the folder's tree loses its write permissions (given back after). Root writes
+    anyway, so for root the command runs in its own mount namespace where ``folder`` is mounted read-only
+    (``unshare``); where that is not allowed, the test is skipped."""
+    import pytest
+
+    if os.geteuid() != 0:
+        paths = [folder, *folder.rglob("*")]
+        modes = {p: p.stat().st_mode for p in paths if not p.is_symlink()}
+        for p, mode in modes.items():
+            p.chmod(mode & 0o555)
+        try:
+            yield [], "permission denied"
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    wrap = ["unshare", "--mount", "sh", "-c", script, str(folder)]
+    if shutil.which("unshare") is None or subprocess.run([*wrap, "true"], capture_output=True).returncode != 0:
+        pytest.skip("running as root, and no read-only mount can be made here (unshare --mount)")
+    yield wrap, "read-only file system"
 
 
 def ingest_docs(root: Path, files: dict[str, str | bytes], env: dict[str, str] | None = None) -> Path:

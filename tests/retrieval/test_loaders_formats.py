@@ -3,15 +3,20 @@ Word, notebooks, CSV/TSV, HTML and PDF tables. Tables become one line per row wi
 
 from __future__ import annotations
 
+import codecs
+import csv
 import json
 import re
 from pathlib import Path
 
 import pytest
+from helpers.extras import needs
 from helpers.word import add_table, saved
 
 from rags_expert.retrieval.ingest import file_records
 from rags_expert.retrieval.loaders import LoadOptions, UnreadableFileError, load_file
+
+needs_rst = needs("rst")
 
 RST = """\
 =========
@@ -89,6 +94,7 @@ def chunks(tmp_path: Path, name: str, data: bytes | str, size: int = 1200) -> li
     return [r.payload for r in file_records(path, path.read_bytes(), [], size, 200)]
 
 
+@needs_rst
 def test_rst_sections_roles_directives_field_lists_and_tables(tmp_path):
     found = chunks(tmp_path, "fetcher.rst", RST)
     text = "\n".join(c["content"] for c in found)
@@ -162,6 +168,7 @@ Workers read these values once.
 """
 
 
+@needs_rst
 def test_rst_object_descriptions_are_headings_with_their_lines_under_the_name(tmp_path):
     found: dict[str, str] = {}  # each section's chunks, without the heading line a chunk starts with
     for chunk in chunks(tmp_path, "settings.rst", SETTINGS_RST):
@@ -181,6 +188,7 @@ def test_rst_object_descriptions_are_headings_with_their_lines_under_the_name(tm
     assert not any(":type:" in text or ":value:" in text for text in found.values())
 
 
+@needs_rst
 def test_rst_include_never_reads_another_file(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-VALUE")
@@ -190,6 +198,7 @@ def test_rst_include_never_reads_another_file(tmp_path):
     assert "TOP-SECRET-VALUE" not in "\n".join(c["content"] for c in found)
 
 
+@needs_rst
 def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
     rst = "Title\n=====\n\n.. versionadded:: 1.5\n\n.. deprecated:: 2.0 Use ``spin`` instead.\n"
     myst = "# Title\n\n```{versionadded} 1.5\n```\n\n:::{deprecated} 2.0 Use `spin` instead.\n:::\n"
@@ -198,6 +207,7 @@ def test_rst_and_myst_version_directives_share_sphinx_wording(tmp_path):
         assert "New in version 1.5." in text and "Deprecated since version 2.0: Use `spin` instead." in text, text
 
 
+@needs_rst
 @pytest.mark.parametrize("added, deprecated", [("version-added", "version-deprecated"), ("versionadded", "deprecated")])
 def test_sphinx_7_3_version_directive_names_read_as_the_old_ones(tmp_path, added, deprecated):
     """Sphinx 7.3 named the version directives ``version-added``, ``version-changed``, ``version-deprecated`` and
@@ -215,6 +225,7 @@ def test_sphinx_7_3_version_directive_names_read_as_the_old_ones(tmp_path, added
     assert "New in version 7.10." in "\n".join(c["content"] for c in chunks(tmp_path, "config.md", myst))
 
 
+@needs_rst
 def test_sphinx_tabs_code_tabs_are_code_blocks(tmp_path):
     """sphinx-tabs' ``.. code-tab:: ini`` is a code block in a tab: its lines stay code as written (a Windows path's
     backslashes, a ``[section]`` header), fenced with the tab's language."""
@@ -325,8 +336,47 @@ def test_notebook_markdown_cells_code_cells_and_capped_text_outputs(tmp_path):
 def test_a_file_named_ipynb_that_is_no_notebook_is_unreadable(tmp_path):
     path = tmp_path / "x.ipynb"
     path.write_text('{"cells": 3}')
-    with pytest.raises(UnreadableFileError, match=r"x\.ipynb: not a notebook \(no list of cells\)"):
+    with pytest.raises(UnreadableFileError, match=r"x\.ipynb: not a notebook \(no list of cells, nor nbformat 3"):
         load_file(path)
+
+
+NOTEBOOK_V3 = {
+    "metadata": {"name": "orbits"},
+    "nbformat": 3,
+    "nbformat_minor": 0,
+    "worksheets": [
+        {
+            "metadata": {},
+            "cells": [
+                {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Orbital periods"]},
+                {"cell_type": "markdown", "metadata": {}, "source": ["Kepler's third law gives the period."]},
+                {
+                    "cell_type": "code",
+                    "input": ["period = semi_major_axis ** 1.5"],
+                    "language": "python",
+                    "metadata": {},
+                    "outputs": [
+                        {"output_type": "pyout", "prompt_number": 1, "metadata": {}, "text": ["11.86"]},
+                        {"output_type": "pyerr", "ename": "ValueError", "evalue": "negative axis", "traceback": []},
+                    ],
+                },
+                {"cell_type": "heading", "level": 2, "metadata": {}, "source": "Moons"},
+                {"cell_type": "markdown", "metadata": {}, "source": "Io is the innermost."},
+            ],
+        }
+    ],
+}
+
+
+def test_an_nbformat_3_notebook_reads_its_worksheets_cells(tmp_path):
+    """IPython 1-2 wrote cells under ``worksheets``, a code cell's text in ``input``, headings as cells of their own."""
+    found = chunks(tmp_path, "orbits.ipynb", json.dumps(NOTEBOOK_V3))
+    assert found[0]["title"] == "Orbital periods"
+    assert [c["section"] for c in found] == ["Orbital periods", "Orbital periods > Moons"]
+    text = "\n".join(c["content"] for c in found)
+    assert "```python\nperiod = semi_major_axis ** 1.5\n```" in text
+    assert "Output:\n\n```text\n11.86\nValueError: negative axis\n```" in text
+    assert "Io is the innermost." in text
 
 
 def test_csv_and_tsv_rows_carry_their_header_and_the_file_name_is_their_section(tmp_path):
@@ -336,6 +386,41 @@ def test_csv_and_tsv_rows_carry_their_header_and_the_file_name_is_their_section(
     ]
     (tsv,) = chunks(tmp_path, "codes.tsv", "code\tmeaning\n404\tnot found\n")
     assert tsv["content"] == "codes\ncode: 404; meaning: not found"
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_limit_is_read(tmp_path):
+    """The csv module refuses a field over 131,072 characters by default: a valid file was skipped as malformed."""
+    essay = "marmalade " * 20_000
+    found = chunks(tmp_path, "essays.csv", f'title,text\nLong essay,"{essay}"\n', size=20_000)
+    assert "".join(c["content"] for c in found).count("marmalade") >= 20_000
+    assert csv.field_size_limit() == 131_072  # the limit is the module's own again after reading
+
+
+BOMS = {
+    "utf-16-le": codecs.BOM_UTF16_LE,
+    "utf-16-be": codecs.BOM_UTF16_BE,
+    "utf-32-le": codecs.BOM_UTF32_LE,
+    "utf-32-be": codecs.BOM_UTF32_BE,
+}
+
+
+@pytest.mark.parametrize("encoding", BOMS)
+def test_utf16_and_utf32_text_with_a_bom_is_read_by_every_text_loader(tmp_path, encoding):
+    """A spreadsheet's "Unicode text" export (UTF-16 with a BOM) was skipped as binary content."""
+    (tsv,) = chunks(tmp_path, "codes.tsv", BOMS[encoding] + "code\tmeaning\n418\tthé\n".encode(encoding))
+    assert tsv["content"] == "codes\ncode: 418; meaning: thé"
+    (md,) = chunks(tmp_path, "note.md", BOMS[encoding] + "# Note\n\nCafé au lait.\n".encode(encoding))
+    assert (md["title"], md["content"]) == ("Note", "Note\nCafé au lait.")
+
+
+def test_bytes_after_a_utf16_bom_that_are_no_text_are_named(tmp_path):
+    path = tmp_path / "odd.txt"
+    path.write_bytes(codecs.BOM_UTF16_LE + b"a\x00b")  # an odd byte count
+    with pytest.raises(UnreadableFileError, match=r"odd\.txt: not UTF-16 text \(truncated data"):
+        load_file(path)
+    path.write_bytes(codecs.BOM_UTF16_LE + b"A\x00" + b"\x00\x00" * 8 + b"\x01\x02")  # NUL characters
+    with pytest.raises(UnreadableFileError, match=r"odd\.txt: binary content"):
+        load_file(path)
 
 
 def test_html_tables_with_header_rows_and_captions(tmp_path):
@@ -459,6 +544,7 @@ def test_a_long_key_value_table_is_a_list_of_rows_not_one_record(tmp_path):
     assert lines == [f"term0: meaning number 0; {t}: {m}" for t, m in terms[1:]]
 
 
+@needs_rst
 def test_rst_inline_literals_holding_backticks_stay_one_code_span(tmp_path):
     text = "Roles\n=====\n\nWrite ``:func:`input``` to link a function; ``a`b`` is one name.\n"
     (chunk,) = chunks(tmp_path, "roles.rst", text)
@@ -490,6 +576,7 @@ routes      512
 """
 
 
+@needs_rst
 def test_an_rst_table_without_a_header_row_is_a_list_of_named_rows(tmp_path):
     """A simple table with no ``===`` line under its first row names things (Sphinx module pages): each row reads
     "name: what it is", never under the first row as if that were a header; a table with one keeps its names. The

@@ -13,6 +13,7 @@ may cost (:class:`LoadOptions`: the inflated size of a ``.docx``, the ruled line
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +56,7 @@ __all__ = [
     "load_text",
     "read_source",
     "shown_path",
+    "source_path",
 ]
 
 SUPPORTED_SUFFIXES = frozenset(FORMATS)
@@ -82,21 +84,56 @@ def load_file(path: Path, data: bytes | None = None, options: LoadOptions | None
         raise UnreadableFileError(f"{shown_path(path)}: unreadable {fmt.name} ({type(exc).__name__})") from exc
 
 
-def iter_files(paths: list[Path], ignored: list[Path] | None = None) -> Iterator[Path]:
+def source_path(path: Path) -> str:
+    """The path a file's chunks are stored under (their ``source``): absolute, its folders resolved, the file itself
+    not followed. A symbolic link is stored under its own path in the folder it was found in, never its target's,
+    so ``ingest --prune`` drops its chunks when the link goes; any other file's source is its resolved path."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
+
+
+def is_under(path: str, folder: str) -> bool:
+    """Whether the absolute ``path`` is ``folder`` or inside it (both resolved)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def iter_files(
+    paths: list[Path],
+    ignored: list[Path] | None = None,
+    outside: list[Path] | None = None,
+    follow_outside: bool = False,
+) -> Iterator[Path]:
     """Files to ingest under the given files and folders (sorted; hidden entries skipped).
 
     A path named explicitly is always yielded (so that why it cannot be read is reported). Under a
     folder, files of a supported type are yielded, symlinks among them even when broken or looping;
-    files of other types are appended to ``ignored``.
+    files of other types are appended to ``ignored``. A symlink whose target is outside its folder is appended to
+    ``outside`` and yielded only with ``follow_outside`` (``ingestion.follow_outside_links``): a cloned folder's
+    link to any file its user can read is not ingested by default. A symlink to another file yielded from the
+    same folder is not yielded: that file is ingested once, under its own path.
     """
     for root in paths:
         if not root.is_dir():
             yield root
             continue
+        found: list[Path] = []
         for p in sorted(root.rglob("*")):
             if any(x.startswith(".") for x in p.relative_to(root).parts) or p.is_dir():
                 continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
-                yield p
+                found.append(p)
             elif ignored is not None and (p.is_file() or p.is_symlink()):
                 ignored.append(p)
+        # rglob does not descend into linked folders: below a folder, only a file itself can be a link
+        real_root = os.path.realpath(root)
+        files = {os.path.realpath(p) for p in found if not p.is_symlink()}
+        for p in found:
+            if p.is_symlink():
+                target = os.path.realpath(p)
+                if not is_under(target, real_root):
+                    if outside is not None:
+                        outside.append(p)
+                    if not follow_outside:
+                        continue
+                elif target in files:
+                    continue
+            yield p

@@ -8,6 +8,7 @@ control characters escaped, so a file name cannot forge a second log line.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import logging
@@ -103,14 +104,28 @@ def check_zip(path: Path, data: bytes, options: LoadOptions) -> None:
         raise OverLimitError(path, what, "max_unzipped_mb")
 
 
+BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16's: it starts with the same two bytes
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+"""The byte-order marks of UTF-16 and UTF-32 text (a spreadsheet's "Unicode text" export) and their codecs."""
+
+
 def decode(data: bytes, path: Path) -> str:
-    """UTF-8 text, or an error for binary content (NUL bytes) and undecodable bytes."""
-    if b"\x00" in data[:8192]:
+    """The text of every text format: UTF-8 (with or without a BOM), or UTF-16/UTF-32 after its BOM; an error for
+    binary content (NUL bytes, NUL characters after a BOM) and undecodable bytes."""
+    codec = next((name for bom, name in BOMS if data.startswith(bom)), "UTF-8")
+    if codec == "UTF-8" and b"\x00" in data[:8192]:
         raise UnreadableFileError(f"{shown_path(path)}: binary content (NUL bytes), not text")
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig" if codec == "UTF-8" else codec.lower())
     except UnicodeDecodeError as exc:
-        raise UnreadableFileError(f"{shown_path(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise UnreadableFileError(f"{shown_path(path)}: not {codec} text ({exc.reason} at byte {exc.start})") from exc
+    if "\x00" in text[:8192]:
+        raise UnreadableFileError(f"{shown_path(path)}: binary content (NUL characters), not text")
+    return text
 
 
 NOT_REGULAR = {

@@ -19,6 +19,10 @@ quoting it. Code (fenced, or indented outside the blocks below) is never touched
 * MDX: ``import``/``export`` lines dropped, component tags (``<Tabs>``, ``<TabItem label="Py">``) replaced by
   their label or title;
 * footnotes: ``[^1]: text`` → ``1. text``, a reference ``[^1]`` removed;
+* GitHub alerts (a block quote opened by ``> [!NOTE]``, ``[!TIP]``, ``[!IMPORTANT]``, ``[!WARNING]``,
+  ``[!CAUTION]``): the type as a title ("Note"), then the quote's body without its ``>`` marks;
+* reference-style links ``[text][ref]``, ``[text][]`` and images ``![alt][ref]``: their text (````[`Data`][]```` →
+  ```Data```);
 * include lines (``--8<-- "file.md"``, ``{!file.md!}``), reference-style link definitions (``[id]: url``),
   lone attribute lists (``{ .annotate }``), MyST targets (``(label)=``) and icon shortcodes (``:material-check:``): removed;
 * inline MyST roles ``{func}`x``` and reST roles ``:func:`x```: their text (``x``, ``~a.b`` → ``b``,
@@ -73,6 +77,13 @@ _INCLUDE = re.compile(r"""^[ \t]*(?:-{1,2}8<-{1,2}(?:[ \t]+["'].*["'])?|\{!.*!\}
 _LINK_DEFINITION = re.compile(r"^[ ]{0,3}\[(?!\^)[^\]]+\]:[ \t]*\S+.*$")
 _FOOTNOTE_DEFINITION = re.compile(r"^(?P<indent>[ ]{0,3})\[\^(?P<name>[^\]]+)\]:[ \t]*")
 _FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\[\]\s]+\](?!:)")
+_ALERT = re.compile(r"^[ ]{0,3}>[ \t]?\[!(?P<type>note|tip|important|warning|caution)\][ \t]*(?P<rest>.*)$", re.I)
+_QUOTE_MARK = re.compile(r"^[ ]{0,3}>[ ]?")
+_REFERENCE_LINK = re.compile(r"(?<![\w\\\]])!?\[(?P<text>[^\[\]`]*)\]\[[^\[\]`]*\]")
+"""``[text][ref]``, ``[text][]``, ``![alt][ref]`` in prose (not ``a[i][j]``): each class stops at the next bracket, so
+every character is read a bounded number of times."""
+_CODE_REFERENCE_LINK = re.compile(r"(?<![\w\\\]])\[(?P<code>`[^`\[\]]+`)\]\[[^\[\]`]*\]")
+"""A reference link whose text is one code span (````[`Data`][]````, mkdocstrings' cross-references)."""
 _MYST_TARGET = re.compile(r"^[ \t]*\([\w.:-]+\)=[ \t]*$")
 _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:?[ \t]*[#.][^{}]*\}[ \t]*$")
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple|fa)-[\w-]+:(?:\{[^{}]*\})?")
@@ -100,12 +111,13 @@ def reduce_inline(line: str) -> str:
     """A line's roles reduced to their text, and its footnote marks, shortcodes and icons outside code spans
     removed; code spans (```${VAR}```, ```{name}```) are kept as written."""
     line = _FOOTNOTE_DEFINITION.sub(lambda m: f"{m.group('indent')}{m.group('name')}. ", line)
+    line = _CODE_REFERENCE_LINK.sub(r"\g<code>", line)
     return _outside_code_spans(line, _reduce_prose)
 
 
 def _reduce_prose(text: str) -> str:
     """Text outside code spans and roles without its footnote references, shortcodes and icons."""
-    text = _FOOTNOTE_REFERENCE.sub("", text)
+    text = _REFERENCE_LINK.sub(r"\g<text>", _FOOTNOTE_REFERENCE.sub("", text))
     return _ICON.sub("", _SHORTCODE.sub(lambda m: _shortcode_text(m.group("body")), text))
 
 
@@ -392,21 +404,23 @@ def _indented_code(lines: list[str]) -> set[int]:
     return code
 
 
-def reduce_lines(lines: list[str], top: bool = False) -> list[str]:
+def reduce_lines(lines: list[str], top: bool = False, alerts: bool = True) -> list[str]:
     """The lines of a Markdown text (no front matter) with docs-site markup reduced (see the module docstring).
     ``top``: the lines are the page's own, not a directive's body, so its ATX headings are the sections its
-    unindented directives sit under. Blocks nested deeper than :data:`MAX_NESTING` keep their lines as written."""
+    unindented directives sit under. ``alerts``: GitHub alerts are read (not in an alert's body: a quote of a
+    thousand nested alerts is no thousand nested calls). Blocks nested deeper than :data:`MAX_NESTING` keep their
+    lines as written."""
     depth = _NESTING.get()
     if depth >= MAX_NESTING:
         return lines
     token = _NESTING.set(depth + 1)
     try:
-        return _reduce_lines(lines, top)
+        return _reduce_lines(lines, top, alerts)
     finally:
         _NESTING.reset(token)
 
 
-def _reduce_lines(lines: list[str], top: bool) -> list[str]:
+def _reduce_lines(lines: list[str], top: bool, alerts: bool) -> list[str]:
     """:func:`reduce_lines` at one level of nesting."""
     out: list[str] = []
     code = _indented_code(lines)
@@ -455,6 +469,14 @@ def _reduce_lines(lines: list[str], top: bool) -> list[str]:
             out.extend(reduce_lines(lines[index + 1 : end]))
             out.append("")
             index = end + 1
+            continue
+        if alerts and (alert := _ALERT.match(line)):
+            end = index + 1
+            while end < len(lines) and _QUOTE_MARK.match(lines[end]):
+                end += 1
+            body = [alert.group("rest"), *(_QUOTE_MARK.sub("", ln, count=1) for ln in lines[index + 1 : end])]
+            out.extend([alert.group("type").capitalize(), "", *reduce_lines(body, alerts=False), ""])
+            index = end
             continue
         if table := _pipe_table(lines, index):
             out.extend(table[0])

@@ -1,6 +1,7 @@
 """Jupyter notebooks (``.ipynb``, JSON, no extra): Markdown cells as Markdown (docs-site markup reduced), code
 cells as fenced code in the notebook's language, and their text outputs (streams, ``text/plain`` results,
-errors' names and values) after them, capped at ``ingestion.notebook_output_chars`` characters a cell."""
+errors' names and values) after them, capped at ``ingestion.notebook_output_chars`` characters a cell. An nbformat 3
+notebook (IPython 1-2: cells in ``worksheets``, a code cell's text in ``input``, heading cells) is read the same way."""
 
 from __future__ import annotations
 
@@ -30,12 +31,34 @@ def _outputs(cell: dict[str, Any], limit: int) -> str:
         kind = output.get("output_type")
         if kind == "stream":
             texts.append(_source(output.get("text")))
-        elif kind in ("execute_result", "display_data"):
-            texts.append(_source((output.get("data") or {}).get("text/plain")))
-        elif kind == "error":
+        elif kind in ("execute_result", "display_data", "pyout"):  # nbformat 3: pyout, its text not under data
+            texts.append(_source((output.get("data") or {}).get("text/plain") or output.get("text")))
+        elif kind in ("error", "pyerr"):
             texts.append(f"{output.get('ename', '')}: {output.get('evalue', '')}")
     text = "\n".join(t.rstrip("\n") for t in texts if t.strip())
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _cells(notebook: dict[str, Any]) -> list[Any] | None:
+    """A notebook's cells: nbformat 4's ``cells``, or nbformat 3's worksheets' cells as nbformat 4 has them (a code
+    cell's ``input`` as its source, a heading cell as a Markdown heading); None: neither."""
+    if isinstance(notebook.get("cells"), list):
+        return list(notebook["cells"])
+    worksheets = notebook.get("worksheets")
+    if not isinstance(worksheets, list):
+        return None
+    cells: list[Any] = []
+    for sheet in worksheets:
+        for cell in (sheet.get("cells") if isinstance(sheet, dict) else None) or []:
+            if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "heading"):
+                cells.append(cell)
+            elif cell["cell_type"] == "code":
+                cells.append({**cell, "source": cell.get("input")})
+            else:
+                level = cell["level"] if isinstance(cell.get("level"), int) else 1
+                heading = "#" * min(max(level, 1), 6) + " " + " ".join(_source(cell.get("source")).split())
+                cells.append({"cell_type": "markdown", "source": heading})
+    return cells
 
 
 def _fenced(text: str, language: str) -> str:
@@ -52,14 +75,19 @@ def load_notebook(path: Path, data: bytes, options: LoadOptions | None = None) -
         notebook = json.loads(decode(data, path))
     except json.JSONDecodeError as exc:
         raise UnreadableFileError(f"{shown_path(path)}: invalid notebook JSON ({exc.msg})") from exc
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        raise UnreadableFileError(f"{shown_path(path)}: not a notebook (no list of cells)")
+    cells = _cells(notebook) if isinstance(notebook, dict) else None
+    if cells is None:
+        raise UnreadableFileError(f"{shown_path(path)}: not a notebook (no list of cells, nor nbformat 3 worksheets)")
     meta: dict[str, Any] = notebook["metadata"] if isinstance(notebook.get("metadata"), dict) else {}
+    code_language = next((c.get("language") for c in cells if isinstance(c, dict) and c.get("language")), "")
     language = str(
-        (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language") or ""
+        (meta.get("language_info") or {}).get("name")
+        or (meta.get("kernelspec") or {}).get("language")
+        or code_language  # nbformat 3: each code cell names its language
+        or ""
     )
     parts, title = [], ""
-    for cell in notebook["cells"]:
+    for cell in cells:
         if not isinstance(cell, dict):
             continue
         source = _source(cell.get("source")).strip("\n")

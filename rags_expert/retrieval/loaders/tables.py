@@ -103,12 +103,19 @@ def table_text(
 
 
 def load_csv(path: Path, data: bytes, delimiter: str = ",") -> list[TextUnit]:
-    """CSV: the first row names the columns; the table's heading is the file's name."""
+    """CSV: the first row names the columns; the table's heading is the file's name.
+
+    A cell may be as long as the whole file: the csv module's own limit (131,072 characters) skipped a valid file
+    with one long cell as malformed. The file is in memory already, so its length is the bound; the limit is set
+    back after reading it."""
     text = decode(data, path)
+    limit = csv.field_size_limit(max(csv.field_size_limit(), len(text)))
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
     except csv.Error as exc:
         raise UnreadableFileError(f"{shown_path(path)}: malformed {path.suffix[1:].upper()} ({exc})") from exc
+    finally:
+        csv.field_size_limit(limit)
     return [TextUnit(text=f"# {path.stem}\n\n{table_text(rows)}\n", title=path.stem)]
 
 
