@@ -19,6 +19,8 @@ answer's ``usage``), and median and p90 seconds.
     python bench/models.py 1.5b                       # once: fetch the model (skipped below when absent)
     python bench/local_designs.py --split dev --limit 2 [--designs plain compact] [--in-process] [--out F.json]
     python bench/local_designs.py --report F.json --record   # the table of a saved run, into bench/results/
+    python bench/local_designs.py --split dev --designs compact --env RAGS_EXPERT_EVIDENCE__MIN_CITED_SUPPORT=0 \
+        --out dev.json && python bench/local_designs.py --fit dev.json   # fit evidence.min_cited_support on dev
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def plain_reply(answer: str, sources: list[dict[str, Any]], usage: dict[str, int
     return (1 if declines(answer) or not answer.strip() else 0), reply
 
 
-async def ask_plain(rows: list[dict[str, Any]], data: Path, env: dict[str, str], base_url: str, k: int) -> list[tuple]:
+async def ask_plain(rows: list[dict[str, Any]], data: Path, env: dict[str, str], llm: Any, k: int) -> list[tuple]:
     """(row, exit code, reply, seconds): the top ``k`` hits of ``rags-expert search``, one answer call."""
     from langchain_core.documents import Document
 
@@ -68,11 +70,8 @@ async def ask_plain(rows: list[dict[str, Any]], data: Path, env: dict[str, str],
     from rags_expert.prompts import PromptStore
     from rags_expert.rag.answer.prompt import answer_messages
     from rags_expert.rag.profiles import PROFILES
-    from rags_expert.settings import RagsExpertSettings
 
-    with rd.environ(env):
-        settings = RagsExpertSettings().updated({"llm.base_url": base_url, "llm.model": "local", "llm.api_key": "x"})
-    model = build_chat_model(settings.llm)
+    model = build_chat_model(llm)
     prompts = PromptStore()
     out = []
     for row in rows:
@@ -115,8 +114,48 @@ def ask_cli(rows: list[dict[str, Any]], data: Path, env: dict[str, str], design:
     return out
 
 
+def support_of(row: dict[str, Any], code: int, reply: dict[str, Any] | None) -> float | None:
+    """The compact check's score of a given answer over the chunks it cites (None when there is no answer)."""
+    from langchain_core.documents import Document
+
+    from rags_expert.rag.verdict.cited import cited_support
+
+    if code != 0 or not reply:
+        return None
+    docs = [Document(str(s.get("content") or "")) for s in reply.get("sources") or []]
+    return round(cited_support(str(reply.get("answer") or ""), row["question"], docs).support, 3)
+
+
+def fit(results: list[dict[str, Any]], design: str, max_wrong: float = 0.05, min_honest: float = 0.9) -> str:
+    """The threshold curve of ``evidence.min_cited_support`` on a run made with it at 0, and the threshold chosen:
+    the lowest whose wrong answers stay within ``max_wrong`` of the answerable with ``min_honest`` of the
+    unanswerable declined; when none does (a wrong answer its chunks hold word for word, which no threshold
+    removes), the one with the most right − wrong answers at ``min_honest``, the highest of a tie (the cautious end
+    of the plateau)."""
+    res = [r for r in results if r["design"] == design]
+    ans = [r for r in res if r["kind"] != "unanswerable"]
+    una = [r for r in res if r["kind"] == "unanswerable"]
+    lines = ["| min_cited_support | right+cited | wrong success | honest |", "|---|---|---|---|"]
+    curve = []
+    for t in [x / 20 for x in range(21)]:
+        ok = [r for r in res if r.get("support") is not None and r["support"] >= t]
+        right = sum(bool(r.get("right_cited")) for r in ok if r["kind"] != "unanswerable")
+        wrong = sum(bool(r.get("wrong_success")) for r in ok)
+        honest = len(una) - sum(1 for r in ok if r["kind"] == "unanswerable")
+        lines.append(f"| {t:.2f} | {right}/{len(ans)} | {wrong}/{len(ans)} | {honest}/{len(una)} |")
+        curve.append((t, right, wrong, honest))
+    allowed = [c for c in curve if c[3] >= min_honest * len(una)] or curve
+    within = [c for c in allowed if c[2] <= max_wrong * len(ans)]
+    if within:
+        chosen, why = min(within, key=lambda c: c[0]), f"the lowest with wrong ≤ {max_wrong:.0%}"
+    else:
+        chosen = max(allowed, key=lambda c: (c[1] - c[2], c[0]))
+        why = f"no threshold keeps wrong ≤ {max_wrong:.0%}: the most right − wrong, the highest of a tie"
+    return "\n".join(lines) + f"\n\nchosen: {chosen[0]:.2f} ({why}; honest ≥ {min_honest:.0%})"
+
+
 def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[dict[str, Any]]:
-    """Each question's row of the table, with the design, calls, prompt tokens and seconds."""
+    """Each question's row of the table, with the design, calls, prompt tokens, seconds and support."""
     rows = []
     for row, code, reply, seconds in asked:
         usage = (reply or {}).get("usage") or {}
@@ -127,6 +166,7 @@ def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[
                 "seconds": round(seconds, 2),
                 "calls": int(usage.get("calls") or 0),
                 "input_tokens": int(usage.get("input_tokens") or 0),
+                "support": support_of(row, code, reply),
             }
         )
     return rows
@@ -219,9 +259,8 @@ async def run_plain(prepared: list[tuple], env: dict[str, str], model: Path, k: 
     out = []
     async with maybe_local(base, True) as local:
         await local.ready()
-        url = str(local.settings.llm.base_url)
         for _, data, rows, _ in prepared:
-            out += await ask_plain(rows, data, env, url, k)
+            out += await ask_plain(rows, data, env, local.settings.llm, k)
     return out
 
 
@@ -239,10 +278,27 @@ def main() -> int:
     parser.add_argument("--kb-dir", type=Path, default=KB)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--report", type=Path, help="print (and --record) the table of a run saved by --out")
+    parser.add_argument(
+        "--fit", type=Path, help="the min_cited_support curve of a compact run saved by --out (made with it at 0)"
+    )
     bench_results.add_option(parser)
     args = parser.parse_args()
     if args.report:
         report(json.loads(args.report.read_text()), args.record)
+        return 0
+    if args.fit:
+        saved = json.loads(args.fit.read_text())
+        text = fit(saved["results"], "compact")
+        print(text)
+        meta = saved["meta"]
+        bench_results.record(
+            args.record,
+            f"local_designs_fit_{meta['split']}",
+            f"evidence.min_cited_support on {meta['model']}, {meta['split']} half (compact, run at 0)",
+            text,
+            notes=f"{len({r['id'] for r in saved['results']})} questions ({meta['corpora']}). "
+            + text.rsplit("\n", 1)[-1],
+        )
         return 0
     model = models.model_path(args.model)
     if model is None:

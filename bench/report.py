@@ -68,6 +68,13 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "A real instruction model behind the graph",
+        "Issue 52: plain RAG, the `small`, `standard` and `compact` profiles side by side on the same real-docs "
+        "questions, knowledge bases and GGUF model (Qwen2.5-Coder-1.5B-Instruct, fetched by `bench/models.py`), "
+        "through the CLI unless a table says otherwise.",
+        ["local_designs*"],
+    ),
+    (
         "Speed and cost",
         "Round trips, requests, tokens and client CPU per question against a scripted OpenAI-compatible server "
         "(so the model's own time is a fixed delay L), and the embedded store's query latency.",

@@ -1,24 +1,29 @@
 """Model profiles: which checks of the RAG graph the chat model makes and which the evidence makes.
 
-| check | ``standard`` (API models) | ``compact`` (local ~0.5-3B, e.g. Qwen2.5-1.5B) | ``small`` (``--local``, SmolLM2-135M) |
+| check | ``standard`` (API models) | ``compact`` (local ~1-3B, e.g. Qwen2.5-1.5B) | ``small`` (``--local``, SmolLM2-135M) |
 |---|---|---|---|
-| chunk relevance | LLM grader | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
-| answer prompt | ``generate`` | ``generate_small`` (copy the answering words, one line) |
-| knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's best sentence |
-| citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | every sentence re-attributed from the evidence |
-| grounded | LLM grader | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
-| useful | LLM grader | evidence: holds an answer of the question's type, found in a matching sentence |
-| condensing a follow-up | LLM | LLM |
-| rephrasing the search | LLM, up to ``max_rephrases`` | none: nothing relevant ends the search (a weak model's rewrite rarely finds more, and costs seconds) |
-| a draft by the model (``evidence.draft``) | yes | none: the answer selector's quote is the answer (the model's drafts were kept only where the selector quoted the same unit, and cost ~3 s) |
-| another draft after a rejection | up to ``max_generations`` | none |
-| lessons (reflect) | LLM writes one | none (a weak model's advice is noise) |
-| extractive fallback | off | on: the best matching sentence, quoted and cited |
-| which unit answers (``evidence.reader``) | the evidence's rules | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
-| follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
+| chunk relevance | LLM grader | none: the reranked top chunks go to the writer | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
+| answer prompt | ``generate`` | ``generate_compact`` (one or two cited sentences, or ``NOT FOUND``) | ``generate_small`` (copy the answering words, one line) |
+| knowledge refinement (``refinement.method`` unset) | off: whole chunks | off: whole chunks | evidence: each chunk's best sentence |
+| citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | the model's, moved to the chunk that holds the sentence | every sentence re-attributed from the evidence |
+| grounded | LLM grader | cited text: every fact-stating sentence held by a span of its chunk (≥ ``evidence.min_cited_support``) | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
+| useful | LLM grader | states something beyond the question, and does not decline | evidence: holds an answer of the question's type, found in a matching sentence |
+| condensing a follow-up | LLM | LLM | LLM |
+| rephrasing the search | LLM, up to ``max_rephrases`` | none | none: nothing relevant ends the search (a weak model's rewrite rarely finds more, and costs seconds) |
+| a draft by the model (``evidence.draft``) | yes | yes | none: the answer selector's quote is the answer (the model's drafts were kept only where the selector quoted the same unit, and cost ~3 s) |
+| another draft after a rejection | up to ``max_generations`` | none | none |
+| lessons (reflect) | LLM writes one | none | none (a weak model's advice is noise) |
+| extractive fallback | off | off | on: the best matching sentence, quoted and cited |
+| which unit answers (``evidence.reader``) | the evidence's rules | the evidence's rules | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
+| follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
+
+An answer that declines, restates the question or stops where its fact should begin is rejected in every profile
+without a call (:mod:`rags_expert.rag.verdict.cited`).
 
 The graders of a ~100M-parameter model approve ~75 % of anything (at chance), so for it the evidence
-decides; a capable model keeps its own judgement and the evidence only fills in missing citations.
+decides; a ~1.5B model reads and writes well enough but grades badly and slowly (docs/local-model.md), so it writes
+and the evidence checks what it cites; a capable model keeps its own judgement and the evidence only fills in
+missing citations.
 """
 
 from __future__ import annotations

@@ -141,13 +141,14 @@ class EvidenceSettings(SettingsSection):
         "chunk's title) must hold to support it; 1.0: a weak model's answer may add no word of its own.",
     )
     min_cited_support: float = Field(
-        0.75,
+        0.25,
         ge=0.0,
         le=1.0,
-        description="The compact profile's check: the least share, over the answer's sentences, of the terms a "
-        "sentence adds to the question that one span of a chunk it cites holds; below it the answer is not a "
-        "success (the honest failure, quoting the closest passages). Fitted on dev questions for at most 5 % wrong "
-        "answers (bench/local_designs.py).",
+        description="The compact profile's check: for each answer sentence that states something, the share of the "
+        "code names and numbers it adds (else of its added terms) that the chunk it cites writes (numbers in prose, "
+        "not only in a code example); the least share must reach this or the answer is not a success (the honest "
+        "failure, quoting the closest passages). Fitted on dev questions (bench/local_designs.py --fit): 0.25 keeps "
+        "the right paraphrased answers written in the model's own words and drops values it made up.",
     )
     span_min_support: float = Field(
         0.5,

@@ -41,6 +41,7 @@ def test_setting_fields_are_described_by_the_settings_model():
     assert (specs["settings.top_k"]["min"], specs["settings.top_k"]["max"]) == (1, 100)
     assert "retrieval.top_k" in specs["settings.top_k"]["description"]
     assert specs["settings.profile"]["type"] == "select" and set(specs["settings.profile"]["enum"]) == {
+        "compact",
         "standard",
         "small",
     }
@@ -87,7 +88,7 @@ def test_blank_or_unchanged_tuning_changes_nothing():
         ({"settings.top_k": 500}, "top_k=500 is invalid: must be ≤ 100 (retrieval.top_k)"),
         (
             {"settings.profile": "huge"},
-            "profile=huge is invalid: must be one of 'standard' or 'small' (evidence.profile)",
+            "profile=huge is invalid: must be one of 'standard', 'compact' or 'small' (evidence.profile)",
         ),
         (
             {"settings.max_rephrases": "many", "settings.top_k": 0},

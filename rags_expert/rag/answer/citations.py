@@ -65,6 +65,16 @@ def _fenced_blocks(text: str) -> list[tuple[int, int]]:
     return blocks
 
 
+def without_code_blocks(text: str) -> str:
+    """``text`` without its fenced code blocks: the prose a value may be read from (``--bind-port 9090`` in an
+    example does not say the default port)."""
+    out, last = [], 0
+    for start, end in _fenced_blocks(text):
+        out.append(text[last:start])
+        last = end
+    return "".join([*out, text[last:]])
+
+
 def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Inline code spans in ``text[start:end]``: a run of n backticks up to the next run of exactly n."""
     spans: list[tuple[int, int]] = []

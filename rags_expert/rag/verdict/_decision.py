@@ -95,6 +95,8 @@ class AnswerJudge:
         (:func:`~rags_expert.rag.verdict.cited.cited_verdicts`)."""
         if not answer:
             return rejected(state, EMPTY, FailureReason.NOT_GROUNDED)
+        if declines(answer) or not states_something(answer, state["question"]):  # nothing to offer as a partial
+            return rejected(state, DECLINES if declines(answer) else RESTATES, FailureReason.NOT_USEFUL)
         cited = cited_verdicts(state["question"], answer, relevant, self.settings.evidence.min_cited_support)
         emit("answer_support", generation=value(state, "generations"), support=round(cited.support, 3))
         grounded = Verdict(cited.grounded, True, "", "" if cited.grounded else cited.reason)

@@ -15,11 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.documents import Document
 
 from rags_expert.evidence import strip_citations, terms
-from rags_expert.rag.answer.citations import cited_numbers, source_dict
+from rags_expert.evidence.answer_type import new_numbers
+from rags_expert.evidence.code import new_code
+from rags_expert.rag.answer.citations import cited_numbers, source_dict, without_code_blocks
 from rags_expert.rag.answer.spans import answer_sentences, best_span
 
 META_TERMS = frozenset(
@@ -43,7 +46,7 @@ _YES_NO_QUESTION = re.compile(
 )
 _POLARITY = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 _DECLINE = re.compile(
-    r"^\W*not[ _]found\b|\b(?:(?:chunks?|excerpts?|context|documents?|sources?)\s+(?:do(?:es)?\s+not|don't|doesn't)"
+    r"^\W*not[ _]found\b|(?-i:\bNOT FOUND\b)|\b(?:(?:chunks?|excerpts?|context|documents?|sources?)\s+(?:do(?:es)?\s+not|don't|doesn't)"
     r"\s+(?:say|mention|state|contain|specify|provide|include)|(?:is|are)\s+not\s+(?:mentioned|stated|specified|"
     r"given|provided|found)\s+in\s+the\s+(?:chunks?|excerpts?|context|documents?|sources?))",
     re.IGNORECASE,
@@ -97,11 +100,26 @@ class CitedSupport:
     """Sentences whose citation was moved to the chunk that holds them (a small model often numbers wrong)."""
 
 
+def _held(claim: set[str], numbers: set[str], code: set[str], source: dict[str, Any], prose: set[str]) -> float:
+    """How much of one sentence ``source`` holds. A sentence that adds code names or numbers states them as its
+    facts: the share of those the chunk writes (code names anywhere in it, numbers in its prose, not only in a code
+    example), the model's
+    own connecting words ("you need to", "package") not counted. Otherwise the share of its added terms one span of
+    the chunk holds."""
+    if numbers or code:
+        text = str(source.get("content") or "").lower()
+        written = sum(1 for name in code if name.strip("[]()`'\"") in text)
+        return (len(numbers & prose) + written) / (len(numbers) + len(code))
+    return best_span(claim, source)[0]
+
+
 def cited_support(answer: str, question: str, relevant: Sequence[Document]) -> CitedSupport:
     """Each sentence that states something is held against the chunks it cites (every chunk, when it cites
-    none); where another chunk of the context holds more of it, the citation moves there. A restatement scores 0,
-    an answer copied from the cited text 1."""
+    none); where another chunk of the context holds more of it, the citation moves there. A chunk holds a sentence
+    only if its prose, not only a code example, writes every number the sentence adds (``--bind-port 9090`` does
+    not say the default port). A restatement scores 0, an answer copied from the cited text 1."""
     sources = [source_dict(doc, i + 1) for i, doc in enumerate(relevant)]
+    prose_numbers = [new_numbers(without_code_blocks(doc.page_content), "") for doc in relevant]
     out, worst, seen, recited = [], 1.0, False, 0
     for sentence in answer_sentences(answer):
         claim = added_terms(sentence, question)
@@ -109,7 +127,11 @@ def cited_support(answer: str, question: str, relevant: Sequence[Document]) -> C
             out.append(sentence)
             continue
         seen = True
-        shares = {n: best_span(claim, sources[n - 1])[0] for n in range(1, len(sources) + 1)}
+        bare = strip_citations(sentence)
+        numbers, code = new_numbers(bare, question), new_code(bare, question)
+        shares = {
+            n: _held(claim, numbers, code, sources[n - 1], prose_numbers[n - 1]) for n in range(1, len(sources) + 1)
+        }
         cited = cited_numbers(sentence, len(sources))
         share = max((shares[n] for n in cited), default=0.0)
         best = max(shares, key=lambda n: (shares[n], -n))
