@@ -218,6 +218,17 @@ def table(results: list[dict[str, Any]], designs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several saved runs as one, over the questions every design of them asked (a slow design run on fewer)."""
+    if len(runs) == 1:
+        return runs[0]
+    results = [r for run in runs for r in run["results"]]
+    designs = {r["design"] for r in results}
+    common = set.intersection(*({r["id"] for r in results if r["design"] == d} for d in designs))
+    meta = dict(runs[0]["meta"]) | {"limit": min(run["meta"]["limit"] or 10**6 for run in runs)}
+    return {"meta": meta, "results": [r for r in results if r["id"] in common]}
+
+
 def report(data: dict[str, Any], record: Path | None) -> None:
     """Print (and with ``record``, write) the table of a run."""
     meta, results = data["meta"], data["results"]
@@ -264,6 +275,19 @@ async def run_plain(prepared: list[tuple], env: dict[str, str], model: Path, k: 
     return out
 
 
+def run_meta(args: argparse.Namespace, prepared: list[tuple]) -> dict[str, Any]:
+    """What a saved run says about itself."""
+    return {
+        "model": models.MODELS[args.model].upstream,
+        "split": args.split,
+        "limit": args.limit,
+        "in_process": args.in_process,
+        "corpora": ", ".join(n for n, *_ in prepared),
+        "commit": bench_results.git("rev-parse", "HEAD"),
+        "env": dict(e.split("=", 1) for e in args.env),
+    }
+
+
 def main() -> int:
     """Prepare the knowledge bases, run each design on the same questions, print and record the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -277,14 +301,20 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--kb-dir", type=Path, default=KB)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--report", type=Path, help="print (and --record) the table of a run saved by --out")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        help="print (and --record) the table of runs saved by --out (several: over the questions all designs asked)",
+    )
     parser.add_argument(
         "--fit", type=Path, help="the min_cited_support curve of a compact run saved by --out (made with it at 0)"
     )
     bench_results.add_option(parser)
     args = parser.parse_args()
     if args.report:
-        report(json.loads(args.report.read_text()), args.record)
+        runs = [json.loads(path.read_text()) for path in args.report]
+        report(merged(runs), args.record)
         return 0
     if args.fit:
         saved = json.loads(args.fit.read_text())
@@ -330,15 +360,9 @@ def main() -> int:
         else:
             asked = [a for _, data, todo, _ in prepared for a in ask_cli(todo, data, env, design, model)]
         results += scored(asked, tops, design)
-    meta = {
-        "model": models.MODELS[args.model].upstream,
-        "split": args.split,
-        "limit": args.limit,
-        "in_process": args.in_process,
-        "corpora": ", ".join(n for n, *_ in prepared),
-        "commit": bench_results.git("rev-parse", "HEAD"),
-        "env": dict(e.split("=", 1) for e in args.env),
-    }
+        if args.out:  # after each design: a slow run stopped later keeps what it measured
+            args.out.write_text(json.dumps({"meta": run_meta(args, prepared), "results": results}, indent=2))
+    meta = run_meta(args, prepared)
     data = {"meta": meta, "results": results}
     if args.out:
         args.out.write_text(json.dumps(data, indent=2, ensure_ascii=False))
