@@ -229,6 +229,12 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"meta": meta, "results": [r for r in results if r["id"] in common]}
 
 
+def model_key(upstream: str) -> str:
+    """``15b`` for the 1.5B model's upstream name: the part of a results file's name that says which model."""
+    key = next((k for k, m in models.MODELS.items() if m.upstream == upstream), "other")
+    return key.replace(".", "")
+
+
 def report(data: dict[str, Any], record: Path | None) -> None:
     """Print (and with ``record``, write) the table of a run."""
     meta, results = data["meta"], data["results"]
@@ -248,7 +254,7 @@ def report(data: dict[str, Any], record: Path | None) -> None:
     limit = f"_first{meta['limit']}" if meta.get("limit") else ""
     bench_results.record(
         record,
-        f"local_designs_{meta['model'].replace('.', '')}_{meta['split']}{limit}",
+        f"local_designs_{model_key(meta['model'])}_{meta['split']}{limit}",
         f"Designs on {meta['model']}, real documentation {meta['split']} half ({mode})",
         text,
         notes=f"{questions} questions ({meta['corpora']}), the same knowledge bases and model for every design.",
