@@ -22,7 +22,6 @@ DOCS = {
     "The `--workers` option sets how many worker processes serve requests. It defaults to 4.\n\n"
     "The `--timeout` option is the number of seconds a worker may stay silent before it is restarted. "
     "The default timeout is 30 seconds.\n",
-    "deploy.md": "# Deploying\n\nPut the server behind a reverse proxy such as nginx, which buffers slow clients.\n",
 }
 
 
@@ -38,16 +37,20 @@ def data_dir(tmp_path_factory):
     return ingest_docs(tmp_path_factory.mktemp("instruct"), DOCS)
 
 
-def ask(data_dir: Path, model: Path, question: str):
-    done = run_cli(["ask", "--local", "--model-path", str(model), "--json", question], cli_env(data_dir), timeout=600)
+def ask(data_dir: Path, model: Path, question: str, *, as_json: bool = True):
+    """``ask --local --model-path`` (with ``--json``, the reply; without, the progress lines on stderr)."""
+    flags = ["--json"] if as_json else []
+    done = run_cli(["ask", "--local", "--model-path", str(model), *flags, question], cli_env(data_dir), timeout=600)
     assert "Traceback" not in done.stderr
-    return done, (json.loads(done.stdout) if done.stdout.strip() else {})
+    return done, (json.loads(done.stdout) if as_json and done.stdout.strip() else {})
 
 
 def test_the_1_5b_model_gets_the_compact_profile_and_a_cited_answer(data_dir):
     model = model_or_skip("1.5b")
-    done, reply = ask(data_dir, model, "How long can a worker stay silent before it is restarted by default?")
-    assert "profile compact" in done.stderr
+    question = "How long can a worker stay silent before it is restarted by default?"
+    shown, _ = ask(data_dir, model, question, as_json=False)
+    assert "profile compact" in shown.stderr
+    done, reply = ask(data_dir, model, question)
     assert done.returncode == 0, done.stderr
     assert "30" in reply["answer"]
     assert any("30 seconds" in s["content"] for s in reply["sources"])
@@ -61,6 +64,6 @@ def test_the_1_5b_model_is_honest_about_what_the_documents_do_not_say(data_dir):
 
 def test_the_0_5b_model_gets_the_profile_its_size_calls_for(data_dir):
     model = model_or_skip("0.5b")
-    done, _ = ask(data_dir, model, "How many worker processes are there by default?")
+    done, _ = ask(data_dir, model, "How many worker processes are there by default?", as_json=False)
     assert "profile small" in done.stderr
     assert done.returncode in (0, 1), done.stderr
