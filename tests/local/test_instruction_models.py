@@ -40,7 +40,9 @@ def data_dir(tmp_path_factory):
 def ask(data_dir: Path, model: Path, question: str, *, as_json: bool = True):
     """``ask --local --model-path`` (with ``--json``, the reply; without, the progress lines on stderr)."""
     flags = ["--json"] if as_json else []
-    done = run_cli(["ask", "--local", "--model-path", str(model), *flags, question], cli_env(data_dir), timeout=600)
+    # These tests check what the model answers, not how fast: a slow shared machine gets the time it needs.
+    env = cli_env(data_dir, RAGS_EXPERT_LOCAL__REQUEST_TIMEOUT="500", RAGS_EXPERT_LOCAL__GRADING_TIMEOUT="500")
+    done = run_cli(["ask", "--local", "--model-path", str(model), *flags, question], env, timeout=900)
     assert "Traceback" not in done.stderr
     return done, (json.loads(done.stdout) if as_json and done.stdout.strip() else {})
 
@@ -51,7 +53,7 @@ def test_the_1_5b_model_gets_the_compact_profile_and_a_cited_answer(data_dir):
     shown, _ = ask(data_dir, model, question, as_json=False)
     assert "profile compact" in shown.stderr
     done, reply = ask(data_dir, model, question)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (reply.get("answer"), reply.get("failure_reason"), done.stderr[-2000:])
     assert "30" in reply["answer"]
     assert any("30 seconds" in s["content"] for s in reply["sources"])
 
