@@ -1,7 +1,7 @@
 """How often the evidence's answer check (``evidence.verify_answers``) agrees with the model's two checks (issue 27).
 
 With ``evidence.verify_answers`` on, ``grade_generation`` accepts an answer without the grounding and usefulness
-calls when the evidence sees both (:mod:`rags_expert.rag.verified`); otherwise the model decides as before. The
+calls when the evidence sees both (:mod:`rags_expert.rag.verdict.verified`); otherwise the model decides as before. The
 evidence never rejects, so it can disagree with the model's checks in one way only: accepting an answer the model
 would reject. This bench counts how often that happens, and how many answers the model would accept that the
 evidence accepts too (the round trips saved).
@@ -44,7 +44,7 @@ from langchain_core.documents import Document  # noqa: E402
 
 from rags_expert.evaluation import load_questions, normalize_answer  # noqa: E402
 from rags_expert.evidence import EvidenceScorer, split_sentences, strip_citations  # noqa: E402
-from rags_expert.rag.verified import evidence_accepts  # noqa: E402
+from rags_expert.rag.verdict.verified import evidence_accepts  # noqa: E402
 from rags_expert.retrieval.chunking import chunk_text  # noqa: E402
 from rags_expert.retrieval.embeddings import build_embeddings  # noqa: E402
 from rags_expert.settings import EmbeddingSettings, EvidenceSettings  # noqa: E402

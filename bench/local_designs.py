@@ -50,7 +50,7 @@ KB = Path(os.environ.get("RAGS_EXPERT_BENCH_KB", "~/.cache/rags-expert/bench-kb"
 
 def plain_reply(answer: str, sources: list[dict[str, Any]], usage: dict[str, int]) -> tuple[int, dict[str, Any]]:
     """Plain RAG's reply as ``ask --json`` gives one: exit 1 when it declines, the cited hits as its sources."""
-    from rags_expert.rag.answer.citations import cited_numbers
+    from rags_expert.citations import cited_numbers
     from rags_expert.rag.verdict.cited import declines
 
     cited = cited_numbers(answer, len(sources))

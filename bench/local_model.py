@@ -33,11 +33,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
+from rags_expert.citations import format_context
 from rags_expert.llm import grading, structured
 from rags_expert.llm.chat import build_chat_model
 from rags_expert.llm.parsing import parse_model, parse_yes_no
 from rags_expert.local.server import LocalModelServer, local_settings
-from rags_expert.rag.citations import format_context
 from rags_expert.settings import RagsExpertSettings, StructuredOutputMethod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

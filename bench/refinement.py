@@ -105,7 +105,7 @@ def kept_support(q: dict[str, Any], context: list[tuple[str, str]]) -> tuple[int
 
 async def ask(graph: Any, question: str) -> tuple[Any, list[tuple[str, str]], float]:
     """The final message, the answer's context as (title, text) pairs, and the seconds taken."""
-    from rags_expert.rag.refinement import refined_context
+    from rags_expert.rag._shared.context import refined_context
 
     relevant, strips, final = [], {}, None
     start = time.perf_counter()

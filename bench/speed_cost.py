@@ -12,7 +12,7 @@ Three pipelines, measured side by side in one run (interleaved, the order rotate
 * ``lessons off``: the same with ``lessons.enabled`` false;
 * ``model checks``: the defaults with ``evidence.verify_answers`` off, so the model checks every answer. With the
   defaults the answer, which quotes its chunk, is accepted by the evidence without the model's two checks
-  (:mod:`rags_expert.rag.verified`); this column is what an answer the evidence cannot check costs;
+  (:mod:`rags_expert.rag.verdict.verified`); this column is what an answer the evidence cannot check costs;
 * ``minimal``: a hand-written LangGraph pipeline (retrieve → k grades at once → answer → two checks at once)
   on ChatOpenAI, with the same kind of requests and no corrective logic.
 
@@ -63,7 +63,7 @@ PIPELINES = {
     "model checks": {"evidence": {"verify_answers": False}},
 }
 """Our agent's settings besides the endpoint, k and the data folder (``default``: none; ``model checks``: the
-evidence's answer check off, :mod:`rags_expert.rag.verified`, so that the model checks every answer)."""
+evidence's answer check off, :mod:`rags_expert.rag.verdict.verified`, so that the model checks every answer)."""
 SHOWN = ("default", "lessons off", "model checks", "minimal")
 
 

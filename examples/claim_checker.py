@@ -16,10 +16,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from rags_expert.agentflow import AgentFlow
+from rags_expert.citations import format_context, source_dict
 from rags_expert.llm.chat import build_chat_model, message_text
 from rags_expert.llm.grading import GradingContext, grade_grounded, grade_relevance_each
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.answer.citations import format_context, source_dict
 from rags_expert.retrieval.factory import build_retriever
 from rags_expert.settings import coerce_settings
 

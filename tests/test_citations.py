@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.rag.answer.citations import (
+from rags_expert.citations import (
     cited_numbers,
     cited_sources,
     iter_citations,

@@ -11,9 +11,9 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
+from rags_expert.failsafe import fails_as
 from rags_expert.outcomes import FailureReason
 from rags_expert.rag.state import DEFAULTS, PER_RUN, RagState, fresh_question, value
-from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

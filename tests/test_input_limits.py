@@ -21,7 +21,7 @@ import rags_expert.kg.biocypher
 from rags_expert import RagsExpert
 from rags_expert.evidence.text import strip_citations
 from rags_expert.evidence.units import units
-from rags_expert.kg.reflexion.replies import extract_cypher
+from rags_expert.kg.replies import extract_cypher
 from rags_expert.limits import clip_reply
 from rags_expert.llm.chat import build_chat_model
 from rags_expert.llm.grading import _numbers_chosen

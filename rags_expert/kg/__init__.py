@@ -16,9 +16,9 @@ from rags_expert.kg.backends import (
 )
 from rags_expert.kg.biocypher.loader import load_sample_graph
 from rags_expert.kg.biocypher.schema import KGSchema, SchemaError, load_schema
+from rags_expert.kg.cypher_agent import KGQueryReflexionAgent, KGQueryResult
 from rags_expert.kg.execution.safety import is_read_only, write_clause_reason
 from rags_expert.kg.reflexion.base import ReflexionAgent, ReflexionState
-from rags_expert.kg.reflexion.cypher_agent import KGQueryReflexionAgent, KGQueryResult
 
 __all__ = [
     "BackendUnavailable",

@@ -27,7 +27,7 @@ from rags_expert.agentflow import AgentFlow
 from rags_expert.kg.backends import GraphBackend, backend_from_settings
 from rags_expert.kg.biocypher.loader import load_sample_graph
 from rags_expert.kg.biocypher.schema import KGSchema, load_schema
-from rags_expert.kg.reflexion.cypher_agent import KGQueryReflexionAgent
+from rags_expert.kg.cypher_agent import KGQueryReflexionAgent
 from rags_expert.lessons import LessonMemory
 from rags_expert.llm.chat import build_chat_model
 from rags_expert.settings import AgentSettings, KGExpertSettings, coerce_settings

@@ -30,7 +30,7 @@ produces it) in place of this agent's schema and its narrowing.
 This class only composes the concerns, each in its own module:
 
 * :mod:`rags_expert.kg.reflexion._prompting` – what the model is told (system/draft/revise prompts, result previews);
-* :mod:`rags_expert.kg.reflexion.replies` – reply schemas and tolerant reading of a query from a reply;
+* :mod:`rags_expert.kg.replies` – reply schemas and tolerant reading of a query from a reply;
 * :mod:`rags_expert.kg.execution.run` – the action as a tool call, the read-only run, the attempt record;
 * :mod:`rags_expert.kg.reflexion._scoring` – scoring an attempt and learning a lesson from a low score;
 * :mod:`rags_expert.kg.execution._policy` – exit rules and the choice of the final query;
@@ -67,7 +67,7 @@ from rags_expert.kg.execution.run import (
 from rags_expert.kg.reflexion._prompting import QUERY_LANGUAGE, KGPrompter
 from rags_expert.kg.reflexion._scoring import LESSON_SCOPE, learn_from_attempt, score_attempt
 from rags_expert.kg.reflexion.base import ReflexionAgent
-from rags_expert.kg.reflexion.replies import (
+from rags_expert.kg.replies import (
     DraftQuery,
     RevisedQuery,
     SchemaSelection,
@@ -76,7 +76,7 @@ from rags_expert.kg.reflexion.replies import (
     read_query_reply,
     read_schema_selection,
 )
-from rags_expert.kg.reflexion.state import question_of
+from rags_expert.kg.state import question_of
 from rags_expert.lessons import LessonMemory, recall_lessons
 from rags_expert.llm.chat import LLMCallError, redact
 from rags_expert.llm.grading import GradingContext, condense_question, structured_call

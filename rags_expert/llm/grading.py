@@ -224,7 +224,7 @@ async def grade_grounded(
 ) -> Verdict:
     """Is every claim of ``answer`` supported by ``documents``? (prompt ``grade_grounded``)
 
-    ``documents`` is the context as :func:`rags_expert.rag.answer.citations.format_context` frames it (already
+    ``documents`` is the context as :func:`rags_expert.citations.format_context` frames it (already
     neutralised); ``answer`` is neutralised here.
     """
     messages = ctx.messages("grade_grounded", trusted=("documents",), documents=documents, answer=answer)

@@ -4,7 +4,7 @@ node in ``wrappers`` (docs/architecture.md#the-rag-package). The exports are imp
 (:mod:`rags_expert.lazy`), so the command line can read :class:`~rags_expert.rag.names.Node` without the agent.
 
 Deprecated paths: the modules of the former flat layout still import from their old names
-(``rags_expert.rag.citations`` …, listed in :data:`MOVED`), with a :class:`DeprecationWarning`; each is the same
+(``rags_expert.citations`` …, listed in :data:`MOVED`), with a :class:`DeprecationWarning`; each is the same
 module object as at its new path.
 """
 

@@ -9,7 +9,7 @@ before another try; every run ends in ``finalize_success`` or ``finalize_failure
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
 the model says; the recursion limit is set above that and never decides. A
-per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag.wrappers._budget`)
+per-question budget (``budget.max_calls`` / ``budget.max_tokens``, :mod:`rags_expert.rag._shared.budget`)
 stops a run early: a budgeted run is an unbudgeted run cut short. The
 extractive fallback (on in the ``small`` model profile) quotes the best matching
 sentence of the relevant chunks where the run would otherwise give up. An optional
@@ -29,6 +29,8 @@ from typing import Any, Literal, TypeVar
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.llm.usage import metered
+from rags_expert.rag._shared.budget import Routes, budget_exceeded, budgeted, routes
+from rags_expert.rag._shared.timings import timed
 from rags_expert.rag.grade.refinement import RefinePlan, Refiner, needs_refinement
 from rags_expert.rag.names import Node
 from rags_expert.rag.nodes import RagDeps, RagNodes
@@ -36,8 +38,6 @@ from rags_expert.rag.options import RequestContext
 from rags_expert.rag.retrieve.fallback_source import FallbackSource, wants_fallback
 from rags_expert.rag.retrieve.hops import Hops, after_hop
 from rags_expert.rag.state import InputState, OutputState, RagState, value
-from rags_expert.rag.wrappers._budget import Routes, budget_exceeded, budgeted, routes
-from rags_expert.rag.wrappers._timings import timed
 from rags_expert.rag.wrappers.guard import guard_answer, guard_context, guard_documents, guard_partial, guard_relevant
 
 N = TypeVar("N", bound=Callable[..., Awaitable[Any]])

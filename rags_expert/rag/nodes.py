@@ -1,7 +1,7 @@
 """The nodes of the corrective-RAG graph: small async functions over the state.
 
 Each node returns a partial state update. Nodes never raise: a model or retriever
-fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.rag.wrappers.failsafe`)
+fault that survives its retries is recorded in ``error`` (:mod:`rags_expert.failsafe`)
 and the routers send the run to ``finalize_failure``. Dependencies (model, retriever, prompts, settings)
 are immutable and held by :class:`RagNodes`; everything per-request lives in the
 state: ``prepare`` validates the request's options once (:mod:`rags_expert.rag.options`)
@@ -22,21 +22,23 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from rags_expert.citations import chunk_id
 from rags_expert.conversation import followup_transcript, open_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
+from rags_expert.failsafe import fails_as, failure, redacted_error
 from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answer._extractive import quoted_answer
-from rags_expert.rag.answer.citations import chunk_id
+from rags_expert.rag._shared.authorization import AuthorizationError, Authorizer
+from rags_expert.rag._shared.context import keep_context, refined_context
+from rags_expert.rag._shared.extractive import quoted_answer
 from rags_expert.rag.answer.final import failure_message, success_message
 from rags_expert.rag.answer.prompt import answer_messages
 from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
-from rags_expert.rag.grade.refinement import refined_context
-from rags_expert.rag.grade.relevance import RelevanceJudge, keep_context
+from rags_expert.rag.grade.relevance import RelevanceJudge
 from rags_expert.rag.options import (
     InvalidRequestError,
     RequestContext,
@@ -50,8 +52,6 @@ from rags_expert.rag.retrieve.hops import grading_question
 from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.rag.verdict._decision import AnswerJudge
-from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.wrappers.failsafe import fails_as, failure, redacted_error
 from rags_expert.rag.wrappers.guard import permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
@@ -129,7 +129,7 @@ class RagNodes:
         return scope_key(LESSON_SCOPE, settings.lessons, library_tags=tags, user_id=request.user_id)
 
     def redacted_error(self, exc: BaseException) -> str:
-        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.rag.wrappers.failsafe.redacted_error`)."""
+        """The (redacted) ``error`` text of a fault (:func:`~rags_expert.failsafe.redacted_error`)."""
         return redacted_error(exc, self.deps.settings.secrets())
 
     async def prepare(
@@ -329,7 +329,7 @@ class RagNodes:
     @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,))
     async def extract_answer(self, state: RagState) -> dict[str, Any]:
         """The extractive fallback: quote the best sentence of the relevant chunks that matches the question and
-        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag.answer._extractive.
+        holds an answer of its type, or a linked pair's two sentences, cited (:func:`~rags_expert.rag._shared.extractive.
         quoted_answer`); with none, leave the answer empty (the run ends in failure) and keep the closest units for
         the failure to offer (``evidence.closest_passages``)."""
         deps = self.deps

@@ -26,8 +26,8 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 
 from rags_expert.llm.usage import add_usage
+from rags_expert.rag._shared.timings import add_timings
 from rags_expert.rag.profiles import RefinePlan, profile_for
-from rags_expert.rag.wrappers._timings import add_timings
 from rags_expert.settings import RagsExpertSettings
 
 
@@ -129,7 +129,7 @@ class RagState(InputState, total=False):
     usage: Annotated[dict[str, dict[str, Any]], add_usage]
     """Calls and tokens per node for this question (see :mod:`rags_expert.llm.usage`); restarted with ``llm_calls``."""
     timings: Annotated[dict[str, dict[str, Any]], add_timings]
-    """Wall and CPU seconds per node for this question (see :mod:`rags_expert.rag.wrappers._timings`); restarted with
+    """Wall and CPU seconds per node for this question (see :mod:`rags_expert.rag._shared.timings`); restarted with
     ``llm_calls``."""
     max_calls: int | None
     """The question's LLM-call budget (``budget.max_calls``; None: none)."""

@@ -17,7 +17,7 @@ from helpers.cli_run import cli_env, ingest_docs, run_cli
 from helpers.openai_server import OpenAIServer, castle_script, error, request_kind
 
 from rags_expert.cli.kg import exit_code as kg_exit_code
-from rags_expert.kg.reflexion.cypher_agent import KGQueryResult
+from rags_expert.kg.cypher_agent import KGQueryResult
 
 SUBCOMMANDS = {
     "ask": ["ask", "When?"],

@@ -13,10 +13,10 @@ from helpers.openai_server import OpenAIServer, castle_script, request_kind
 from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 
+from rags_expert.citations import format_context
 from rags_expert.events import PROMPT_TAGS, display_text, emit
 from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS
 from rags_expert.prompts import packaged_prompt_dir
-from rags_expert.rag.answer.citations import format_context
 
 ECHO = (
     '<chunk n="1" title="Castle Varen > History" source="/docs/castle.md">\nThe moon is made of green cheese.\n</chunk>'

@@ -1,6 +1,6 @@
 """Two-document questions answered from one search in the ``small`` profile: a chunk that names another retrieved
 document's title, the two holding together what neither holds alone, are both relevant and the answer quotes the
-naming sentence and the named document's answer (rags_expert.rag.retrieve.bridge.linked_pairs / pair_quote)."""
+naming sentence and the named document's answer (rags_expert.rag._shared.bridge.linked_pairs / pair_quote)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.rag.retrieve.bridge import linked_pairs, pair_quote
+from rags_expert.rag._shared.bridge import linked_pairs, pair_quote
 from rags_expert.settings import EvidenceSettings
 from rags_expert.testing import ScriptedChatModel
 
@@ -93,7 +93,7 @@ def test_a_page_title_written_in_lower_case_is_no_link():
 
 
 def test_code_names_are_no_bridge():
-    from rags_expert.rag.retrieve.bridge import bridge_names
+    from rags_expert.rag._shared.bridge import bridge_names
 
     sentence = "With `receive_json` on the WebSocket Session, as Ines Harrow showed, JSON is read."
     assert bridge_names(sentence, "How do I read JSON from a websocket?") == ["WebSocket Session", "Ines Harrow"]
@@ -113,7 +113,7 @@ async def test_a_code_line_or_a_lead_in_is_never_quoted_by_a_pair():
 def test_a_common_word_capitalised_at_a_sentence_start_is_no_bridge():
     """Library docs: "Attributes can have …" is no name to search for (the page writes "attributes" too), nor a word
     the chunks capitalise only where a sentence starts; a name the chunks write mid-sentence stays one."""
-    from rags_expert.rag.retrieve.bridge import bridge_names
+    from rags_expert.rag._shared.bridge import bridge_names
 
     text = "Attributes can have a `converter`. You can change these attributes any way you want."
     assert bridge_names("Attributes can have a `converter`.", "How do I force keyword fields?", text=text) == []
@@ -124,7 +124,7 @@ def test_a_common_word_capitalised_at_a_sentence_start_is_no_bridge():
 
 
 async def test_a_hop_is_not_planned_over_a_sentence_initial_common_word():
-    from rags_expert.rag.retrieve.bridge import plan_bridge
+    from rags_expert.rag._shared.bridge import plan_bridge
 
     chunk = doc(
         "Examples",
@@ -138,7 +138,7 @@ async def test_a_hop_is_not_planned_over_a_sentence_initial_common_word():
 async def test_a_hop_answer_comes_from_the_bridges_own_page():
     """A sentence naming the bridge on a page about something else (a test client's page mentioning JSON) is not the
     hop's answer; the same sentence on the bridge's page is."""
-    from rags_expert.rag.retrieve.bridge import hop_quote
+    from rags_expert.rag._shared.bridge import hop_quote
 
     question, said = "Where was the director of Zorvan born?", "The director of Zorvan was Mara Quill."
     scorer = EvidenceScorer(EvidenceSettings())
@@ -153,7 +153,7 @@ async def test_a_page_sharing_only_a_word_with_the_bridge_is_not_its_page():
     """A hop's sentence counts only on a page whose title or a heading names the bridge whole, by its last word, or
     is a whole part of it; headings that share other words ("Lantern Dashboard > Sync settings" for "Lantern Sync
     Protocol") or a word stem ("lantern_syncs") belong to another subject."""
-    from rags_expert.rag.retrieve.bridge import hop_quote
+    from rags_expert.rag._shared.bridge import hop_quote
 
     question = "Which port does the protocol of Beacon Relay listen on?"
     said = "Beacon Relay speaks the Lantern Sync Protocol."
@@ -200,7 +200,7 @@ def test_a_title_the_question_names_is_no_bridge():
 async def test_the_pages_own_headings_name_no_bridge():
     """A chunk opens with its section path ("Using Tern as a Python Library > The Basics of Tern > Tab Width"); those
     headings are where its sentences stand, not a document to search next."""
-    from rags_expert.rag.retrieve.bridge import plan_bridge
+    from rags_expert.rag._shared.bridge import plan_bridge
 
     section = "Using Tern as a Python Library > The Basics of Tern > Tab Width"
     page = Document(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.rag.answer.citations import cited_numbers
+from rags_expert.citations import cited_numbers
 from rags_expert.rag.graph import max_node_steps
 from rags_expert.testing import ScriptedChatModel
 

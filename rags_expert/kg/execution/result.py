@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.kg.execution._policy import choose_attempt
-from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
+from rags_expert.kg.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 
 
 @dataclass
@@ -64,7 +64,7 @@ KG_STATE_DEFAULTS: Mapping[str, Any] = MappingProxyType({**STATE_DEFAULTS, "sche
 
 
 def kg_value(state: Mapping[str, Any], key: str) -> Any:
-    """:func:`~rags_expert.kg.reflexion.state.state_value` over :data:`KG_STATE_DEFAULTS`."""
+    """:func:`~rags_expert.kg.state.state_value` over :data:`KG_STATE_DEFAULTS`."""
     return state_value(state, key, KG_STATE_DEFAULTS)
 
 

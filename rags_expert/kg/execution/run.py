@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 from rags_expert.kg.backends import GraphBackend, GraphQueryError
 from rags_expert.kg.execution.safety import write_clause_reason
-from rags_expert.kg.reflexion.replies import clean_query
+from rags_expert.kg.replies import clean_query
 from rags_expert.llm.chat import redact
 from rags_expert.settings import KGSettings
 

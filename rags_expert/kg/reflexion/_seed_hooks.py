@@ -43,7 +43,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import END
 
-from rags_expert.kg.reflexion.state import state_value
+from rags_expert.kg.state import state_value
 
 log = logging.getLogger(__name__)
 

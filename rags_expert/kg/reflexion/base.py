@@ -58,12 +58,12 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from rags_expert.checkpoints import FAULT_REASON
 from rags_expert.conversation import open_question
+from rags_expert.failsafe import guarded, redacted_error
 from rags_expert.kg.reflexion._seed_hooks import SeedHooks, missing_hooks
-from rags_expert.kg.reflexion.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
+from rags_expert.kg.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
 from rags_expert.llm.chat import LLMCallError
 from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError
-from rags_expert.rag.wrappers.failsafe import guarded, redacted_error
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class ReflexionAgent(SeedHooks, Generic[R]):
 
     async def _run(self, node: str, fn: Any, state: dict[str, Any]) -> dict[str, Any]:
         """``fn(state)`` as node ``node``: a model fault, or a host's template that cannot render, ends the run
-        honestly (:func:`~rags_expert.rag.wrappers.failsafe.guarded`, as the RAG nodes' faults), and every run of it
+        honestly (:func:`~rags_expert.failsafe.guarded`, as the RAG nodes' faults), and every run of it
         adds its record to the log."""
         update = await guarded(
             lambda: fn(state),

@@ -2,7 +2,7 @@
 
 Indexes filter by permissions as they were at ingestion; a chunk can be revoked after that. The host gives the
 agent one hook, asked at answer time with the request's user (:class:`~rags_expert.rag.options.RequestOptions`
-``user_id``; None for an anonymous request) and chunk uids (``sources[].uid``, :func:`~rags_expert.rag.answer.citations.chunk_id`);
+``user_id``; None for an anonymous request) and chunk uids (``sources[].uid``, :func:`~rags_expert.citations.chunk_id`);
 it answers the uids that user may read. Three kinds, one :class:`Authorizer`:
 
 * a callable passed as ``RagsExpert(authorize=...)``, sync (run, and its answer read, on a daemon thread of its own

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from rags_expert.citations import hop_of
 from rags_expert.evidence import EvidenceScorer, Match
-from rags_expert.rag.answer.citations import hop_of
 
 
 async def answer_unit(question: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> Match | None:

@@ -2,7 +2,7 @@
 profile's extractive fallback, and a hop's or a linked pair's two quoted sentences).
 
 * :func:`extractive_answer`: the best matching sentence, quoted and cited.
-* :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag.retrieve.bridge.pair_quote`).
+* :func:`quoted_answer`: that, or a linked pair's two sentences (:func:`~rags_expert.rag._shared.bridge.pair_quote`).
 * :func:`two_quotes`: the answer of two quoted sentences (a hop's or a pair's).
 """
 
@@ -15,8 +15,8 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.answer.choice import answer_unit
-from rags_expert.rag.retrieve.bridge import pair_quote
+from rags_expert.rag._shared.bridge import pair_quote
+from rags_expert.rag._shared.choice import answer_unit
 
 
 def extractive_answer(prompts: PromptStore, match: Match) -> str:
@@ -47,7 +47,7 @@ async def quoted_answer(
     pair_coverage: float | None,
 ) -> Quoted | None:
     """The extractive fallback's answer: the best matching sentence holding an answer of the question's type
-    (:func:`~rags_expert.rag.answer.choice.answer_unit`), quoted (:func:`extractive_answer`); without one, and with
+    (:func:`~rags_expert.rag._shared.choice.answer_unit`), quoted (:func:`extractive_answer`); without one, and with
     linked pairs on (``pair_coverage``), the sentence of one chunk naming another and that one's answer sentence,
     each cited (prompt ``hop_answer``); else None."""
     match = await answer_unit(question, relevant, scorer)

@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rags_expert.citations import cited_numbers
 from rags_expert.evidence import split_sentences, strip_citations, terms
-from rags_expert.rag.answer.citations import cited_numbers
 from rags_expert.retrieval.verify import chunk_sha256
 
 # a segment ends at a line break, or at . ! ? (and closing quotes/brackets) followed by space
@@ -93,7 +93,7 @@ def best_span(claim: set[str], source: dict[str, Any]) -> tuple[float, int, int]
 
 def span_citations(answer: str, sources: Sequence[dict[str, Any]], min_support: float) -> list[dict[str, Any]]:
     """One entry per sentence of ``answer`` (citations numbered as ``sources``, each a
-    :func:`~rags_expert.rag.answer.citations.source_dict`), see the module docstring."""
+    :func:`~rags_expert.citations.source_dict`), see the module docstring."""
     out = []
     for sentence in answer_sentences(answer):
         claim = terms(strip_citations(sentence))

@@ -3,9 +3,9 @@
 Both finalize nodes build their ``AIMessage`` here. The message's ``response_metadata`` is what hosts
 read: ``outcome`` (``success`` / ``failure``), ``sources`` (exactly the cited chunks), ``question``,
 ``llm_calls``, ``usage`` (calls and tokens, in total and per node: :func:`rags_expert.llm.usage.summary`),
-``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag.wrappers._timings.summary`); on
+``timings`` (wall and CPU seconds, in total and per node: :func:`rags_expert.rag._shared.timings.summary`); on
 success ``answer_kind`` (``generated``, or ``extractive`` for a quoted sentence) and ``citations`` (each answer
-sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag.answer.spans`); on
+sentence with the span of the chunk that supports it, or flagged unsupported: :mod:`rags_expert.rag._shared.spans`); on
 failure ``reason`` and, after a fault (the model, the retriever, the checkpointer: ``checkpointer_error``), ``error`` and
 ``error_class``; after ``budget_exceeded``, ``budget`` (which one, its limit, what was used); ``hops``, the
 follow-up searches of a multi-hop question (each source's ``hop`` says which search found it).
@@ -24,14 +24,14 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
+from rags_expert.citations import cited_sources
 from rags_expert.llm.usage import summary
 from rags_expert.outcomes import FailureReason, Outcome
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag.answer.citations import cited_sources
-from rags_expert.rag.answer.spans import span_citations
+from rags_expert.rag._shared import timings
+from rags_expert.rag._shared.budget import budget_text, spent_budget
+from rags_expert.rag._shared.spans import span_citations
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers import _timings as timings
-from rags_expert.rag.wrappers._budget import budget_text, spent_budget
 
 FAULTY: dict[str, str] = {
     FailureReason.PROMPT_ERROR: "the prompt templates",
@@ -53,7 +53,7 @@ def hop_list(state: RagState) -> list[dict[str, Any]]:
 
 def success_message(state: RagState, span_min_support: float) -> AIMessage:
     """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
-    (``evidence.span_min_support``: :func:`rags_expert.rag.answer.spans.span_citations`)."""
+    (``evidence.span_min_support``: :func:`rags_expert.rag._shared.spans.span_citations`)."""
     content, sources = cited_sources(state["answer"], state["relevant"])
     return AIMessage(
         content=content,

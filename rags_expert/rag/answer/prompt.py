@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from rags_expert.citations import format_context
 from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
 from rags_expert.prompts import PromptStore
-from rags_expert.rag.answer.citations import format_context
 from rags_expert.rag.profiles import ModelProfile
 
 

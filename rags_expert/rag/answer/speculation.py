@@ -21,8 +21,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from rags_expert.citations import chunk_id, cited_numbers, rewrite_citations
 from rags_expert.events import emit
-from rags_expert.rag.answer.citations import chunk_id, cited_numbers, rewrite_citations
 
 DRAFT_TAG = "rags_expert:speculative_draft"
 """The tag of the speculative draft's model call (its streamed tokens carry it)."""

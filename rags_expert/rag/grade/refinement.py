@@ -29,11 +29,11 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from rags_expert.citations import chunk_id
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, split_sentences
 from rags_expert.llm import grading
 from rags_expert.prompts import neutralise
-from rags_expert.rag.answer.citations import chunk_id
 from rags_expert.rag.profiles import RefinePlan
 from rags_expert.rag.state import RagState, value
 
@@ -59,16 +59,6 @@ def recompose(strips: Sequence[Sequence[str]], keep: Sequence[bool]) -> str:
         out += joiner + " ".join(strip)
         last = i
     return out
-
-
-def refined_context(relevant: Sequence[Document], strips: dict[str, str]) -> list[Document]:
-    """``relevant`` with each refined chunk's text replaced by its kept strips (same metadata and id)."""
-    return [
-        Document(page_content=strips[cid], metadata=doc.metadata, id=doc.id)
-        if (cid := chunk_id(doc)) in strips
-        else doc
-        for doc in relevant
-    ]
 
 
 def needs_refinement(state: RagState) -> bool:

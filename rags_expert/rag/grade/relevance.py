@@ -6,7 +6,7 @@
 * or, in the ``compact`` profile, none: the reranked top chunks go to the writer, which may decline;
 * or, in the ``small`` profile, the evidence (no call): a chunk whose best sentence matches the question
   well enough (``evidence.min_relevance``), and the two chunks of a linked pair (one names the other's title,
-  together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag.retrieve.bridge.
+  together they hold ``multihop.pair_coverage`` of the question's terms: :func:`~rags_expert.rag._shared.bridge.
   linked_pairs`), the two documents of a two-hop question found by one search.
 """
 
@@ -18,10 +18,10 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from rags_expert.citations import format_context
 from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import grading
-from rags_expert.rag.answer.citations import format_context
-from rags_expert.rag.retrieve.bridge import linked_pairs
+from rags_expert.rag._shared.bridge import linked_pairs
 from rags_expert.settings import EvidenceSettings
 
 
@@ -83,12 +83,3 @@ class RelevanceJudge:
             bool(v)
             for v in await grading.grade_relevance_each(self.model, question, texts, self.grading, config=config)
         ]
-
-
-def keep_context(previous: list[Document], new: list[Document], cap: int) -> list[Document]:
-    """The relevant chunks kept for answering (``max_context_chunks``): the new ones in retrieval order, best
-    first, and as many earlier ones as still fit, the most recent kept; the new ones beyond ``cap`` (the
-    lowest ranked) are dropped."""
-    new = new[:cap]
-    room = cap - len(new)
-    return [*(previous[-room:] if room > 0 else []), *new]

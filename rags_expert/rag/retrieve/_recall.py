@@ -15,7 +15,7 @@ Only a key of the pending recall is kept in the state (a task is no state: the s
 Where the task is not found (the run went on in another process or event loop after a checkpoint, or it
 waited longer than :data:`MAX_PENDING_S`), ``take`` recalls there and then: the same lessons, later. The
 finalize nodes drop a recall no answer took. Its cost is in ``timings["lesson_recall"]``
-(:mod:`rags_expert.rag.wrappers._timings`), its outcome in the ``lesson_recalled`` event, emitted by the node that
+(:mod:`rags_expert.rag._shared.timings`), its outcome in the ``lesson_recalled`` event, emitted by the node that
 took it.
 """
 
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from rags_expert.lessons import Lesson, LessonMemory, readable_lessons, recalled_texts
+from rags_expert.rag._shared.authorization import Authorizer
+from rags_expert.rag._shared.timings import recall_entry
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers._timings import recall_entry
-from rags_expert.rag.wrappers.authorization import Authorizer
 
 MAX_PENDING_S = 600.0
 """A recall not taken within this many seconds is dropped when the next one starts (its run was abandoned);

@@ -20,10 +20,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
+from rags_expert.failsafe import fails_as
 from rags_expert.outcomes import FailureReason
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 

@@ -6,7 +6,7 @@ the run goes to ``hop_retrieve``, which plans a follow-up query from the questio
 * ``standard`` profile: one model call (prompt ``hop_query``, IRCoT-style) proposes the query, or ``none`` when
   the chunks already hold what the question needs;
 * ``small`` profile: no model call; the bridge is the names (not code names) of the best matching factual
-  sentence that the question lacks (:mod:`rags_expert.rag.retrieve.bridge`), and the query is those names.
+  sentence that the question lacks (:mod:`rags_expert.rag._shared.bridge`), and the query is those names.
 
 With a query, the node searches (``multihop.top_k`` chunks, the request's filters) and tags the chunks with their
 hop (``retrieval_hop``: each cited source says ``hop``); ``grade_documents`` grades them against the question and
@@ -14,7 +14,7 @@ the model's query (:func:`grading_question`), or, after an evidence hop, ``hop_r
 bridge name. In the ``small`` profile, ``answer_hop`` then quotes the hop's
 sentence about the bridge with the bridge sentence, citing both chunks; without one, or in the ``standard`` profile,
 the answer is written from the relevant chunks of every hop, and the evidence accepts or quotes only a unit of the
-latest hop's chunks (:func:`~rags_expert.rag.answer.choice.answer_unit`: the earlier ones were read and held no
+latest hop's chunks (:func:`~rags_expert.rag._shared.choice.answer_unit`: the earlier ones were read and held no
 answer, which is why the hop was searched). A hop that finds nothing new leaves the answer to the chunks already
 found. Every hop is planned at most once (``hops_planned`` < ``max_hops - 1``), costs at most one call and one
 graded search, and a failed planning call only skips the hop (logged), so the loop caps and the LLM-call bound hold
@@ -34,19 +34,19 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
+from rags_expert.citations import HOP_KEY, chunk_id, format_context, hop_of
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer, terms
+from rags_expert.failsafe import fails_as
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
 from rags_expert.outcomes import FailureReason
-from rags_expert.rag.answer._extractive import two_quotes
-from rags_expert.rag.answer.citations import HOP_KEY, chunk_id, format_context, hop_of
-from rags_expert.rag.grade.relevance import keep_context
+from rags_expert.rag._shared.bridge import hop_quote, plan_bridge, split_bridge
+from rags_expert.rag._shared.context import keep_context
+from rags_expert.rag._shared.extractive import two_quotes
 from rags_expert.rag.options import ainvoke_retriever
 from rags_expert.rag.profiles import ModelProfile
-from rags_expert.rag.retrieve.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers.failsafe import fails_as
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
 
@@ -210,7 +210,7 @@ class Hops:
         return (None if query.strip(" .\"'").lower() in NO_HOP else Plan(query)), 1
 
     async def _plan_by_evidence(self, state: RagState) -> Plan | None:
-        """The bridge of the latest hop's relevant chunks (:func:`~rags_expert.rag.retrieve.bridge.plan_bridge`) and the
+        """The bridge of the latest hop's relevant chunks (:func:`~rags_expert.rag._shared.bridge.plan_bridge`) and the
         query of the bridge and the question, or None."""
         latest = value(state, "hops_planned") + 1
         docs = [d for d in value(state, "relevant") if hop_of(d) == latest]

@@ -21,19 +21,19 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from rags_expert.citations import cited_numbers, cited_sources, format_context
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
+from rags_expert.failsafe import failure
 from rags_expert.llm import grading
 from rags_expert.llm.grading import Verdict
 from rags_expert.outcomes import FailureReason
-from rags_expert.rag.answer.citations import cited_numbers, cited_sources, format_context
-from rags_expert.rag.grade.refinement import refined_context
+from rags_expert.rag._shared.context import refined_context
 from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.state import RagState, value
 from rags_expert.rag.verdict._evidence import Attribution, attribute, evidence_verdicts
 from rags_expert.rag.verdict.cited import DECLINES, RESTATES, cited_verdicts, declines, states_something
 from rags_expert.rag.verdict.verified import evidence_accepts
-from rags_expert.rag.wrappers.failsafe import failure
 from rags_expert.settings import RagsExpertSettings
 
 EMPTY = "the answer was empty"

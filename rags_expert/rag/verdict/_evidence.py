@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from rags_expert.citations import cited_numbers
 from rags_expert.evidence import EvidenceScorer, holds_answer, split_sentences, strip_citations, terms
 from rags_expert.evidence.answer_type import new_numbers
 from rags_expert.evidence.code import code_names, new_code
-from rags_expert.rag.answer.choice import answer_unit
-from rags_expert.rag.answer.citations import cited_numbers
+from rags_expert.rag._shared.choice import answer_unit
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ async def evidence_verdicts(
 ) -> EvidenceVerdicts:
     """Grounded: every sentence is supported by a chunk (the answer's :func:`attribute`). Useful: the answer
     holds something of the question's answer type, and the unit of the chunks that answers the question best
-    (:func:`~rags_expert.rag.answer.choice.answer_unit`) holds it too, with every code name and every number
+    (:func:`~rags_expert.rag._shared.choice.answer_unit`) holds it too, with every code name and every number
     the answer adds (a draft that joins a name or a version from one sentence to the question's words from another
     is not what the documentation says; nor is a draft built on a neighbouring unit, `--cache-dir` for a question
     the `--config` sentence answers)."""

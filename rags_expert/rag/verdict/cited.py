@@ -19,11 +19,11 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from rags_expert.citations import cited_numbers, source_dict, without_code_blocks
 from rags_expert.evidence import strip_citations, terms
 from rags_expert.evidence.answer_type import new_numbers
 from rags_expert.evidence.code import new_code
-from rags_expert.rag.answer.citations import cited_numbers, source_dict, without_code_blocks
-from rags_expert.rag.answer.spans import answer_sentences, best_span
+from rags_expert.rag._shared.spans import answer_sentences, best_span
 
 META_TERMS = frozenset(
     terms(

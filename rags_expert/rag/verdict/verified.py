@@ -10,9 +10,9 @@ An answer is accepted when
 
 * **every sentence is held by a chunk it cites**: each sentence cites a chunk, and every content term of the
   sentence (:func:`~rags_expert.evidence.terms`) is in one segment of a cited chunk, or two neighbouring ones, or
-  the chunk's title and heading (:func:`~rags_expert.rag.answer.spans.best_span`; ``evidence.min_support``, 1.0 by
+  the chunk's title and heading (:func:`~rags_expert.rag._shared.spans.best_span`; ``evidence.min_support``, 1.0 by
   default: not one word of its own), and every number it writes is in that segment. This is the span
-  citation of the final answer (:mod:`rags_expert.rag.answer.spans`), held to a higher bar;
+  citation of the final answer (:mod:`rags_expert.rag._shared.spans`), held to a higher bar;
 * **it states what the question asks**: it holds something of the question's answer type the question lacks,
   and every term, number and code name it adds to the question is in the one sentence the evidence would quote
   as the answer (:meth:`~rags_expert.evidence.EvidenceScorer.best_answer`: the best match of the question that
@@ -31,12 +31,12 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from rags_expert.citations import cited_numbers, source_dict
 from rags_expert.evidence import EvidenceScorer, holds_answer, strip_citations, terms
 from rags_expert.evidence.answer_type import answer_category, names_category, new_numbers
 from rags_expert.evidence.text import measure_hint, stem, words
-from rags_expert.rag.answer.choice import answer_unit
-from rags_expert.rag.answer.citations import cited_numbers, source_dict
-from rags_expert.rag.answer.spans import answer_sentences, best_span
+from rags_expert.rag._shared.choice import answer_unit
+from rags_expert.rag._shared.spans import answer_sentences, best_span
 from rags_expert.rag.verdict._evidence import built_on
 
 
@@ -70,7 +70,7 @@ def quotes_its_sources(answer: str, relevant: Sequence[Document], min_support: f
 async def states_the_answer(question: str, answer: str, relevant: Sequence[Document], scorer: EvidenceScorer) -> bool:
     """Whether ``answer`` holds something of the question's answer type and everything it adds to the question
     (content terms, numbers, code names) is in the one sentence the evidence would quote as the answer
-    (:func:`~rags_expert.rag.answer.choice.answer_unit`)."""
+    (:func:`~rags_expert.rag._shared.choice.answer_unit`)."""
     text = strip_citations(answer)
     if not holds_answer(text, question):
         return False

@@ -1,4 +1,4 @@
-"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag.wrappers.authorization`), as node wrappers.
+"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag._shared.authorization`), as node wrappers.
 
 * :func:`guard_documents` (``retrieve``, ``fallback_retrieve``): every retrieved chunk, before the state
   update leaves the node, so grading, the speculative draft, state streams and checkpoints never see a
@@ -30,12 +30,12 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 
+from rags_expert.citations import chunk_id, cited_numbers
 from rags_expert.events import emit
+from rags_expert.failsafe import failure
 from rags_expert.outcomes import FailureReason
-from rags_expert.rag.answer.citations import chunk_id, cited_numbers
+from rags_expert.rag._shared.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.state import RagState, value
-from rags_expert.rag.wrappers.authorization import AuthorizationError, Authorizer
-from rags_expert.rag.wrappers.failsafe import failure
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 

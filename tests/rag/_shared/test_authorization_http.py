@@ -11,7 +11,7 @@ from helpers.permissions import PermissionTable, permission_server
 
 from rag.wrappers.test_authorization import DOCS, ask, script
 from rags_expert import RagsExpert
-from rags_expert.rag.wrappers.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag._shared.authorization import AuthorizationError, build_authorizer
 from rags_expert.settings import AuthorizationSettings, RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

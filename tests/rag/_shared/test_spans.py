@@ -12,7 +12,7 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.rag.answer.spans import segments, span_citations
+from rags_expert.rag._shared.spans import segments, span_citations
 from rags_expert.retrieval.ingest import Ingestor
 from rags_expert.retrieval.qdrant import KnowledgeBase, close_client
 from rags_expert.retrieval.verify import chunk_sha256

@@ -16,8 +16,8 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
+from rags_expert.rag._shared.context import keep_context
 from rags_expert.rag.answer.speculation import DRAFT_TAG, kept_draft
-from rags_expert.rag.grade.relevance import keep_context
 from rags_expert.testing import ScriptedChatModel
 
 DOCS = {

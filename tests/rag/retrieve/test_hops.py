@@ -235,7 +235,7 @@ async def test_a_chunk_the_hop_finds_that_the_user_may_not_read_is_never_graded_
 async def test_a_name_longer_than_the_cap_is_no_bridge() -> None:
     """A 5,000-character run of capitalised words names no one thing: no follow-up search is made for it, nor is
     it shown (``small`` profile, bridge.MAX_NAME_CHARS); a name under the cap in the same sentence still is."""
-    from rags_expert.rag.retrieve.bridge import bridge_names
+    from rags_expert.rag._shared.bridge import bridge_names
 
     run = "Mara" + " Quill" * 830
     assert len(run) > 4_900 and bridge_names(f"It was {run} and Ines Harrow.", QUESTION) == ["Ines Harrow"]
