@@ -34,8 +34,8 @@ from rags_expert.lessons import LessonMemory
 from rags_expert.llm.chat import bind_output_cap, build_chat_model
 from rags_expert.llm.grading import GradingContext
 from rags_expert.prompts import PromptStore
-from rags_expert.rag._shared.authorization import AuthorizeHook, build_authorizer
 from rags_expert.rag.answer.prompt import answer_prefix
+from rags_expert.rag.authorization import AuthorizeHook, build_authorizer
 from rags_expert.rag.graph import build_graph, max_node_steps
 from rags_expert.rag.nodes import RagDeps
 from rags_expert.rag.profiles import evidence_scorer, profile_for
@@ -81,7 +81,7 @@ class RagsExpert(AgentFlow):
         ``reranker``: a LangChain ``BaseDocumentCompressor`` (or a :class:`~rags_expert.retrieval.rerank.base.Reranker`)
         reordering the retrieved chunks before grading (:mod:`rags_expert.rag.retrieve.reranking`).
         ``authorize``: the host's permission check ``(user, uids) -> allowed uids``, sync or async
-        (:mod:`rags_expert.rag._shared.authorization`); without it, ``authorization.hook`` / ``.url`` name one, else none."""
+        (:mod:`rags_expert.rag.authorization`); without it, ``authorization.hook`` / ``.url`` name one, else none."""
         super().__init__(coerce_settings(settings))
         self.settings: RagsExpertSettings
         self.chat_model = chat_model

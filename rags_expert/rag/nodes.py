@@ -32,12 +32,12 @@ from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
 from rags_expert.outcomes import FailureReason
 from rags_expert.prompts import PromptError, PromptStore
-from rags_expert.rag._shared.authorization import AuthorizationError, Authorizer
 from rags_expert.rag._shared.context import keep_context, refined_context
 from rags_expert.rag._shared.extractive import quoted_answer
 from rags_expert.rag.answer.final import failure_message, success_message
 from rags_expert.rag.answer.prompt import answer_messages
 from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
+from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.grade.relevance import RelevanceJudge
 from rags_expert.rag.options import (
     InvalidRequestError,

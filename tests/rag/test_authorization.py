@@ -13,7 +13,7 @@ from helpers.permissions import PermissionTable
 from helpers.scripts import Script
 
 from rags_expert import RagsExpert
-from rags_expert.rag._shared.authorization import AuthorizationConfigError
+from rags_expert.rag.authorization import AuthorizationConfigError
 from rags_expert.settings import RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 
@@ -338,7 +338,7 @@ async def test_langgraph_servers_authenticated_user_wins_over_the_clients_contex
 
 @pytest.mark.parametrize("revoked", [False, True])
 async def test_closest_passages_are_offered_only_while_their_chunks_are_readable(revoked):
-    from rags_expert.rag._shared.authorization import Authorizer
+    from rags_expert.rag.authorization import Authorizer
     from rags_expert.rag.wrappers.guard import guard_partial
 
     table = PermissionTable(grants={"alice": {"varen"} if revoked else {"varen", "secret"}})

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers.permissions import PermissionTable
 
-from rag._shared.test_authorization import agent_for, ask, prompts, script
+from rag.test_authorization import agent_for, ask, prompts, script
 from rags_expert import RagsExpert
 from rags_expert.testing import ScriptedChatModel
 

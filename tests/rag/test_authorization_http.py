@@ -9,9 +9,9 @@ import pytest
 from helpers.documents import KeywordRetriever
 from helpers.permissions import PermissionTable, permission_server
 
-from rag._shared.test_authorization import DOCS, ask, script
+from rag.test_authorization import DOCS, ask, script
 from rags_expert import RagsExpert
-from rags_expert.rag._shared.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag.authorization import AuthorizationError, build_authorizer
 from rags_expert.settings import AuthorizationSettings, RagsExpertSettings
 from rags_expert.testing import ScriptedChatModel
 

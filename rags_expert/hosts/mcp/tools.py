@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.limits import QuestionTooLongError, check_question
 from rags_expert.outcomes import FailureReason
-from rags_expert.rag._shared.authorization import AuthorizationError, build_authorizer
+from rags_expert.rag.authorization import AuthorizationError, build_authorizer
 from rags_expert.rag.wrappers.guard import permitted_docs
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_data

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from rags_expert.lessons import Lesson, LessonMemory, readable_lessons, recalled_texts
-from rags_expert.rag._shared.authorization import Authorizer
 from rags_expert.rag._shared.timings import recall_entry
+from rags_expert.rag.authorization import Authorizer
 from rags_expert.rag.state import RagState, value
 
 MAX_PENDING_S = 600.0

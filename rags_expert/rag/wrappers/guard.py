@@ -1,4 +1,4 @@
-"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag._shared.authorization`), as node wrappers.
+"""Where the RAG graph asks the host's authorizer (:mod:`rags_expert.rag.authorization`), as node wrappers.
 
 * :func:`guard_documents` (``retrieve``, ``fallback_retrieve``): every retrieved chunk, before the state
   update leaves the node, so grading, the speculative draft, state streams and checkpoints never see a
@@ -34,7 +34,7 @@ from rags_expert.citations import chunk_id, cited_numbers
 from rags_expert.events import emit
 from rags_expert.failsafe import failure
 from rags_expert.outcomes import FailureReason
-from rags_expert.rag._shared.authorization import AuthorizationError, Authorizer
+from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.state import RagState, value
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
