@@ -26,10 +26,12 @@ LAYERS = [
     "outcomes",
     "testing",
     "prompts",
+    "citations",
     # configuration, then the model and the knowledge base
     "settings",
     "checkpoints",
     "llm",
+    "failsafe",
     "retrieval",
     "evidence",
     "lessons",
@@ -93,8 +95,10 @@ def test_every_unit_has_a_layer():
     assert {unit(m) for m in MODULES} == set(LAYERS)
 
 
-def test_the_root_holds_at_most_13_modules():
-    assert len([p for p in PACKAGE.glob("*.py")]) <= 13
+def test_the_root_holds_at_most_14_modules():
+    """The vocabulary both agents share (outcomes, citations, the failure path) and the few leaves; the rest in
+    folders."""
+    assert len([p for p in PACKAGE.glob("*.py")]) <= 14
 
 
 def test_no_module_imports_a_unit_above_its_own():

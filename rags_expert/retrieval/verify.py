@@ -1,6 +1,6 @@
 """Re-check an answer's span citations against the knowledge base as it is now, offline.
 
-An answer's ``response_metadata["citations"]`` (:mod:`rags_expert.rag._shared.spans`) gives each answer sentence the
+An answer's ``response_metadata["citations"]`` (docs/citations.md) gives each answer sentence the
 span of the chunk that supports it: ``{uid, n, start, end, sha256, quote}``. :func:`verify_citations` looks each
 one up in the knowledge base (no model, no embedding call) and says what became of it:
 
