@@ -22,13 +22,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from rags_expert.evidence.likelihood import (  # noqa: E402
+from likelihood import (  # noqa: E402
     QUESTION_PROMPT,
     SENTENCE_PRIOR_PROMPT,
     SENTENCE_PROMPT,
     LikelihoodScorer,
 )
+
 from rags_expert.local.command import find_model, free_port  # noqa: E402
 from rags_expert.settings import LocalModelSettings  # noqa: E402
 

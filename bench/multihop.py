@@ -14,7 +14,7 @@ model, variant and HotpotQA question type (bridge / comparison):
 Models:
 
 * ``reader``: a scripted stand-in for a capable model on a local OpenAI-compatible server (tests/helpers/openai_server.py,
-  real ChatOpenAI over HTTP, tokens counted there at ~4 characters a token), as in ``bench/refinement.py``. It
+  real ChatOpenAI over HTTP, tokens counted there at ~4 characters a token), as the former refinement benchmark did. It
   grades a chunk relevant when it is a gold paragraph; asked for a follow-up query (prompt ``hop_query``), it
   replies "none" when both gold paragraphs are in the chunks it is shown, else the missing gold paragraph's title
   with the question (a perfect follow-up, so that only the graph's hop differs); it answers with the gold answer,

@@ -6,7 +6,7 @@ frequencies over its first ``evidence.term_sample`` chunks as the agent reads th
 into units (:mod:`rags_expert.evidence.units`; headings left out) and each unit gets its features
 (:func:`unit_features`): the evidence scorer's match (today's ranking), lexical coverage plain and IDF-weighted,
 the e5 similarity of question and unit / heading path / chunk, the retrieval rank, the answer-type match, the
-unit's kind, and from the local model (:mod:`rags_expert.evidence.likelihood`) the question likelihood
+unit's kind, and from the local model (``bench/likelihood.py``) the question likelihood
 ``log P(q | heading + unit)`` (UPR) and the answer PMI ``log P(s | heading, q) - log P(s | heading)``.
 
 A unit is *gold* when one of the question's answer patterns matches it. For the answerable questions with a gold
@@ -38,8 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # helpers.shared_data: where HotpotQA i
 
 import real_docs as rd  # noqa: E402
 from helpers.shared_data import HOTPOTQA  # noqa: E402
-
-from rags_expert.evidence.likelihood import (  # noqa: E402
+from likelihood import (  # noqa: E402
     QUESTION_PROMPT,
     SENTENCE_PRIOR_PROMPT,
     SENTENCE_PROMPT,

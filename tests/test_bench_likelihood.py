@@ -1,14 +1,20 @@
-"""The likelihood scorer: forced token-id grammars on llama.cpp's /completion (offline parts, then the real server)."""
+"""The likelihood scorer of bench/likelihood.py (research only: the agent does not use it): forced token-id grammars
+on llama.cpp's /completion (offline parts, then the real server)."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
-from rags_expert.evidence.likelihood import QUESTION_PROMPT, LikelihoodScorer, Scored, _scored, gbnf_tokens
 from rags_expert.local.server import LocalModelServer, local_extra_installed
 from rags_expert.settings import LocalModelSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from likelihood import QUESTION_PROMPT, LikelihoodScorer, Scored, _scored, gbnf_tokens  # noqa: E402
 
 
 def test_the_grammar_allows_exactly_the_token_ids():
