@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.ask import ASK_FLAGS, model_path_option
 from rags_expert.cli.support import args_settings, positive_int, setting_type
+from rags_expert.outcomes import Outcome
 from rags_expert.settings import RagsExpertSettings
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ async def evaluate_hotpotqa(args: argparse.Namespace) -> int:
 
     def progress(r) -> None:
         if not args.quiet:
-            mark = "ok " if r.outcome == "success" else "-- "
+            mark = "ok " if r.outcome == Outcome.SUCCESS else "-- "
             print(
                 f"{mark} EM {r.exact_match:.0f} F1 {r.f1:.2f} calls {r.llm_calls:2d} {r.seconds:5.1f}s  "
                 f"{r.question[:70]}",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rags_expert.cli.support import question_error, setting_type, settings_from_args, text_arg
+from rags_expert.outcomes import FailureReason, exit_code
 from rags_expert.secrets import redact
 from rags_expert.settings import KGExpertSettings
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 
 FLAGS = {"backend": "kg.backend", "max_steps": "kg.max_steps"}
 """Flags of ``kg`` that override settings (argparse dest -> settings path)."""
-DATABASE_FAULTS = frozenset({"connection", "auth", "unavailable"})
-"""Query error kinds that are the database's fault, not the query's."""
 
 
 def register(subparsers: Any) -> None:
@@ -114,7 +113,7 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, setti
         await backend.close()
     if args.json:
         print(redact(json.dumps(result.to_dict(), default=str, ensure_ascii=False, indent=2), secrets))
-        return exit_code(result)
+        return exit_code(result.end())
     print(f"query: {result.query or '(none executed successfully)'}")
     print(
         f"score: {'-' if result.score is None else f'{result.score:g}'}/10   "
@@ -132,16 +131,6 @@ async def _run(args: argparse.Namespace, chat_model: BaseChatModel | None, setti
         print(f"  {a['step']}. {a['query'] or '(no query)'}\n     -> {redact(outcome, secrets)[:300]}; score {score}")
         if a.get("reflection"):
             print(f"     critique: {a['reflection']}")
-    if (code := exit_code(result)) == 2 and not result.error:
+    if result.exit_reason == FailureReason.BACKEND_ERROR and not result.error:
         print("error: graph database: every query failed to reach it (see the steps above)", file=sys.stderr)
-    return code
-
-
-def exit_code(result: Any) -> int:
-    """0 rows found; 2 a model failure or a database that could not be used by any query; else 1 (no rows)."""
-    if result.ok:
-        return 0
-    attempts = result.attempts
-    if result.error or (attempts and all(a.get("error_kind") in DATABASE_FAULTS for a in attempts)):
-        return 2
-    return 1
+    return exit_code(result.end())

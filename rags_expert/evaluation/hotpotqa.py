@@ -33,6 +33,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from rags_expert.outcomes import Outcome
 from rags_expert.settings import RagsExpertSettings
 
 log = logging.getLogger(__name__)
@@ -219,14 +220,14 @@ async def run_hotpotqa(
         seconds = time.perf_counter() - started
         final = out["messages"][-1]
         meta = final.response_metadata
-        answered = meta.get("outcome") == "success"
+        answered = meta.get("outcome") == Outcome.SUCCESS
         metrics = score_question(q, str(final.content), meta.get("sources", []), answered=answered)
         result = QuestionResult(
             id=q["id"],
             question=q["question"],
             gold=q["answer"],
             answer=str(final.content),
-            outcome=meta.get("outcome", "failure"),
+            outcome=meta.get("outcome", Outcome.FAILURE.value),
             reason=meta.get("reason", ""),
             llm_calls=int(meta.get("llm_calls", 0)),
             seconds=seconds,
@@ -246,7 +247,7 @@ async def run_hotpotqa(
         contains=sum(r.contains for r in results) / n,
         gold_recall=sum(r.gold_recall for r in results) / n,
         outcomes=dict(Counter(r.outcome for r in results)),
-        reasons=dict(Counter(r.reason for r in results if r.outcome != "success")),
+        reasons=dict(Counter(r.reason for r in results if r.outcome != Outcome.SUCCESS)),
         llm_calls_mean=sum(r.llm_calls for r in results) / n,
         llm_calls_max=max((r.llm_calls for r in results), default=0),
         llm_call_bound=settings.budgeted_call_bound(with_history=False),
@@ -277,7 +278,7 @@ def write_report(report: EvalReport, out_dir: Path) -> tuple[Path, Path | None]:
     ax2.scatter(
         [r.llm_calls for r in report.results],
         [r.seconds for r in report.results],
-        c=["#55a868" if r.outcome == "success" else "#c44e52" for r in report.results],
+        c=["#55a868" if r.outcome == Outcome.SUCCESS else "#c44e52" for r in report.results],
     )
     ax2.set_xlabel("LLM calls")
     ax2.set_ylabel("seconds")

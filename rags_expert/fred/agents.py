@@ -45,7 +45,7 @@ from rags_expert.fred.turn import conversation, fault_text, run_graph
 from rags_expert.hosts.progress import KG_PROGRESS, RAG_PROGRESS, Progress
 from rags_expert.kg.agent import KGQueryExpert
 from rags_expert.lessons import LessonMemory
-from rags_expert.outcomes import Outcome, not_found
+from rags_expert.outcomes import REASON_KEY, AnswerKind, Outcome, not_found
 from rags_expert.prompts import PromptStore
 from rags_expert.rag.agent import RagsExpert
 from rags_expert.rag.answer.final import error_class
@@ -224,9 +224,9 @@ class RagsExpertFredAgent(OurFredAgent):
     def outcome(self, metadata: Mapping[str, Any]) -> str:
         if metadata.get("outcome") == Outcome.SUCCESS:
             n = len(metadata.get("sources") or [])
-            how = "quoted" if metadata.get("answer_kind") == "extractive" else "answered"
+            how = "quoted" if metadata.get("answer_kind") == AnswerKind.EXTRACTIVE else "answered"
             return f"{how} from {n} source(s)"
-        reason = metadata.get("reason") or "failure"
+        reason = metadata.get(REASON_KEY) or Outcome.FAILURE.value
         if not_found(dict(metadata)):
             return "not found in the knowledge base"
         error = metadata.get("error")
@@ -262,8 +262,8 @@ class KGQueryFredAgent(OurFredAgent):
     def outcome(self, metadata: Mapping[str, Any]) -> str:
         rows = metadata.get("rows")
         if rows:
-            return f"{len(rows)} row(s) from a read-only query (exit: {metadata.get('exit_reason')})"
-        return f"no rows (exit: {metadata.get('exit_reason')})"
+            return f"{len(rows)} row(s) from a read-only query (exit: {metadata.get(REASON_KEY)})"
+        return f"no rows (exit: {metadata.get(REASON_KEY)})"
 
 
 def request_context(ctx: Any) -> dict[str, Any]:

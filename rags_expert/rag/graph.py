@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.llm.usage import metered
+from rags_expert.outcomes import AnswerKind, DraftFate
 from rags_expert.rag._shared.budget import Routes, budget_exceeded, budgeted, routes
 from rags_expert.rag._shared.timings import timed
 from rags_expert.rag.grade.refinement import RefinePlan, Refiner, needs_refinement
@@ -104,7 +105,7 @@ def route_after_grading(
     rephrase while rephrases remain, then search the fallback source once (when there is one) before giving up."""
     if value(state, "error"):
         return Node.FINALIZE_FAILURE
-    if value(state, "speculative") == "kept":
+    if value(state, "speculative") == DraftFate.KEPT:
         return Node.GRADE_GENERATION
     if value(state, "hop_plan"):
         return Node.HOP_RETRIEVE
@@ -130,7 +131,7 @@ def route_after_hop_answer(
     state: RagState,
 ) -> Literal[Node.FINALIZE_SUCCESS, Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """A quoted hop answer ends the run; without one, write an answer from the chunks of every hop."""
-    if value(state, "answer_kind") == "extractive" and not value(state, "error"):
+    if value(state, "answer_kind") == AnswerKind.EXTRACTIVE and not value(state, "error"):
         return Node.FINALIZE_SUCCESS
     return _to_answer(state) if _generations_left(state) else _give_up(state)
 
@@ -174,7 +175,7 @@ def route_after_reflect(
 
 def route_after_extract(state: RagState) -> Literal[Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE]:
     """A quoted sentence is an answer; without one the run ends in the honest failure."""
-    if value(state, "answer_kind") == "extractive" and not value(state, "error"):
+    if value(state, "answer_kind") == AnswerKind.EXTRACTIVE and not value(state, "error"):
         return Node.FINALIZE_SUCCESS
     return Node.FINALIZE_FAILURE
 

@@ -30,7 +30,7 @@ from rags_expert.failsafe import fails_as, failure, redacted_error
 from rags_expert.lessons import LessonMemory, learn_from_failure, scope_key
 from rags_expert.llm import grading
 from rags_expert.llm.chat import LLMCallError, call_model, message_text
-from rags_expert.outcomes import FailureReason
+from rags_expert.outcomes import AnswerKind, FailureReason
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag._shared.context import keep_context, refined_context
 from rags_expert.rag._shared.extractive import quoted_answer
@@ -347,7 +347,7 @@ class RagNodes:
                 "failure_reason": value(state, "failure_reason") or FailureReason.NOT_USEFUL.value,
             }
         emit("answer_extracted", chunk=quoted.chunk, score=round(quoted.score, 3))
-        return {"answer": quoted.text, "answer_kind": "extractive", "failure_reason": ""}
+        return {"answer": quoted.text, "answer_kind": AnswerKind.EXTRACTIVE.value, "failure_reason": ""}
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""

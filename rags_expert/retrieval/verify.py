@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from qdrant_client import models
 
+from rags_expert.outcomes import Outcome
 from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 
 Status = Literal["ok", "moved", "changed", "gone", "unsupported"]
@@ -78,7 +79,7 @@ def answer_citations(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ``citations`` of a saved answer (the ``--json`` output, or its ``response_metadata``), checked for shape
     (raises :class:`AnswerFormatError` saying which citation is wrong and how)."""
     citations = answer.get("citations") if isinstance(answer, Mapping) else None
-    if citations is None and isinstance(answer, Mapping) and answer.get("outcome") == "failure":
+    if citations is None and isinstance(answer, Mapping) and answer.get("outcome") == Outcome.FAILURE:
         closest_passages(answer)
         return []  # an honest failure states nothing to re-check (but the passages it quotes, if any)
     if not isinstance(citations, list):

@@ -16,8 +16,8 @@ import pytest
 from helpers.cli_run import cli_env, ingest_docs, run_cli
 from helpers.openai_server import OpenAIServer, castle_script, error, request_kind
 
-from rags_expert.cli.kg import exit_code as kg_exit_code
-from rags_expert.kg.cypher_agent import KGQueryResult
+from rags_expert.kg.execution.result import KGQueryResult, build_result
+from rags_expert.outcomes import exit_code
 
 SUBCOMMANDS = {
     "ask": ["ask", "When?"],
@@ -230,30 +230,21 @@ def test_ask_exit_codes_tell_not_found_from_errors(kb_env, question, script, cod
 
 
 def _kg_result(rows=(), error=None, kinds=("syntax",)) -> KGQueryResult:
+    """The result the KG loop builds from its final state (``build_result``), stopped out of steps."""
     attempts = [
         {
             "step": i + 1,
             "query": "MATCH (n) RETURN n",
-            "rows": [],
+            "rows": list(rows) if i == len(kinds) - 1 else [],
+            "columns": [],
             "error": "x" if k else None,
             "error_kind": k,
-            "score": None,
+            "score": None if k else 5.0,
         }
         for i, k in enumerate(kinds)
     ]
-    return KGQueryResult(
-        question="q",
-        query="MATCH (n) RETURN n" if rows else None,
-        rows=list(rows),
-        columns=[],
-        score=None,
-        steps=len(attempts),
-        reflections=[],
-        log=[],
-        exit_reason="llm_error" if error else "max_steps",
-        error=error,
-        attempts=attempts,
-    )
+    state = {"messages": [], "question": "q", "attempts": attempts, "steps": len(attempts), "error": error or ""}
+    return build_result(state, "llm_error" if error else "max_steps")
 
 
 @pytest.mark.parametrize(
@@ -267,7 +258,9 @@ def _kg_result(rows=(), error=None, kinds=("syntax",)) -> KGQueryResult:
     ids=["rows", "no-rows", "model-error", "database-down"],
 )
 def test_kg_exit_codes(result, code):
-    assert kg_exit_code(result) == code
+    """``rags-expert kg`` exits with the one ``exit_code`` of ``ask``, read from the result's end."""
+    assert exit_code(result.end()) == code
+    assert (result.exit_reason == "backend_error") == (code == 2 and not result.error)
 
 
 # --- ingest -----------------------------------------------------------------------------------------

@@ -262,4 +262,4 @@ async def test_kg_query_without_a_chat_model_is_an_error_saying_how_to_configure
     assert agents.tools == ["ask", "search", "kg_query"] and agents.kg is None
     assert result.is_error and text_of(result) == NO_MODEL.format(tool="kg_query")
     assert result.structured_content["outcome"] == "failure"
-    assert result.structured_content["exit_reason"] == "no_chat_model"
+    assert result.structured_content["reason"] == result.structured_content["exit_reason"] == "no_chat_model"

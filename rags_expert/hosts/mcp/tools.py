@@ -16,14 +16,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from rags_expert.limits import QuestionTooLongError, check_question
-from rags_expert.outcomes import FailureReason
+from rags_expert.outcomes import FailureReason, Outcome, OutcomeName
 from rags_expert.rag.authorization import AuthorizationError, build_authorizer
 from rags_expert.rag.wrappers.guard import permitted_docs
 from rags_expert.retrieval.options import SearchOptions
@@ -78,7 +78,7 @@ class AskResult(BaseModel):
     """What ``ask`` returns (also on a tool error, with ``outcome`` = failure)."""
 
     answer: str = Field(description="The checked answer with [n] citations, or the honest failure message.")
-    outcome: Literal["success", "failure"]
+    outcome: OutcomeName
     reason: str | None = Field(None, description="Why the run failed (e.g. no_relevant_documents, not_grounded).")
     thread_id: str = Field(description="Pass it back to ask a follow-up in the same conversation.")
     sources: list[Source] = Field(default_factory=list)
@@ -109,7 +109,7 @@ class KGResult(BaseModel):
     """What ``kg_query`` returns (also on a tool error, with ``outcome`` = failure)."""
 
     answer: str = Field(description="The rows in words, or the honest failure message.")
-    outcome: Literal["success", "failure"]
+    outcome: OutcomeName
     thread_id: str
     query: str | None = Field(None, description="The Cypher query whose rows are shown.")
     columns: list[str] = Field(default_factory=list)
@@ -118,7 +118,8 @@ class KGResult(BaseModel):
     truncated: bool = False
     score: float | None = None
     steps: int = 0
-    exit_reason: str | None = None
+    reason: str | None = Field(None, description="Why the run ended (docs/kg.md).")
+    exit_reason: str | None = Field(None, description="The same as reason (deprecated, removed in 0.3).")
 
 
 class Agents:
@@ -194,7 +195,9 @@ class Agents:
         if not self.has_model:
             text = NO_MODEL.format(tool="ask")
             return self._result(
-                AskResult(answer=text, outcome="failure", reason=NO_MODEL_REASON, thread_id=thread), text, error=True
+                AskResult(answer=text, outcome=Outcome.FAILURE.value, reason=NO_MODEL_REASON, thread_id=thread),
+                text,
+                error=True,
             )
         configurable: dict[str, Any] = {"thread_id": thread}
         if library_tags is not None:
@@ -203,13 +206,13 @@ class Agents:
         meta = final.response_metadata
         result = AskResult(
             answer=str(final.content).strip(),
-            outcome=meta.get("outcome", "failure"),
+            outcome=meta.get("outcome", Outcome.FAILURE.value),
             reason=meta.get("reason"),
             thread_id=thread,
             sources=[Source(**{k: s.get(k) for k in Source.model_fields if k in s}) for s in meta.get("sources", [])],
             citations=[SentenceCitation.model_validate(c) for c in meta.get("citations", [])],
         )
-        return self._result(result, _answer_text(result), error=result.outcome != "success")
+        return self._result(result, _answer_text(result), error=result.outcome != Outcome.SUCCESS)
 
     async def search(self, query: str, top_k: int | None, library_tags: list[str] | None) -> CallToolResult:
         """The knowledge base's hits for ``query`` (the RAG agent's own retriever)."""
@@ -245,13 +248,19 @@ class Agents:
         thread = thread_id or uuid.uuid4().hex
         if not self.has_model:
             text = NO_MODEL.format(tool="kg_query")
-            failed = KGResult(answer=text, outcome="failure", thread_id=thread, exit_reason=NO_MODEL_REASON)
+            failed = KGResult(
+                answer=text,
+                outcome=Outcome.FAILURE.value,
+                thread_id=thread,
+                reason=NO_MODEL_REASON,
+                exit_reason=NO_MODEL_REASON,
+            )
             return self._result(failed, text, error=True)
         final = await self._final_message(self.kg, question, {"thread_id": thread})
         meta = final.response_metadata
         fields = {k: meta[k] for k in KGResult.model_fields if k in meta and meta[k] is not None}
         result = KGResult(**{**fields, "answer": str(final.content).strip(), "thread_id": thread})
-        return self._result(result, result.answer, error=result.outcome != "success")
+        return self._result(result, result.answer, error=result.outcome != Outcome.SUCCESS)
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage
 
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
-from rags_expert.outcomes import FailureReason, Outcome
+from rags_expert.outcomes import REASON_KEY, FailureReason
 from rags_expert.prompts import PromptStore
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def answer_message(result: KGQueryResult, prompts: PromptStore, *, answer_rows: 
     """The final AIMessage of one question (see the module docstring)."""
     shown = [dict(row) for row in result.rows[:answer_rows]]
     metadata: dict[str, Any] = {
-        "outcome": (Outcome.SUCCESS if result.ok else Outcome.FAILURE).value,
+        "outcome": result.end()["outcome"],
         "question": result.question,
         "query": result.query,
         "columns": list(result.columns),
@@ -91,7 +91,8 @@ def answer_message(result: KGQueryResult, prompts: PromptStore, *, answer_rows: 
         "truncated": result.truncated,
         "score": result.score,
         "steps": result.steps,
-        "exit_reason": result.exit_reason,
+        REASON_KEY: result.exit_reason,
+        "exit_reason": result.exit_reason,  # the 0.1 key of the same value, removed in 0.3 (docs/changelog.md)
     }
     if result.error:
         metadata |= {"error": result.error, "error_class": error_class(result.error)}

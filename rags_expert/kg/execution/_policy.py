@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rags_expert.outcomes import StopReason
 from rags_expert.settings import KGSettings
 
-SUCCESS_REASONS = ("score", "non_empty")
+SUCCESS_REASONS = frozenset(StopReason)
 
 
 def exit_rule(attempts: list[dict[str, Any]], kg: KGSettings) -> str | None:
@@ -26,9 +27,9 @@ def exit_rule(attempts: list[dict[str, Any]], kg: KGSettings) -> str | None:
         return None
     last = attempts[-1]
     if last["score"] >= kg.score_threshold:
-        return "score"
+        return StopReason.SCORE.value
     if kg.stop_on_nonempty and last["rows"] and not last["error"]:
-        return "non_empty"
+        return StopReason.NON_EMPTY.value
     return None
 
 

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage
 
 from rags_expert.kg.execution._policy import choose_attempt
 from rags_expert.kg.state import STATE_DEFAULTS, ReflexionState, question_of, state_value
+from rags_expert.outcomes import REASON_KEY, FailureReason, Outcome
 
 
 @dataclass
@@ -41,6 +42,12 @@ class KGQueryResult:
     def ok(self) -> bool:
         """True when a query ran and returned rows."""
         return self.query is not None and bool(self.rows) and self.error is None
+
+    def end(self) -> dict[str, Any]:
+        """How the run ended, as its final message's metadata says it (``outcome``, ``reason``, ``error``): what
+        :func:`rags_expert.outcomes.exit_code` reads."""
+        end = {"outcome": (Outcome.SUCCESS if self.ok else Outcome.FAILURE).value, REASON_KEY: self.exit_reason}
+        return end | ({"error": self.error} if self.error else {})
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready data."""
@@ -75,10 +82,17 @@ def reflections_of(state: KGState) -> list[str]:
     ]
 
 
+DATABASE_FAULTS = frozenset({"connection", "auth", "unavailable"})
+"""Query error kinds that are the database's fault, not the query's."""
+
+
 def build_result(state: KGState, reason: str) -> KGQueryResult:
-    """The result of the run whose final state is ``state`` and exit reason ``reason``."""
+    """The result of the run whose final state is ``state`` and exit reason ``reason``; ``backend_error`` instead
+    when no model failed and every query failed to reach the database (an error, not an honest "no rows")."""
     attempts = kg_value(state, "attempts")
     chosen = choose_attempt(attempts, reason) or {}
+    if not kg_value(state, "error") and attempts and all(a.get("error_kind") in DATABASE_FAULTS for a in attempts):
+        reason = FailureReason.BACKEND_ERROR.value
     return KGQueryResult(
         question=question_of(state),
         query=chosen.get("query"),

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage
 from rags_expert.checkpoints import COMPONENT, FAULT_REASON
 from rags_expert.citations import cited_sources
 from rags_expert.llm.usage import summary
-from rags_expert.outcomes import FailureReason, Outcome
+from rags_expert.outcomes import AnswerKind, FailureReason, Outcome
 from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag._shared import timings
 from rags_expert.rag._shared.budget import budget_text, spent_budget
@@ -59,7 +59,7 @@ def success_message(state: RagState, span_min_support: float) -> AIMessage:
         content=content,
         response_metadata={
             "outcome": Outcome.SUCCESS.value,
-            "answer_kind": value(state, "answer_kind") or "generated",
+            "answer_kind": value(state, "answer_kind") or AnswerKind.GENERATED.value,
             "sources": sources,
             "citations": span_citations(content, sources, span_min_support),
             "question": state["question"],

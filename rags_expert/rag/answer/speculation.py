@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 
 from rags_expert.citations import chunk_id, cited_numbers, rewrite_citations
 from rags_expert.events import emit
+from rags_expert.outcomes import DraftFate
 
 DRAFT_TAG = "rags_expert:speculative_draft"
 """The tag of the speculative draft's model call (its streamed tokens carry it)."""
@@ -71,10 +72,10 @@ def settle_draft(
     discarded, announced as the ``draft_kept`` / ``draft_discarded`` custom event."""
     if isinstance(draft, BaseException):
         emit("draft_discarded", reason=f"the draft call failed ({type(draft).__name__})")
-        return {"speculative": "discarded"}
+        return {"speculative": DraftFate.DISCARDED.value}
     kept = kept_draft(draft, context, relevant)
     if kept is None:
         emit("draft_discarded", reason=discard_reason(draft, context, relevant))
-        return {"speculative": "discarded"}
+        return {"speculative": DraftFate.DISCARDED.value}
     emit("draft_kept", answer=kept)
-    return {"speculative": "kept", "answer": kept, "generations": generations + 1}
+    return {"speculative": DraftFate.KEPT.value, "answer": kept, "generations": generations + 1}

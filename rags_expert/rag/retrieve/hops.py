@@ -40,7 +40,7 @@ from rags_expert.evidence import EvidenceScorer, terms
 from rags_expert.failsafe import fails_as
 from rags_expert.llm.parsing import parse_free_text_field
 from rags_expert.llm.structured import GradingContext, structured_call
-from rags_expert.outcomes import FailureReason
+from rags_expert.outcomes import AnswerKind, DraftFate, FailureReason
 from rags_expert.rag._shared.bridge import hop_quote, plan_bridge, split_bridge
 from rags_expert.rag._shared.context import keep_context
 from rags_expert.rag._shared.extractive import two_quotes
@@ -123,7 +123,7 @@ class Hops:
         async def grade_documents(state: RagState, config: RunnableConfig) -> dict[str, Any]:
             update = await grade(state, config)
             merged = {**state, **update}
-            if update.get("error") or update.get("speculative") == "kept" or not wants_hop(merged):  # type: ignore[arg-type]
+            if update.get("error") or update.get("speculative") == DraftFate.KEPT or not wants_hop(merged):  # type: ignore[arg-type]
                 return update
             plan, calls = await self.plan(merged, config)  # type: ignore[arg-type]
             hop = value(state, "hops_planned") + 2
@@ -234,4 +234,4 @@ class Hops:
         n = numbers[chunk_id(found[match.doc])]
         quote = two_quotes(self.grading.prompts, hop["sentence"], numbers[hop["chunk"]], match.sentence, n)
         emit("answer_extracted", chunk=n, score=round(match.score, 3), hop=hop["hop"])
-        return {"answer": quote, "answer_kind": "extractive", "failure_reason": ""}
+        return {"answer": quote, "answer_kind": AnswerKind.EXTRACTIVE.value, "failure_reason": ""}

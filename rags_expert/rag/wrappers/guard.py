@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from rags_expert.citations import chunk_id, cited_numbers
 from rags_expert.events import emit
 from rags_expert.failsafe import failure
-from rags_expert.outcomes import FailureReason
+from rags_expert.outcomes import DraftFate, FailureReason
 from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.state import RagState, value
 
@@ -96,9 +96,13 @@ def guard_relevant(node: NodeFn, authorizer: Authorizer | None) -> NodeFn:
             return update | {"relevant": []} | _fault(exc)
         dropped = len(update["relevant"]) - len(kept)
         update = update | {"relevant": kept, "new_relevant": max(0, value(update, "new_relevant") - dropped)}
-        if dropped and update.get("speculative") == "kept":  # numbered over a chunk now revoked: write anew
+        if dropped and update.get("speculative") == DraftFate.KEPT:  # numbered over a chunk now revoked: write anew
             emit("draft_discarded", reason="a chunk it used is no longer readable")
-            update |= {"speculative": "discarded", "answer": "", "generations": value(state, "generations")}
+            update |= {
+                "speculative": DraftFate.DISCARDED.value,
+                "answer": "",
+                "generations": value(state, "generations"),
+            }
         return update
 
     return run

@@ -19,6 +19,7 @@ pytest.importorskip("neo4j", reason="the neo4j driver is not installed (kg extra
 from helpers.kg import SCHEMA_FILE, needs_shared, scripted  # noqa: E402
 
 from rags_expert.kg import GraphQueryError, KGQueryReflexionAgent, Neo4jBackend  # noqa: E402
+from rags_expert.outcomes import exit_code
 from rags_expert.settings import KGExpertSettings  # noqa: E402
 
 PASSWORD = "s3cret-pw-42"
@@ -108,8 +109,9 @@ async def test_agent_on_unreachable_neo4j_ends_with_a_result():
     agent = KGQueryReflexionAgent(model, backend, SCHEMA_FILE, schema_name="gene_kg", settings=settings)
     result = await agent.execute("List genes")
     await backend.close()
-    assert result.exit_reason == "max_steps" and result.query is None and not result.rows
+    assert result.exit_reason == "backend_error" and result.query is None and not result.rows
     assert all(a["error_kind"] == "connection" for a in result.attempts)
+    assert exit_code(result.end()) == 2  # the database's fault, not an honest "no rows"
     assert PASSWORD not in str(result.to_dict())
 
 
