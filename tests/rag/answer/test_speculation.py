@@ -16,7 +16,6 @@ from helpers.scripts import Script
 from langchain_core.messages import HumanMessage
 
 from rags_expert import RagsExpert
-from rags_expert.rag._shared.context import keep_context
 from rags_expert.rag.answer.speculation import DRAFT_TAG, kept_draft
 from rags_expert.testing import ScriptedChatModel
 
@@ -231,14 +230,6 @@ async def test_over_http_the_draft_overlaps_the_grading():
         graded = [r.answered_at for r in of["relevance"] if r.answered_at is not None]
         assert len(graded) == 3 and of["answer"][0].at < min(graded)  # the draft went out before any grade came back
         assert min(r.at for r in of["grounded"]) > max(graded)  # the checks waited for the grades
-
-
-def test_the_context_keeps_the_best_ranked_new_chunks_and_the_latest_earlier_ones():
-    a, b, c, d, e = make_docs({t: f"chunk {t}" for t in "abcde"})
-    assert keep_context([a, b, c], [d, e], 4) == [b, c, d, e]
-    assert keep_context([a, b, c], [d, e], 1) == [d]  # the lower-ranked new chunk is dropped, not the best
-    assert keep_context([], [a, b, c], 2) == [a, b]
-    assert keep_context([a], [], 3) == [a]
 
 
 async def test_a_draft_over_more_chunks_than_the_context_holds_is_kept():
