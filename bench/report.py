@@ -168,6 +168,24 @@ def meta(result: dict[str, Any], headings: dict[str, str]) -> str:
     return line
 
 
+CAPTION_CHARS = 240
+"""The longest caption under a table: one line; what a run changed and how it compares goes in the history."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`*])")
+
+
+def caption(result: dict[str, Any]) -> str:
+    """The one line under a table's command: the result's ``caption``, else the first sentence of its ``notes``;
+    when the notes say more, where to read them (the result file keeps them whole)."""
+    notes = cell(result.get("notes") or "")
+    text = cell(result.get("caption") or "") or _SENTENCE_END.split(notes, maxsplit=1)[0]
+    if len(text) > CAPTION_CHARS:
+        raise ValueError(f"{result['benchmark']}: a caption of {len(text)} characters (at most {CAPTION_CHARS})")
+    if notes and notes != text:
+        text += f" More in `bench/results/{result['benchmark']}.json`."
+    return text
+
+
 def render(results: list[dict[str, Any]], history: Path = HISTORY) -> str:
     """The page, from the results (their order in the list does not matter)."""
     headings = history_headings(history)
@@ -180,7 +198,7 @@ def render(results: list[dict[str, Any]], history: Path = HISTORY) -> str:
         if s != shown_section:
             lines += ["", f"## {title}", "", about]
             shown_section = s
-        about_it = " ".join(filter(None, [meta(r, headings), cell(r.get("notes") or "")]))
+        about_it = " ".join(filter(None, [meta(r, headings), caption(r)]))
         lines += ["", f"### {cell(r['title'])}", about_it, "", *table(r["columns"], r["rows"])]
     return "\n".join(lines) + "\n"
 

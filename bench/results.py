@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-FIELDS = ("benchmark", "title", "command", "commit", "uncommitted", "measured", "machine", "source", "notes")
+FIELDS = ("benchmark", "title", "command", "commit", "uncommitted", "measured", "machine", "source", "caption", "notes")
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ recorded without regenerating the page, or a page edited by hand, fails here.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -123,3 +124,22 @@ def test_tables_are_parsed_as_printed():
         results.parse_table("no table here")
     with pytest.raises(ValueError):
         results.parse_table("| a | b |\n|---|---|\n| 1 |")
+
+
+def test_every_caption_is_one_line_of_at_most_the_limit():
+    for r in results.load():
+        line = report.caption(r)
+        assert "\n" not in line and len(line.split(" More in `")[0]) <= report.CAPTION_CHARS, r["benchmark"]
+
+
+def test_a_caption_too_long_is_refused():
+    with pytest.raises(ValueError, match="caption of"):
+        report.caption({"benchmark": "x", "caption": "word " * 60})
+    assert report.caption({"benchmark": "x", "notes": "One. Two."}) == "One. More in `bench/results/x.json`."
+
+
+def test_the_readme_quotes_no_measured_rate_or_time_a_question():
+    """Measured numbers live on the results page, generated from the runs; the README links to it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"(?ms)^```.*?^```", "", text))
+    assert re.findall(r"\d+(?:\.\d+)? ?%|\d+(?:\.\d+)? s a question", prose) == []
