@@ -92,7 +92,6 @@ EXCEPTIONS: dict[str, str] = {
     "rag/nodes.py": "the nodes through the graph: tests/rag/test_graph.py, tests/rag/test_request_context.py",
     "rag/options.py": "tested in tests/fred/test_document_search.py, tests/rag/test_request_context.py",
     "rag/profiles.py": "tested in tests/local/test_warm_up.py, tests/rag/test_multilingual.py",
-    "rag/state.py": "the working state through the graph: tests/rag/test_graph.py, tests/rag/test_request_context.py",
     "rag/verdict/_decision.py": "grade_generation through the graph: tests/rag/test_graph_routes.py, tests/rag/verdict/test_verified.py",
     "rag/verdict/_evidence.py": "the evidence's verdicts through the small profile: tests/rag/test_graph_routes.py, tests/evidence/test_small_profile.py",
     "rag/wrappers/guard.py": "tested in tests/rag/test_authorization.py",
