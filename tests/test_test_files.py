@@ -78,7 +78,6 @@ EXCEPTIONS: dict[str, str] = {
     "local/server.py": "tested in tests/cli/test_ask_local_cli.py, tests/cli/test_ask_local_multihop.py",
     "local/xllamacpp.py": "tested in tests/local/test_local_llm.py, tests/local/test_local_model_e2e.py",
     "rag/_shared/bridge.py": "tested in tests/rag/retrieve/test_hops.py, tests/rag/test_linked_pairs.py",
-    "rag/_shared/budget.py": "the per-question budget through the graph: tests/llm/test_usage_budget.py",
     "rag/_shared/choice.py": "the unit a run quotes, through the graph: tests/rag/test_linked_pairs.py, tests/rag/retrieve/test_hops.py",
     "rag/_shared/extractive.py": "the extractive answer through the graph: tests/rag/test_linked_pairs.py, tests/rag/test_graph_routes.py",
     "rag/_shared/timings.py": "the timings in the final message: tests/rag/retrieve/test_recall.py, tests/llm/test_usage_budget.py",
