@@ -38,6 +38,10 @@ def test_top_level_names():
         "rags_expert.settings:KGExpertSettings",
         "rags_expert.settings:coerce_settings",
         "rags_expert.settings:settings_reference",
+        "rags_expert.citations:format_context",  # docs/extending.md (issue 55: moved from rag/answer/)
+        "rags_expert.citations:source_dict",
+        "rags_expert.kg.cypher_agent:KGQueryReflexionAgent",  # docs/kg.md
+        "rags_expert.outcomes:exit_code",
     ],
 )
 def test_documented_paths(path):
