@@ -58,7 +58,6 @@ EXCEPTIONS: dict[str, str] = {
     "kg/benchmark.py": "tested in tests/kg/test_biochatter_cases.py",
     "kg/biocypher/loader.py": "tested in tests/kg/biocypher/test_schema.py, tests/kg/test_flow.py",
     "kg/cypher_agent.py": "the Cypher loop through its graph: tests/kg/reflexion/test_loop.py, tests/kg/test_flow.py",
-    "kg/execution/_answer.py": "the final message and its metadata: tests/kg/reflexion/test_loop.py",
     "kg/execution/run.py": "tested in tests/kg/execution/test_read_only.py",
     "kg/execution/safety.py": "the write pre-check: tests/kg/execution/test_read_only.py",
     "kg/reflexion/_prompting.py": "what the model is told, through the loop: tests/kg/reflexion/test_loop.py",
