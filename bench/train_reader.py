@@ -50,7 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rags_expert.evidence.reader import (  # noqa: E402
+from rags_expert.evidence.reader.features import (  # noqa: E402
     CALIBRATION_FEATURES,
     FEATURES,
     LIKELIHOOD_FEATURES,

@@ -35,7 +35,7 @@ from typing import Literal
 from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.evidence.reader import ReadingScorer
+from rags_expert.evidence.reader.features import ReadingScorer
 from rags_expert.evidence.text import TermFrequencies
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings
 from rags_expert.settings.evidence import RefinementMethod
