@@ -63,7 +63,10 @@ STAGES: dict[str, list[str]] = {
     ],
     "store close": ["rags_expert.retrieval.qdrant:close_client", "rags_expert.retrieval.qdrant:_close_all"],
     "embedding model load": ["rags_expert.retrieval.embeddings:build_embeddings"],
-    "lessons": ["rags_expert.lessons.memory:LessonMemory.from_settings", "rags_expert.lessons.memory:LessonMemory.recall"],
+    "lessons": [
+        "rags_expert.lessons.memory:LessonMemory.from_settings",
+        "rags_expert.lessons.memory:LessonMemory.recall",
+    ],
     "graph build": ["rags_expert.rag.graph:build_graph", "rags_expert.agentflow:AgentFlow.get_compiled_graph"],
     "embedding the question": ["rags_expert.retrieval.embeddings:query_vector"],
     "hybrid search": ["rags_expert.retrieval.qdrant:KnowledgeBase.search"],
@@ -290,7 +293,9 @@ async def in_process(questions: list[str], timers: Timers) -> list[dict[str, Any
             for i, question in enumerate(questions):
                 timers.seconds.clear()
                 began = time.perf_counter()
-                state = await graph.ainvoke({"messages": [("user", question)]}, {"configurable": {"thread_id": f"t{i}"}})
+                state = await graph.ainvoke(
+                    {"messages": [("user", question)]}, {"configurable": {"thread_id": f"t{i}"}}
+                )
                 wall = time.perf_counter() - began
                 meta = state["messages"][-1].response_metadata
                 print(json.dumps({"answer": state["messages"][-1].content, **meta}, default=str), flush=True)
@@ -420,7 +425,9 @@ def report(result: dict[str, Any], record: Path | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref", type=Path, help="a checkout of the code before (its root folder)")
-    ap.add_argument("--data", type=Path, help="an ingested knowledge base (RAGS_EXPERT_DATA_DIR); its name is the corpus")
+    ap.add_argument(
+        "--data", type=Path, help="an ingested knowledge base (RAGS_EXPERT_DATA_DIR); its name is the corpus"
+    )
     ap.add_argument("--runs", type=int, default=5, help="CLI questions per checkout")
     ap.add_argument("--questions", type=int, default=6, help="test questions of the corpus asked")
     ap.add_argument("--out", type=Path, help="write every run here (JSON)")

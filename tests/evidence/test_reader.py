@@ -12,7 +12,9 @@ import pytest
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.evidence.reader.features import FEATURES, Logistic, ReaderModel, ReadingScorer, feature_vectors
+from rags_expert.evidence.reader.features import FEATURES, feature_vectors
+from rags_expert.evidence.reader.model import Logistic, ReaderModel
+from rags_expert.evidence.reader.scorer import ReadingScorer
 from rags_expert.settings import EvidenceSettings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,46 +1,32 @@
-"""The answer selector: one calibrated model chooses the unit that answers a question, or none (issue #35).
+"""The answer selector's candidates and their features (issue #35).
 
 A candidate is a unit (sentence, list item, table row, code line) of a retrieved chunk. Its features
 (:data:`FEATURES`, :func:`feature_vectors`) are general ones: the evidence match and its parts (IDF-weighted and plain
 term coverage, the share of question terms its chunk lacks, whether the evidence's rules say it answers, whether it
-holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk and the unit's neighbours' (relative to the
-question's other candidates), the chunk's retrieval rank, the unit's kind, its length, and optionally the local model's question likelihood
-``log P(q | heading + unit)`` per question token (UPR, :mod:`rags_expert.evidence.likelihood`). Scores also count
-relative to the question's best candidate, so one threshold fits every question.
-
-The selector is a conditional logit over one question's candidates **and a "no answer" option** (its logit is a
-learned constant): ``P(unit i answers) = exp(w·x_i) / (exp(b) + Σ_j exp(w·x_j))``. Weak candidates all round leave
-the probability with "no answer"; one strong candidate takes it. A small calibrator (a logistic regression on the
-chosen quote's log-odds, its lead over the next quote and the evidence's own reading of it, fitted on
-leave-one-corpus-out choices) turns that into the probability that the quote answers; the run quotes it when this
-reaches the threshold, else it abstains. Weights and threshold are data (``reader_weights.json`` beside
-this module), written by ``python bench/train_reader.py`` from dev data only.
-
-:class:`ReadingScorer` is the :class:`~rags_expert.evidence.scorer.EvidenceScorer` whose ``best_answer`` is the
-model's choice (``evidence.reader``), quoted with the unit of its heading that states the value a question asks for
-when it states none itself (:func:`value_beside`); everything else it scores as the evidence does.
+holds an answer of the question's type), the e5 similarity of question and unit / heading path / chunk and the unit's
+neighbours' (relative to the question's other candidates), the chunk's retrieval rank, the unit's kind, its length,
+and optionally the local model's question likelihood ``log P(q | heading + unit)`` per question token (UPR,
+:mod:`rags_expert.evidence.likelihood`). Scores also count relative to the question's best candidate, so one
+threshold fits every question. :func:`calibration_features` are what the calibrator reads of the chosen quote.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import math
-import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from importlib import resources
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
-from rags_expert.evidence.answer_type import AnswerType, expected_type, holds_answer
+from rags_expert.evidence.answer_type import expected_type, holds_answer
 from rags_expert.evidence.code import under_other_condition
-from rags_expert.evidence.scorer import EvidenceScorer, Match, _chunk_units
+from rags_expert.evidence.scorer import Match, _chunk_units
 from rags_expert.evidence.text import TermFrequencies, question_terms, terms
-from rags_expert.settings import EvidenceSettings
+
+if TYPE_CHECKING:
+    from rags_expert.evidence.scorer import EvidenceScorer
 
 FEATURES: tuple[str, ...] = (
     "evidence",
@@ -75,7 +61,8 @@ LIKELIHOOD_FEATURES = frozenset({"ql", "ql_gap"})
 """The features that need the local model (left out by a model trained ``--no-llm``)."""
 
 
-def _num(value: Any) -> float:
+def number(value: Any) -> float:
+    """``value`` as a float, 0 for None."""
     return float(value) if value is not None else 0.0
 
 
@@ -122,12 +109,12 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
     candidate's value minus the question's best (≤ 0); similarities count only relative to the question's other
     candidates (``*_z``: z-score, ``e5_unit_rank``: 1/(1+rank)), never by the embedding model's scale;
     ``e5_window_z`` is its neighbours' unit similarity (:func:`_window`)."""
-    best = {key: max((_num(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage")}
+    best = {key: max((number(r.get(key)) for r in rows), default=0.0) for key in ("evidence", "idf_coverage")}
     sims = {key: [r.get(key) for r in rows] for key in ("e5_unit", "e5_heading", "e5_chunk")}
     sims["e5_window"] = _window(rows, "e5_unit")
     z = {key: _standardised(values) for key, values in sims.items()}
     unit_rank = _ranks(sims["e5_unit"])
-    ql = [_num(r.get("ql")) / max(1, int(r.get("ql_tokens") or 1)) for r in rows]
+    ql = [number(r.get("ql")) / max(1, int(r.get("ql_tokens") or 1)) for r in rows]
     best_ql = max(ql, default=0.0)
     out = []
     for i, (r, q) in enumerate(zip(rows, ql, strict=True)):
@@ -135,14 +122,14 @@ def feature_vectors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]
         words = int(r.get("words") or 0)
         out.append(
             {
-                "evidence": _num(r.get("evidence")),
-                "evidence_gap": _num(r.get("evidence")) - best["evidence"],
+                "evidence": number(r.get("evidence")),
+                "evidence_gap": number(r.get("evidence")) - best["evidence"],
                 "answers": float(bool(r.get("answers"))),
-                "idf_coverage": _num(r.get("idf_coverage")),
-                "idf_gap": _num(r.get("idf_coverage")) - best["idf_coverage"],
-                "coverage": _num(r.get("coverage")),
-                "missing": _num(r.get("missing")),
-                "missing_kb": _num(r.get("missing_kb", r.get("missing"))),
+                "idf_coverage": number(r.get("idf_coverage")),
+                "idf_gap": number(r.get("idf_coverage")) - best["idf_coverage"],
+                "coverage": number(r.get("coverage")),
+                "missing": number(r.get("missing")),
+                "missing_kb": number(r.get("missing_kb", r.get("missing"))),
                 "type_match": float(bool(r.get("type_match"))),
                 "e5_unit_z": z["e5_unit"][i],
                 "e5_unit_rank": unit_rank[i],
@@ -202,7 +189,7 @@ async def candidates(
     scorer: EvidenceScorer, question: str, docs: Sequence[Document], frequencies: TermFrequencies | None = None
 ) -> list[Candidate]:
     """Every unit of ``docs`` but headings, with its model-free features: the evidence's match and its parts (a
-    :class:`ReadingScorer`'s reads the knowledge base's topic), plain term coverage, the share of the question's
+    :class:`~rags_expert.evidence.reader.scorer.ReadingScorer`'s reads the knowledge base's topic), plain term coverage, the share of the question's
     terms its chunk lacks weighted by ``frequencies`` (:func:`missing_weights`), the answer-type match, the e5
     similarity of question and unit / heading path / chunk (one batch of embeddings, cached by the scorer), the
     chunk's retrieval rank, the unit's kind and length, and which block of its chunk it is in (``block``: the
@@ -278,273 +265,8 @@ def calibration_features(probability: float, runner_up: float, row: Mapping[str,
         "log_odds": math.log(p / (1 - p)),
         "margin": probability - runner_up,
         "answers": float(bool(row.get("answers"))),
-        "evidence": _num(row.get("evidence")),
+        "evidence": number(row.get("evidence")),
         "type_match": float(bool(row.get("type_match"))),
-        "missing": _num(row.get("missing", 1.0)),
-        "missing_kb": _num(row.get("missing_kb", row.get("missing", 1.0))),
+        "missing": number(row.get("missing", 1.0)),
+        "missing_kb": number(row.get("missing_kb", row.get("missing", 1.0))),
     }
-
-
-@dataclass(frozen=True)
-class Logistic:
-    """A fitted logistic regression on named, standardised features."""
-
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Logistic:
-        """The regression a ``bench/train_reader.py`` JSON describes."""
-        return cls(
-            tuple(data["features"]),
-            tuple(data["mean"]),
-            tuple(data["scale"]),
-            tuple(data["weights"]),
-            float(data["bias"]),
-        )
-
-    def linear(self, named: Mapping[str, float]) -> float:
-        """``w·x`` of the standardised features (without the bias)."""
-        return sum(
-            w * (named[f] - m) / s
-            for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
-        )
-
-    def probability(self, named: Mapping[str, float]) -> float:
-        """The logistic of ``w·x + b``."""
-        z = self.linear(named) + self.bias
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-@dataclass(frozen=True)
-class ReaderModel:
-    """The answer selector: a conditional logit over one question's candidates and "no answer" (``selector``: its
-    bias is the "no answer" logit), and a calibrator of its choice (``calibrator``) with the threshold below which
-    the run abstains."""
-
-    selector: Logistic
-    calibrator: Logistic
-    threshold: float
-    """Below this calibrated probability that the chosen quote answers, the run abstains."""
-    meta: Mapping[str, Any]
-    gate: float = 0.0
-    """The most a quoted unit's chunk may lack of the question (``missing_kb``) unless the rules say it answers
-    (:func:`admissible`); chosen on the dev folds."""
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReaderModel:
-        """The model a ``bench/train_reader.py`` JSON describes."""
-        return cls(
-            Logistic.from_json(data["selector"]),
-            Logistic.from_json(data["calibrator"]),
-            float(data["threshold"]),
-            dict(data.get("meta") or {}),
-            float(data.get("gate", 0.0)),
-        )
-
-    @classmethod
-    def shipped(cls) -> ReaderModel:
-        """The weights shipped in the package (``reader_weights.json``)."""
-        text = resources.files("rags_expert.evidence").joinpath("reader_weights.json").read_text(encoding="utf-8")
-        return cls.from_json(json.loads(text))
-
-    @property
-    def needs_likelihood(self) -> bool:
-        """Whether the model reads the local model's question likelihood."""
-        return bool(LIKELIHOOD_FEATURES & set(self.selector.features))
-
-    def probabilities(self, rows: Sequence[Mapping[str, Any]]) -> list[float]:
-        """P(candidate i answers the question), per candidate; what is left is P(no candidate does)."""
-        logits = [self.selector.linear(v) for v in feature_vectors(rows)]
-        no_answer = self.selector.bias
-        top = max([no_answer, *logits])
-        exps = [math.exp(z - top) for z in logits]
-        total = math.exp(no_answer - top) + sum(exps)
-        return [e / total for e in exps]
-
-    def quote(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float, float] | None:
-        """``(index, probability, runner-up's probability)`` of the most probable quote, or None without candidates.
-        A unit that overlapping chunks both hold is one quote: its candidates' probabilities add up (``same_as``: the
-        index of the first candidate with the same text), and the first of them stands for it."""
-        total: dict[int, float] = {}
-        for i, (row, prob) in enumerate(zip(rows, self.probabilities(rows), strict=True)):
-            first = int(row.get("same_as", i))
-            total[first] = total.get(first, 0.0) + prob
-        if not total:
-            return None
-        order = sorted(total, key=lambda i: (-total[i], i))
-        return order[0], total[order[0]], (total[order[1]] if len(order) > 1 else 0.0)
-
-    def read(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
-        """``(index, calibrated probability that it answers)`` of the most probable quote, or None."""
-        found = self.quote(rows)
-        if found is None:
-            return None
-        best, p, runner_up = found
-        return best, self.calibrator.probability(calibration_features(p, runner_up, rows[best]))
-
-    def choose(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
-        """The most probable quote and its calibrated probability when that reaches the threshold and the quote may
-        answer at all (:func:`admissible`), else None (the run says "not found")."""
-        found = self.read(rows)
-        if found is None or found[1] < self.threshold or not admissible(rows[found[0]], self.gate):
-            return None
-        return found
-
-
-def admissible(row: Mapping[str, Any], gate: float = 0.0) -> bool:
-    """Whether a unit may be quoted as the answer: its chunk lacks at most ``gate`` of the question's terms,
-    weighted by how rare each is in the knowledge base (``missing_kb``; a chunk that never says "weigh" cannot say
-    how much the engine weighed, but one that only lacks "set" or the library's name may answer), and it states no
-    fact under a condition naming code the question lacks ("If used with `--quiet`, … exit code 1" for a question
-    about `--check`: true only under that condition), unless the evidence's rules say it answers (they allow a
-    missing term for a paraphrase with a new code name, or a named answer category). Measured on the dev half:
-    without the first, 2 of the single-fact set's 10 unanswerable questions were answered with a near miss. A code
-    line is never the answer (a console line "$ app run --debug" was quoted for what the debugger is protected by):
-    the question is not found, its closest passages quoted."""
-    if row.get("kind") == "code":
-        return False
-    if row.get("answers"):
-        return True
-    lacking = _num(row.get("missing_kb", row.get("missing", 1.0)))
-    return lacking <= gate and not row.get("conditional")
-
-
-class ReadingScorer(EvidenceScorer):
-    """The evidence scorer whose answer choice is the reader's (:class:`ReaderModel`): every retrieved unit is a
-    candidate, the model quotes the most probable one or none. Relevance and support stay the evidence's."""
-
-    def __init__(
-        self,
-        settings: EvidenceSettings,
-        embeddings: Embeddings | Callable[[], Embeddings | None] | None = None,
-        model: ReaderModel | None = None,
-        frequencies: Callable[[], TermFrequencies | None] | None = None,
-    ) -> None:
-        """``model``: the fitted reader (default: the shipped weights); ``frequencies``: the knowledge base's term
-        frequencies, read on first use (None: the retrieved chunks' own)."""
-        super().__init__(settings, embeddings)
-        self.model = model or ReaderModel.shipped()
-        self._read = frequencies
-        self._known: TermFrequencies | None = None
-        if self.model.needs_likelihood:
-            raise ValueError("this reader needs the local model's likelihoods, which the agent does not compute")
-
-    def _read_frequencies(self) -> TermFrequencies | None:
-        with self._lock:
-            if self._read is not None:
-                self._known, self._read = self._read(), None
-            return self._known
-
-    async def frequencies(self) -> TermFrequencies | None:
-        """The knowledge base's term frequencies (read once, on first use, off the event loop), or None without a
-        knowledge base."""
-        if self._read is None:
-            return self._known
-        return await asyncio.to_thread(self._read_frequencies)
-
-    async def matches(
-        self, question: str, docs: Sequence[Document], topic: frozenset[str] = frozenset()
-    ) -> list[Match]:
-        """The evidence's matches, the question's names that the knowledge base is about held by every chunk
-        (``evidence.topic_share``): relevance and support read the settings page that never repeats the library's
-        name as the answer choice does."""
-        frequencies = await self.frequencies()
-        if frequencies is not None:
-            topic = topic | frequencies.topic(question, self.settings.topic_share)
-        return await super().matches(question, docs, topic)
-
-    async def best_answer(self, question: str, docs: Sequence[Document]) -> Match | None:
-        """The candidate the reader chooses, as a match (its score is the reader's probability), or None."""
-        found = await candidates(self, question, docs, await self.frequencies())
-        rows = [c.row for c in found]
-        chosen = self.model.choose(rows)
-        if chosen is None:
-            return None
-        match = _as_match(found[chosen[0]], chosen[1])
-        beside = value_beside(found, chosen[0], lambda: self.model.probabilities(rows), question)
-        return match if beside is None else replace(match, sentence=together(found, chosen[0], beside))
-
-    async def closest(self, question: str, docs: Sequence[Document], k: int = 3) -> list[Match]:
-        """The ``k`` most probable quotes by the reader (factual units, each text once), for a "not found" reply."""
-        found = await candidates(self, question, docs, await self.frequencies())
-        probs = self.model.probabilities([c.row for c in found])
-        order = sorted(range(len(found)), key=lambda i: (-probs[i], i))
-        out: list[Match] = []
-        for i in order:
-            c = found[i]
-            if len(out) == k:
-                break
-            if c.row["factual"] and all(c.text != o.sentence for o in out):
-                out.append(_as_match(c, probs[i]))
-        return out
-
-
-_FIELD = re.compile(r"(?P<label>[^\W\d_][\w .-]{0,30}?):\s+\S")
-"""A field line: a short label, a colon, its value ("Default: `30`", "Type: int")."""
-
-
-VALUE_TYPES = frozenset({AnswerType.VALUE, AnswerType.NUMBER, AnswerType.DATE})
-"""Answer types that a unit's label never holds: the label names what the unit is about (an option's name), the
-value asked for is stated about it."""
-
-
-def _label_terms(text: str) -> frozenset[str]:
-    """The terms of a field line's label (none for any other unit)."""
-    return frozenset(terms(m["label"])) if (m := _FIELD.match(text)) else frozenset()
-
-
-def value_beside(
-    found: Sequence[Candidate], chosen: int, probabilities: Callable[[], Sequence[float]], question: str
-) -> int | None:
-    """The unit that states the value the question asks for beside the chosen one, when the chosen one states none:
-    documentation often says what an option does and its default in two units ("Workers silent for more than this
-    many seconds are killed and restarted." and "Default: `30`"), and a question that names the option by what it
-    does ("how long can a worker stay silent …, by default?") finds the first.
-
-    Only a unit of the same chunk and under the same heading, a fact of its own holding a value (no code, lead-in,
-    pointer or condition): a field line whose label the question names ("Default: `30`" for "… by default?")
-    wherever it stands under that heading, the nearest first; else the unit right before or after the chosen one,
-    the more probable by the reader when both are. None when the chosen unit holds a value itself or the question
-    asks for none (:data:`VALUE_TYPES`)."""
-    c, kind = found[chosen], expected_type(question)
-    if kind not in VALUE_TYPES or holds_answer(c.own or c.text, question, kind):
-        return None
-    asked = terms(question)
-    same = [
-        j
-        for j, o in enumerate(found)
-        if j != chosen
-        and o.doc == c.doc
-        and o.row["block"] == c.row["block"]
-        and o.row["factual"]
-        and o.row["kind"] != "code"
-        and not (o.row["lead_in"] or o.row["pointer"] or o.row["conditional"])
-        and holds_answer(o.own or o.text, question, kind)
-    ]
-    named = [j for j in same if (label := _label_terms(found[j].own or found[j].text)) and label <= asked]
-    if named:
-        return min(named, key=lambda j: abs(j - chosen))
-    beside = [j for j in same if abs(j - chosen) == 1]
-    if len(beside) < 2:
-        return beside[0] if beside else None
-    probs = probabilities()  # the reader's, only when both neighbours hold a value
-    return max(beside, key=lambda j: probs[j])
-
-
-def together(found: Sequence[Candidate], chosen: int, beside: int) -> str:
-    """The chosen unit and the one beside it as one quote, in the document's order: the first as quoted (with its
-    label), then the second's own text (the label is theirs both), a full stop between them when the first has
-    none."""
-    first, second = sorted((chosen, beside))
-    head = found[first].text.rstrip()
-    return f"{head}{'' if head.endswith(('.', '!', '?')) else '.'} {found[second].own or found[second].text}"
-
-
-def _as_match(c: Candidate, probability: float) -> Match:
-    """A candidate as the evidence's match, its score the reader's probability."""
-    coverage, missing = (c.match.coverage, c.match.missing) if c.match else (0.0, 1.0)
-    return Match(c.doc, c.text, coverage, c.row.get("e5_unit"), missing, True, probability, bool(c.row["factual"]))
