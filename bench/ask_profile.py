@@ -17,6 +17,11 @@ make the stages add up to more than the wall time; "other" is the wall time less
 
     python bench/ask_profile.py --ref /tmp/base --data /work/kb/starlette --runs 5 --out bench/results/x.json
     python bench/ask_profile.py --report bench/results/ask_profile_runs.json --record
+    python bench/ask_profile.py --compare BEFORE.json AFTER.json --record   # two bench/real_docs.py --out runs
+
+``--compare`` reads two runs of ``bench/real_docs.py --out`` (the code before and after, same questions and knowledge
+bases) and tabulates, per corpus, the median and maximum seconds a question and how many questions kept their
+verdict (right / wrong / honest, ...) and their answer's text.
 """
 
 from __future__ import annotations
@@ -345,7 +350,7 @@ def verdict(answer: dict[str, Any]) -> dict[str, Any]:
 def parent(args: argparse.Namespace) -> None:
     checkouts = {"before": args.ref, "after": ROOT} if args.ref else {"after": ROOT}
     questions = [json.loads(line) for line in (HERE / "real_docs" / "questions.jsonl").read_text().splitlines()]
-    corpus = args.data.name
+    corpus = args.corpus or args.data.name
     asked = [q["question"] for q in questions if q["corpus"] == corpus and q["split"] == "test"][: args.questions]
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"ask-profile-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -422,16 +427,68 @@ def report(result: dict[str, Any], record: Path | None) -> None:
         print(f"\nanswers changed: {changed}", file=sys.stderr)
 
 
+def compare(before_path: Path, after_path: Path, record: Path | None) -> int:
+    """The real-docs runs before and after side by side: seconds, and the answers question by question."""
+    sys.path.insert(0, str(HERE))
+    import results as bench_results
+
+    before = {r["id"]: r for r in json.loads(before_path.read_text())["results"]}
+    after = {r["id"]: r for r in json.loads(after_path.read_text())["results"]}
+    ids = [i for i in after if i in before]
+    corpora = list(dict.fromkeys(after[i]["corpus"] for i in ids))
+    lines = [
+        "| corpus | questions | median s before | median s after | max s before | max s after | same verdict | "
+        "same answer text |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    changed = []
+    for corpus in [*corpora, "all"]:
+        mine = [i for i in ids if corpus in ("all", after[i]["corpus"])]
+        b = [before[i]["seconds"] for i in mine]
+        a = [after[i]["seconds"] for i in mine]
+        verdicts = sum(before[i].get("verdict") == after[i].get("verdict") for i in mine)
+        texts = sum(before[i].get("answer") == after[i].get("answer") for i in mine)
+        if corpus == "all":
+            changed = [i for i in mine if before[i].get("answer") != after[i].get("answer")]
+        lines.append(
+            f"| {corpus} | {len(mine)} | {statistics.median(b):.2f} | {statistics.median(a):.2f} | {max(b):.2f} | "
+            f"{max(a):.2f} | {verdicts}/{len(mine)} | {texts}/{len(mine)} |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    for i in changed:
+        print(
+            f"- {i}: {before[i].get('verdict')} -> {after[i].get('verdict')}\n  before: {before[i].get('answer')!r}"
+            f"\n  after:  {after[i].get('answer')!r}"
+        )
+    commits = [json.loads(p.read_text())["meta"]["commit"][:7] for p in (before_path, after_path)]
+    bench_results.record(
+        record,
+        "ask_local_real_docs",
+        "`ask --local` on the real-docs test half, before and after issue 54 (one process per question)",
+        text,
+        notes=(
+            f"Issue 54. Two runs of `python bench/real_docs.py --split test --corpus starlette black structlog "
+            f"--kb-dir DIR --out FILE` on the same knowledge bases, one at {commits[0]} (before) and one at "
+            f"{commits[1]} (after: its ingest kept the passage vectors), one after the other; a verdict is "
+            "right+cited / wrong / partial / honest as `rags-expert eval` scores it."
+        ),
+    )
+    return 1 if changed else 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref", type=Path, help="a checkout of the code before (its root folder)")
     ap.add_argument(
         "--data", type=Path, help="an ingested knowledge base (RAGS_EXPERT_DATA_DIR); its name is the corpus"
     )
+    ap.add_argument("--corpus", help="the corpus whose questions are asked (default: the --data folder's name)")
     ap.add_argument("--runs", type=int, default=5, help="CLI questions per checkout")
     ap.add_argument("--questions", type=int, default=6, help="test questions of the corpus asked")
     ap.add_argument("--out", type=Path, help="write every run here (JSON)")
     ap.add_argument("--report", type=Path, help="print (and --record) the tables of a run saved by --out")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two real_docs.py --out runs")
     ap.add_argument("--child", choices=("cli", "in_process"), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--question", nargs="+", help=argparse.SUPPRESS)
@@ -443,6 +500,8 @@ def main() -> None:
     if args.child:
         sys.path.remove(str(HERE))
         child(args)
+    elif args.compare:
+        sys.exit(compare(*args.compare, args.record))
     elif args.report:
         report(json.loads(args.report.read_text()), args.record)
     else:
