@@ -44,7 +44,11 @@ def test_vectors_come_back_bit_for_bit_float32_or_float64(tmp_path):
 
 def test_a_passage_is_embedded_once_and_read_by_the_next_process(tmp_path):
     model = Counting()
-    texts = ["The read timeout defaults to 30 seconds.", "Pooling is off by default.", "The read timeout defaults to 30 seconds."]
+    texts = [
+        "The read timeout defaults to 30 seconds.",
+        "Pooling is off by default.",
+        "The read timeout defaults to 30 seconds.",
+    ]
     first = CachedEmbeddings(model, VectorCache(tmp_path / "vectors.sqlite")).embed_documents(texts)
     assert model.asked == texts[:2]
     assert first == model.inner.embed_documents(texts)
