@@ -38,10 +38,10 @@ def passage_texts(doc: Document, labels: bool = True) -> list[str]:
 
 def fill_vector_cache(kb: KnowledgeBase, settings: EvidenceSettings) -> tuple[int, float]:
     """Embed the passages of every chunk of ``kb`` that its data folder's vector file lacks; ``(texts embedded,
-    seconds)``. Nothing for a Qdrant server, or with ``evidence.vector_cache`` or ``evidence.use_embeddings``
-    off."""
+    seconds)``. Nothing for a Qdrant server, or with ``evidence.vector_cache``, ``evidence.ingest_vectors`` or
+    ``evidence.use_embeddings`` off."""
     path = cache_file(kb.settings.store)
-    if path is None or not settings.vector_cache or not settings.use_embeddings:
+    if path is None or not (settings.vector_cache and settings.ingest_vectors and settings.use_embeddings):
         return 0, 0.0
     began = time.monotonic()
     model = kb.embeddings

@@ -77,3 +77,11 @@ def test_ingest_again_embeds_nothing_new(tmp_path):
     done = run_cli(["ingest", str(tmp_path / "docs")], env)
     assert done.returncode == 0, done.stderr
     assert "passage vectors kept" not in done.stderr
+
+
+def test_without_ingest_vectors_the_questions_fill_the_file(tmp_path):
+    env = cli_env(tmp_path / "data", RAGS_EXPERT_EVIDENCE__INGEST_VECTORS="false")
+    data = ingest_docs(tmp_path, PAGES, env)
+    assert not (data / "vectors.sqlite").exists()
+    answers(env)
+    assert rows(data / "vectors.sqlite") > 0
