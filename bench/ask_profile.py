@@ -354,7 +354,11 @@ def parent(args: argparse.Namespace) -> None:
     asked = [q["question"] for q in questions if q["corpus"] == corpus and q["split"] == "test"][: args.questions]
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"ask-profile-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(HERE))
+    import results as bench_results
+
     result: dict[str, Any] = {"data": str(args.data), "questions": asked, "cli": {}, "in_process": {}, "answers": {}}
+    result["command"] = bench_results.command_line()
     for label in checkouts:
         result["cli"][label], result["in_process"][label], result["answers"][label] = [], [], {}
     for r in range(args.runs):
@@ -415,6 +419,7 @@ def report(result: dict[str, Any], record: Path | None) -> None:
             f"ask_profile_{mode}",
             f"Where one offline question's time goes, by stage: {title}",
             text,
+            command=result.get("command"),
             notes=(
                 f"Issue 54. Median of {n} questions of the real-docs test half on one knowledge base "
                 f"({Path(result['data']).name}), the code before (0e9dea8) and after side by side, interleaved; "
