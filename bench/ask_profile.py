@@ -396,38 +396,37 @@ def report(result: dict[str, Any], record: Path | None) -> None:
         for q, v in result["answers"][labels[-1]].get(mode, {}).items()
         if len(labels) > 1 and result["answers"][labels[0]].get(mode, {}).get(q) not in (None, v)
     ]
-    for mode, title in (("cli", "`ask --local`, one process"), ("in_process", "in-process, `graph.ainvoke`")):
-        med = {label: median_stages(result[mode][label]) for label in labels}
-        rows = []
-        for stage in [*ORDER, "other"]:
-            cells = []
-            for label in labels:
-                m = med[label]
-                value = m.get(stage, 0.0)
-                if stage == "other":
-                    value = max(0.0, m["wall"] - sum(v for k, v in m.items() if k != "wall"))
-                cells.append(f"{value * 1000:.0f}")
-            if any(c != "0" for c in cells):
-                rows.append(f"| {stage} | " + " | ".join(cells) + " |")
-        total = " | ".join(f"**{med[label]['wall'] * 1000:.0f}**" for label in labels)
-        head = "| stage | " + " | ".join(f"{label} (ms)" for label in labels) + " |"
-        text = "\n".join([head, "|---" * (len(labels) + 1) + "|", *rows, f"| **wall (median)** | {total} |"])
-        n = len(result[mode][labels[0]])
-        print(f"\n{title}: median of {n} questions\n\n{text}")
-        bench_results.record(
-            record,
-            f"ask_profile_{mode}",
-            f"Where one offline question's time goes, by stage: {title}",
-            text,
-            command=result.get("command"),
-            notes=(
-                f"Issue 54. Median of {n} questions of the real-docs test half on one knowledge base "
-                f"({Path(result['data']).name}), the code before (0e9dea8) and after side by side, interleaved; "
-                "each stage's own time (the stages it calls excluded), per median over questions; worker threads "
-                "counted where they run. Answers (outcome, kind, text, sources) the same question by question: "
-                f"{'yes' if not changed else 'NO: ' + '; '.join(changed)}."
-            ),
-        )
+    modes = {"cli": "`ask --local`", "in_process": "in-process"}
+    med = {(mode, label): median_stages(result[mode][label]) for mode in modes for label in labels}
+    rows = []
+    for stage in [*ORDER, "other"]:
+        cells = []
+        for m in med.values():
+            value = m.get(stage, 0.0)
+            if stage == "other":
+                value = max(0.0, m["wall"] - sum(v for k, v in m.items() if k != "wall"))
+            cells.append(f"{value * 1000:.0f}")
+        if any(c != "0" for c in cells):
+            rows.append(f"| {stage} | " + " | ".join(cells) + " |")
+    total = " | ".join(f"**{m['wall'] * 1000:.0f}**" for m in med.values())
+    head = "| stage | " + " | ".join(f"{modes[mode]} {label} (ms)" for mode, label in med) + " |"
+    text = "\n".join([head, "|---" * (len(med) + 1) + "|", *rows, f"| **wall (median)** | {total} |"])
+    n = {mode: len(result[mode][labels[0]]) for mode in modes}
+    print(f"\nmedian of {n['cli']} CLI questions and {n['in_process']} in-process questions\n\n{text}")
+    bench_results.record(
+        record,
+        "ask_profile",
+        "Where one offline question's time goes, by stage, before and after issue 54",
+        text,
+        command=result.get("command"),
+        notes=(
+            f"Median of {n['cli']} questions through the CLI (one process each) and {n['in_process']} through one "
+            f"agent's `graph.ainvoke` (after a first, uncounted one), real-docs test half, one knowledge base "
+            f"({Path(result['data']).name}); the code before (0e9dea8) and after, interleaved. A stage's own time "
+            "(the stages it calls excluded); worker threads counted where they run. Answers (outcome, kind, text, "
+            f"sources) the same question by question: {'yes' if not changed else 'NO: ' + '; '.join(changed)}."
+        ),
+    )
     if changed:
         print(f"\nanswers changed: {changed}", file=sys.stderr)
 
