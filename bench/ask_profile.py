@@ -431,13 +431,18 @@ def report(result: dict[str, Any], record: Path | None) -> None:
         print(f"\nanswers changed: {changed}", file=sys.stderr)
 
 
-def compare(before_path: Path, after_path: Path, record: Path | None) -> int:
+def compare(before_path: Path, after_path: Path, record: Path | None, more: str = "") -> int:
     """The real-docs runs before and after side by side: seconds, and the answers question by question."""
     sys.path.insert(0, str(HERE))
     import results as bench_results
 
-    before = {r["id"]: r for r in json.loads(before_path.read_text())["results"]}
-    after = {r["id"]: r for r in json.loads(after_path.read_text())["results"]}
+    runs = [json.loads(path.read_text()) for path in (before_path, after_path)]
+    modes = {run["meta"]["mode"] for run in runs}
+    if len(modes) != 1:
+        raise SystemExit(f"the two runs were made in different modes ({sorted(modes)}): their seconds do not compare")
+    mode = modes.pop()
+    before = {r["id"]: r for r in runs[0]["results"]}
+    after = {r["id"]: r for r in runs[1]["results"]}
     ids = [i for i in after if i in before]
     corpora = list(dict.fromkeys(after[i]["corpus"] for i in ids))
     lines = [
@@ -465,17 +470,18 @@ def compare(before_path: Path, after_path: Path, record: Path | None) -> int:
             f"- {i}: {before[i].get('verdict')} -> {after[i].get('verdict')}\n  before: {before[i].get('answer')!r}"
             f"\n  after:  {after[i].get('answer')!r}"
         )
-    commits = [json.loads(p.read_text())["meta"]["commit"][:7] for p in (before_path, after_path)]
+    commits = [run["meta"]["commit"][:7] for run in runs]
+    how = "one `ask --local` process per question" if mode == "subprocess" else "in-process, one agent per corpus"
     bench_results.record(
         record,
-        "ask_local_real_docs",
-        "`ask --local` on the real-docs test half, before and after issue 54 (one process per question)",
+        f"ask_local_real_docs{'' if mode == 'subprocess' else '_in_process'}",
+        f"Offline answers on the real-docs test half, before and after issue 54 ({how})",
         text,
         notes=(
-            f"Issue 54. Two runs of `python bench/real_docs.py --split test --corpus starlette black structlog "
-            f"--kb-dir DIR --out FILE` on the same knowledge bases, one at {commits[0]} (before) and one at "
+            f"Two runs of `python bench/real_docs.py --split test --corpus starlette black structlog "
+            f"--kb-dir DIR --out FILE{'' if mode == 'subprocess' else ' --in-process'}` on the same knowledge bases, one at {commits[0]} (before) and one at "
             f"{commits[1]} (after: its ingest kept the passage vectors), one after the other; a verdict is "
-            "right+cited / wrong / partial / honest as `rags-expert eval` scores it."
+            "right+cited / wrong / partial / honest as `rags-expert eval` scores it." + (f" {more}" if more else "")
         ),
     )
     return 1 if changed else 0
@@ -493,6 +499,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write every run here (JSON)")
     ap.add_argument("--report", type=Path, help="print (and --record) the tables of a run saved by --out")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two real_docs.py --out runs")
+    ap.add_argument("--notes", default="", help="--compare: a sentence more for the recorded table's notes")
     ap.add_argument("--child", choices=("cli", "in_process"), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--question", nargs="+", help=argparse.SUPPRESS)
@@ -505,7 +512,7 @@ def main() -> None:
         sys.path.remove(str(HERE))
         child(args)
     elif args.compare:
-        sys.exit(compare(*args.compare, args.record))
+        sys.exit(compare(*args.compare, args.record, args.notes))
     elif args.report:
         report(json.loads(args.report.read_text()), args.record)
     else:
