@@ -62,10 +62,10 @@ async def candidates(
     """The units of the chunks the small profile retrieves for ``question`` (the reader's training data) or, with
     ``graded``, of those it keeps as relevant (the agent's own :class:`~rags_expert.rag.grade.relevance.RelevanceJudge`,
     up to ``max_context_chunks``: what the agent's reader reads on a question's first retrieval), with their
-    model-free features (:func:`rags_expert.evidence.reader.candidates`). Measured on the dev folds: a reader trained
+    model-free features (:func:`rags_expert.evidence.reader.features.candidates`). Measured on the dev folds: a reader trained
     on every retrieved unit reads the relevant chunks' units as well as all of them (77 % literal, 17 % paraphrased
     at 5 % wrong), and better than one trained on the relevant chunks' units (70 % / 11 %)."""
-    from rags_expert.evidence.reader import candidates as reader_candidates
+    from rags_expert.evidence.reader.features import candidates as reader_candidates
     from rags_expert.rag.grade.relevance import RelevanceJudge
     from rags_expert.retrieval.options import SearchOptions
 
@@ -179,7 +179,7 @@ def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
 
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every dev question's candidates with their features and gold labels."""
-    from rags_expert.evidence.reader import ReadingScorer
+    from rags_expert.evidence.reader.scorer import ReadingScorer
     from rags_expert.rag.agent import retriever_frequencies
     from rags_expert.rag.retrieve.reranking import RerankStage
     from rags_expert.retrieval.factory import retriever_from_settings

@@ -77,8 +77,18 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
     (
         "Speed and cost",
         "Round trips, requests, tokens and client CPU per question against a scripted OpenAI-compatible server "
-        "(so the model's own time is a fixed delay L), and the embedded store's query latency.",
-        ["speed_cost*", "retrieval_latency*", "grading_latency*", "authorization*", "input_sizes*", "usage*"],
+        "(so the model's own time is a fixed delay L), the embedded store's query latency, and where an offline "
+        "`ask --local` question's time goes (issue 54).",
+        [
+            "ask_local*",
+            "ask_profile*",
+            "speed_cost*",
+            "retrieval_latency*",
+            "grading_latency*",
+            "authorization*",
+            "input_sizes*",
+            "usage*",
+        ],
     ),
     (
         "Ingestion",

@@ -50,16 +50,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rags_expert.evidence.reader import (  # noqa: E402
+from rags_expert.evidence.reader.features import (  # noqa: E402
     CALIBRATION_FEATURES,
     FEATURES,
     LIKELIHOOD_FEATURES,
-    Logistic,
-    ReaderModel,
-    admissible,
     calibration_features,
     feature_vectors,
 )
+from rags_expert.evidence.reader.model import Logistic, ReaderModel, admissible  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
 import results as bench_results  # noqa: E402
@@ -241,7 +239,7 @@ def choices(questions: list[dict[str, Any]], selector: Logistic) -> list[Choice]
 
 def outcomes(chosen: list[Choice], calibrator: Logistic, gate: float = 0.0) -> list[Outcome]:
     """Per question: its kind, whether the chosen quote is gold, and the calibrated probability (0: no candidate, or
-    a quote that may not answer, :func:`~rags_expert.evidence.reader.admissible` at ``gate``)."""
+    a quote that may not answer, :func:`~rags_expert.evidence.reader.model.admissible` at ``gate``)."""
     return [
         (c.kind, c.right, calibrator.probability(c.features) if c.features and admissible(c.features, gate) else 0.0)
         for c in chosen
@@ -382,7 +380,7 @@ def calibrated(
 def choose_gate(
     questions: list[dict[str, Any]], chosen: list[Choice], judged: Judged, max_wrong: float, min_honest: float
 ) -> tuple[float, list[Outcome]]:
-    """The gate of :func:`~rags_expert.evidence.reader.admissible` (of :data:`GATES`) at whose calibrated threshold
+    """The gate of :func:`~rags_expert.evidence.reader.model.admissible` (of :data:`GATES`) at whose calibrated threshold
     the ``judged`` out-of-fold choices quote the most right answers within ``max_wrong`` / ``min_honest`` (the
     smallest on a tie), and every question's outcomes at that gate."""
     best: tuple[int, float, list[Outcome]] | None = None

@@ -19,6 +19,7 @@ from rags_expert.settings import KnowledgeBaseSettings, RetrievalSettings
 
 if TYPE_CHECKING:
     from rags_expert.retrieval.ingest import IngestReport
+    from rags_expert.retrieval.qdrant import KnowledgeBase
 
 FLAGS = {"collection": "store.collection", "data_dir": "store.data_dir", "mode": "retrieval.mode"}
 """Flags of ingest and search that override settings (argparse dest -> settings path)."""
@@ -47,6 +48,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"error: {redact(str(exc), args_settings(args).secrets())}", file=sys.stderr)
         return 2
     progress.close()
+    keep_passage_vectors(kb, settings, args.quiet)
     if report.chunks_total == 0 and not report.files_pruned and not report.chunks_deleted:
         named = ", ".join(map(shown_path, args.paths))
         print(f"nothing was ingested from {named}: {_nothing_reason(report)}", file=sys.stderr)
@@ -60,6 +62,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for line in format_lines(report):
         print(line)
     return 0
+
+
+def keep_passage_vectors(kb: KnowledgeBase, settings: KnowledgeBaseSettings, quiet: bool) -> None:
+    """Embed the passages the evidence reads of every chunk that the data folder's vector file lacks
+    (``evidence.vector_cache``, :mod:`rags_expert.evidence.passages`), so that a question reads them; a failure
+    costs the questions time, never the ingest."""
+    from rags_expert.evidence.passages import fill_vector_cache
+
+    evidence = getattr(settings, "evidence", None)
+    if evidence is None:
+        return
+    if not quiet:
+        print("[keeping the evidence's passage vectors]", file=sys.stderr, flush=True)
+    try:
+        embedded, seconds = fill_vector_cache(kb, evidence)
+    except Exception as exc:  # noqa: BLE001 - an aid to later questions, which embed what is missing themselves
+        print(f"warning: passage vectors not kept ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return
+    if embedded and not quiet:
+        print(f"[{embedded} passage vectors kept in {seconds:.1f}s]", file=sys.stderr, flush=True)
 
 
 def format_lines(report: IngestReport) -> list[str]:

@@ -132,7 +132,7 @@ class RagsExpert(AgentFlow):
             authorizer=self.authorizer,
             evidence=evidence_scorer(
                 settings.evidence,
-                self.embeddings or _retriever_embeddings(self.retriever),
+                self.embeddings or _retriever_embeddings(self.retriever, settings.evidence.vector_cache),
                 retriever_frequencies(self.retriever, settings.evidence.term_sample),
             ),
             rerank=self.rerank or RerankStage.from_settings(settings, self.reranker),
@@ -168,10 +168,22 @@ class RagsExpert(AgentFlow):
         return self.settings.llm_call_bound(with_history, fallback=fallback)
 
 
-def _retriever_embeddings(retriever: BaseRetriever) -> Callable[[], Embeddings | None] | None:
-    """The embedding model of our own knowledge-base retriever (loaded on first use), for the evidence."""
+def _retriever_embeddings(retriever: BaseRetriever, keep: bool = True) -> Callable[[], Embeddings | None] | None:
+    """The embedding model of our own knowledge-base retriever (loaded on first use), for the evidence; with
+    ``keep`` (``evidence.vector_cache``), its passage vectors read from and kept in the data folder
+    (:mod:`rags_expert.retrieval.vector_cache`)."""
     kb = getattr(retriever, "kb", None)
-    return (lambda: kb.embeddings) if kb is not None and hasattr(type(kb), "embeddings") else None
+    if kb is None or not hasattr(type(kb), "embeddings"):
+        return None
+    if not keep or not hasattr(kb, "settings"):
+        return lambda: kb.embeddings
+
+    def kept() -> Embeddings:
+        from rags_expert.retrieval.vector_cache import passage_embeddings
+
+        return passage_embeddings(kb.embeddings, kb.settings.store)
+
+    return kept
 
 
 def retriever_frequencies(retriever: BaseRetriever, sample: int) -> Callable[[], TermFrequencies | None] | None:

@@ -35,7 +35,7 @@ from typing import Literal
 from langchain_core.embeddings import Embeddings
 
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.evidence.reader import ReadingScorer
+from rags_expert.evidence.reader.scorer import ReadingScorer
 from rags_expert.evidence.text import TermFrequencies
 from rags_expert.settings import EvidenceSettings, RagsExpertSettings
 from rags_expert.settings.evidence import RefinementMethod
@@ -155,7 +155,7 @@ def evidence_scorer(
     frequencies: Callable[[], TermFrequencies | None] | None = None,
 ) -> EvidenceScorer:
     """The evidence scorer the profile asks for: with its ``reader`` on, the one whose answer choice is the answer
-    selector's (:class:`~rags_expert.evidence.reader.ReadingScorer`, reading the knowledge base's term
+    selector's (:class:`~rags_expert.evidence.reader.scorer.ReadingScorer`, reading the knowledge base's term
     ``frequencies`` on first use)."""
     if profile_for(settings).reader:
         return ReadingScorer(settings, embeddings, frequencies=frequencies)

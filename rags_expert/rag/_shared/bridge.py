@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 
 from rags_expert.evidence import EvidenceScorer, Match, holds_answer, question_terms, terms
 from rags_expert.evidence.code import under_other_condition
-from rags_expert.evidence.reader import heading_of
+from rags_expert.evidence.reader.features import heading_of
 from rags_expert.evidence.rerank import MIN_TITLE_CHARS, linked, names_title, title_of
 
 _CONNECTOR = r"(?:of|the|de|du|des|la|le|von|van|der|den|mit|y|di|da)"
