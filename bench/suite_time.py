@@ -142,13 +142,19 @@ def main(argv: list[str] | None = None) -> int:
     print(counts, slowest, sep="\n\n")
     commands = "; ".join(f"{w}: `{SHOWN[w]}`" for w in COMMANDS)
     notes = " ".join(filter(None, [f"{commands}.", args.notes]))
-    results.record(args.record, "test_suite", "The test suite: tests and seconds of each run", counts, notes=notes)
+    argv = list(sys.argv)
+    if "--notes" in argv:  # the notes are shown under the table, not in its command
+        del argv[argv.index("--notes") : argv.index("--notes") + 2]
+    command = results.command_line(argv)
+    title = "The test suite: tests and seconds of each run"
+    results.record(args.record, "test_suite", title, counts, notes=notes, command=command)
     results.record(
         args.record,
         "test_suite_slowest",
         "The ten slowest tests of the full suite (set-up, call and tear-down)",
         slowest,
-        notes=args.notes,
+        notes="The full runs of the table above.",
+        command=command,
     )
     return 0
 

@@ -49,7 +49,8 @@ def test_carried_over_results_name_a_heading_of_the_history():
 def test_the_page_links_the_history_once_and_stays_short():
     page = report.PAGE.read_text(encoding="utf-8")
     assert page.count("](benchmarks-history.md") == 1
-    assert page.count("\n") < 440  # 400 until issue 53 added the hostile-files table, 420 until issue 52 its two
+    assert page.count("\n") < 480  # 400 until issue 53 added the hostile-files table, 420 until issue 52 its two,
+    # 440 until issue 54 the test suite's two
 
 
 def test_a_recorded_table_renders_in_its_section_with_command_and_commit(tmp_path, monkeypatch):
