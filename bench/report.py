@@ -108,6 +108,12 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
         "`ask` and `ingest` as separate processes on one data folder (the store's OS lock and turn-taking).",
         ["shared_folder*", "store_*"],
     ),
+    (
+        "Test suite",
+        "Issue 54: README command 2 (what CI runs) and the fast loop, before and after the suite ran on one "
+        "pytest-xdist worker per core (`python bench/suite_time.py`).",
+        ["test_suite", "test_suite*"],
+    ),
 ]
 OTHER = ("Other results", "Results no section of bench/report.py places yet.")
 

@@ -30,8 +30,14 @@ def trusting(answer: str):
     return script
 
 
-def ask(tmp_path, answer: str, profile: str):
-    env = cli_env(ingest_docs(tmp_path, DOCS)) | {"RAGS_EXPERT_EVIDENCE__PROFILE": profile}
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """The knowledge base every ask reads (ingested once: asking leaves it as it was)."""
+    return ingest_docs(tmp_path_factory.mktemp("contentless"), DOCS)
+
+
+def ask(data_dir, answer: str, profile: str):
+    env = cli_env(data_dir) | {"RAGS_EXPERT_EVIDENCE__PROFILE": profile}
     with OpenAIServer(trusting(answer)) as server:
         done = run_cli(["ask", "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "m", "-q", QUESTION], env)
     return done
@@ -47,20 +53,20 @@ def ask(tmp_path, answer: str, profile: str):
         "NOT FOUND",  # the compact prompt's decline
     ],
 )
-def test_an_answer_without_a_fact_is_the_honest_failure(tmp_path, profile, answer):
-    done = ask(tmp_path, answer, profile)
+def test_an_answer_without_a_fact_is_the_honest_failure(data_dir, profile, answer):
+    done = ask(data_dir, answer, profile)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     assert not done.stdout.startswith(answer)
 
 
-def test_the_compact_profile_accepts_an_answer_its_citation_holds(tmp_path):
-    done = ask(tmp_path, "Castle Varen was built in 1412 [1].", "compact")
+def test_the_compact_profile_accepts_an_answer_its_citation_holds(data_dir):
+    done = ask(data_dir, "Castle Varen was built in 1412 [1].", "compact")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Castle Varen was built in 1412 [1].")
 
 
-def test_the_compact_profile_rejects_what_its_citation_does_not_hold(tmp_path):
-    done = ask(tmp_path, "Castle Varen was built in 1523 by King Olaf of Denmark [1].", "compact")
+def test_the_compact_profile_rejects_what_its_citation_does_not_hold(data_dir):
+    done = ask(data_dir, "Castle Varen was built in 1523 by King Olaf of Denmark [1].", "compact")
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "1523" not in done.stdout.splitlines()[0]
