@@ -269,8 +269,9 @@ class NumpyE5:
                 s = np.matmul(q, np.ascontiguousarray(k.transpose(0, 2, 1)))
                 s -= s.max(-1, keepdims=True)
                 np.exp(s, out=s)
-                s /= s.sum(-1, keepdims=True)
-                ctx[a:b] = np.matmul(s, v).transpose(1, 0, 2).reshape(n, H)
+                out = np.matmul(s, v)
+                out /= s.sum(-1, keepdims=True)  # softmax's division after the product: n × 32, not n × n
+                ctx[a:b] = out.transpose(1, 0, 2).reshape(n, H)
             y = ctx @ ly["ao"]
             y += ly["ao_b"]
             y += x
