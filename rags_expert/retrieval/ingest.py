@@ -121,6 +121,8 @@ class IngestReport:
     """Files under the given folders whose type is not supported (summarised, not warned about one by one)."""
     left_out: list[str] = field(default_factory=list)
     """Files under the given folders that their folder's ignore file (``ingestion.ignore_file``) leaves out."""
+    ignore_file: str = ""
+    """The name of that file."""
     chunks_total: int = 0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
@@ -490,7 +492,7 @@ class Ingestor:
         outside: list[Path] = []
         left_out: list[Path] = []
         files = list(iter_files(paths, ignored, outside, self.follow_outside, self.ignore_file, left_out))
-        report.left_out = [str(p) for p in left_out]
+        report.left_out, report.ignore_file = [str(p) for p in left_out], self.ignore_file
         if left_out:
             log.info(
                 "leaving out %d file(s) listed in %s: %s",
