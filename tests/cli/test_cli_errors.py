@@ -377,3 +377,16 @@ def test_ask_local_with_a_missing_model_file_is_one_line_and_exit_2(tmp_path):
         == f"error: LocalModelError: model file not found: {tmp_path / 'missing.gguf'} (local.model_path)"
     )
     assert done.stdout == ""
+
+
+@pytest.mark.slow
+def test_ingest_says_how_many_files_the_folders_ragsignore_left_out(tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "results").mkdir(parents=True)
+    (folder / "guide.md").write_text("# Guide\n\nThe departure gate is B7.\n")
+    (folder / "results" / "history.md").write_text("# History\n\nOld numbers.\n")
+    (folder / "changelog.md").write_text("# Changes\n\nVersion 2.\n")
+    (folder / ".ragsignore").write_text("results  # measured, not asked about\nchangelog.md\n")
+    done = run_cli(["ingest", str(folder), "-q"], cli_env(tmp_path / "data"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 files, 1 chunks (1 new") and "2 left out by .ragsignore)" in done.stdout

@@ -209,3 +209,39 @@ def test_a_question_is_embedded_once_for_recall_search_and_evidence():
         query_vector(model, f"q{i}")
     query_vector(model, "When was it built?")  # evicted by the newer ones: asked again
     assert model.queries.count("When was it built?") == 2
+
+
+def test_ignore_file_leaves_out_what_it_lists_and_prune_removes_it(kb, docs):
+    (docs / "history.md").write_text("# History\nOld benchmark results nobody asks about.\n")
+    (docs / "sub" / "notes.txt").write_text("Draft notes.")
+    report = Ingestor(kb).run([docs])
+    assert report.files == 5 and not report.left_out
+    history, notes = str((docs / "history.md").resolve()), str((docs / "sub" / "notes.txt").resolve())
+    assert {history, notes} <= set(_sources(kb))
+    (docs / ".ragsignore").write_text("# results pages\nhistory.md\nsub/*.txt  # drafts\n")
+    again = Ingestor(kb).run([docs])
+    assert sorted(again.left_out) == sorted([str(docs / "history.md"), str(docs / "sub" / "notes.txt")])
+    assert again.files == 3 and again.files_pruned == 0 and {history, notes} <= set(_sources(kb))  # no --prune
+    pruned = Ingestor(kb).run([docs], prune=True)
+    assert pruned.files_pruned == 2 and not {history, notes} & set(_sources(kb))
+    assert len(_sources(kb)) == 3
+
+
+def test_ignore_file_name_is_a_setting(tmp_path, docs):
+    from helpers.knowledge_base import make_settings
+
+    (docs / ".ragsignore").write_text("paris.txt\n")
+    (docs / ".skip").write_text("sub\n")
+    settings = make_settings(tmp_path / "other", ignore_file=".skip")
+    kb = KnowledgeBase(settings)
+    try:
+        report = Ingestor(kb).run([docs])
+        assert report.left_out == [str(docs / "sub" / "cats.html")] and report.files == 2
+    finally:
+        close_client(settings.store)
+    settings = make_settings(tmp_path / "none", ignore_file="")
+    kb = KnowledgeBase(settings)
+    try:
+        assert Ingestor(kb).run([docs]).files == 3
+    finally:
+        close_client(settings.store)

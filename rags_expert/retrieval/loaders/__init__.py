@@ -13,6 +13,7 @@ may cost (:class:`LoadOptions`: the inflated size of a ``.docx``, the ruled line
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,11 +97,42 @@ def is_under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+IGNORE_FILE = ".ragsignore"
+"""The default name of the file in an ingested folder that lists what to leave out (``ingestion.ignore_file``)."""
+
+
+def ignore_patterns(folder: Path, name: str = IGNORE_FILE) -> list[str]:
+    """The patterns of ``folder``'s ignore file (``name``; none when it is absent or ``name`` is empty): one a
+    line, ``#`` starts a comment."""
+    f = folder / name if name else None
+    if f is None or not f.is_file():
+        return []
+    lines = (ln.split("#", 1)[0].strip() for ln in f.read_text(encoding="utf-8", errors="replace").splitlines())
+    return [ln.strip("/") if ln.startswith("/") or ln.endswith("/") else ln for ln in lines if ln]
+
+
+def is_ignored(relative: str, patterns: list[str]) -> bool:
+    """Whether a path relative to its ingested folder (``/``-separated) is left out by ``patterns``: a pattern
+    without ``/`` matches the name of the file or of any folder above it (``benchmarks.md``, ``drafts``,
+    ``*.log``), one with ``/`` the path from the folder, or a folder of it (``guide/old``, ``api/*.md``)."""
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for pat in patterns:
+        if "/" in pat:
+            if any(fnmatch.fnmatchcase(p, pat) for p in prefixes):
+                return True
+        elif any(fnmatch.fnmatchcase(part, pat) for part in parts):
+            return True
+    return False
+
+
 def iter_files(
     paths: list[Path],
     ignored: list[Path] | None = None,
     outside: list[Path] | None = None,
     follow_outside: bool = False,
+    ignore_file: str = IGNORE_FILE,
+    left_out: list[Path] | None = None,
 ) -> Iterator[Path]:
     """Files to ingest under the given files and folders (sorted; hidden entries skipped).
 
@@ -109,15 +141,22 @@ def iter_files(
     files of other types are appended to ``ignored``. A symlink whose target is outside its folder is appended to
     ``outside`` and yielded only with ``follow_outside`` (``ingestion.follow_outside_links``): a cloned folder's
     link to any file its user can read is not ingested by default. A symlink to another file yielded from the
-    same folder is not yielded: that file is ingested once, under its own path.
+    same folder is not yielded: that file is ingested once, under its own path. A folder's ignore file
+    (``ignore_file``, ``.ragsignore`` by default: :func:`is_ignored`) leaves out what it lists, appended to
+    ``left_out``.
     """
     for root in paths:
         if not root.is_dir():
             yield root
             continue
         found: list[Path] = []
+        patterns = ignore_patterns(root, ignore_file)
         for p in sorted(root.rglob("*")):
             if any(x.startswith(".") for x in p.relative_to(root).parts) or p.is_dir():
+                continue
+            if patterns and is_ignored(p.relative_to(root).as_posix(), patterns):
+                if left_out is not None:
+                    left_out.append(p)
                 continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 found.append(p)
