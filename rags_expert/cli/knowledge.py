@@ -18,6 +18,7 @@ from rags_expert.secrets import redact
 from rags_expert.settings import KnowledgeBaseSettings, RetrievalSettings
 
 if TYPE_CHECKING:
+    from rags_expert.retrieval.embeddings import NamedEmbeddings
     from rags_expert.retrieval.ingest import IngestReport
     from rags_expert.retrieval.qdrant import KnowledgeBase
 
@@ -41,7 +42,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # a bar on a terminal, else a line per 10 % of the files and, within a big file, every progress_interval seconds
     progress = ingest_progress(args.quiet, sys.stderr, settings.ingestion.progress_interval)
     try:
-        kb = KnowledgeBase(settings)
+        kb = KnowledgeBase(settings, embeddings=_ingest_embeddings(settings))
         report = Ingestor(kb, tags, progress=progress).run([Path(p) for p in args.paths], prune=args.prune)
     except (FileNotFoundError, KnowledgeBaseError, ValueError) as exc:
         progress.close()
@@ -62,6 +63,22 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for line in format_lines(report):
         print(line)
     return 0
+
+
+def _ingest_embeddings(settings: KnowledgeBaseSettings) -> NamedEmbeddings | None:
+    """The embedding model of an ``ingest`` that keeps the evidence's passage vectors: its chunk vectors go to the
+    data folder's vector file as they are made (:class:`~rags_expert.retrieval.vector_cache.CachedEmbeddings`);
+    None (the knowledge base's own) when nothing is kept."""
+    from rags_expert.retrieval.embeddings import build_embeddings
+    from rags_expert.retrieval.vector_cache import CachedEmbeddings, cache_file, shared_cache
+
+    evidence = getattr(settings, "evidence", None)
+    path = cache_file(settings.store)
+    if path is None or evidence is None or not (evidence.vector_cache and evidence.ingest_vectors):
+        return None
+    if not evidence.use_embeddings:
+        return None
+    return CachedEmbeddings(build_embeddings(settings.embeddings), shared_cache(path))
 
 
 def keep_passage_vectors(kb: KnowledgeBase, settings: KnowledgeBaseSettings, quiet: bool) -> None:

@@ -193,6 +193,18 @@ class CachedEmbeddings(NamedEmbeddings):
             known |= fresh
         return [known[t] for t in texts]
 
+    def embed_bulk(self, texts: list[str]) -> list[list[float]]:
+        """As :meth:`embed_documents`, the missing ones by ``inner``'s bulk path where it has one (an ``ingest``: its
+        chunk vectors are stored as they are made, so the evidence's later fill does not embed them again)."""
+        known = self.cache.get(self.model_name, texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            embed = getattr(self.inner, "embed_bulk", None) or self.inner.embed_documents
+            fresh = dict(zip(missing, embed(missing), strict=True))
+            self.cache.put(self.model_name, fresh)
+            known |= fresh
+        return [known[t] for t in texts]
+
     def embed_query(self, text: str) -> list[float]:
         """``inner``'s query vector (remembered for the model's last few queries)."""
         return query_vector(self.inner, text)

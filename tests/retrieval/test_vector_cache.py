@@ -82,3 +82,27 @@ def test_a_qdrant_server_keeps_no_vectors_in_a_folder(tmp_path):
     assert passage_embeddings(model, StoreSettings(url="http://localhost:6333", data_dir=tmp_path)) is model
     kept = passage_embeddings(model, StoreSettings(data_dir=tmp_path))
     assert isinstance(kept, CachedEmbeddings) and kept.cache.path == tmp_path / "vectors.sqlite"
+
+
+class Bulk(Counting):
+    """Counting, with an ingest's bulk path beside the plain one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bulk: list[str] = []
+
+    def embed_bulk(self, texts: list[str]) -> list[list[float]]:
+        self.bulk += texts
+        return self.inner.embed_documents(texts)
+
+
+def test_an_ingest_keeps_the_chunk_vectors_it_makes_so_the_fill_does_not_embed_them_again(tmp_path):
+    inner = Bulk()
+    cached = CachedEmbeddings(inner, VectorCache(tmp_path / "vectors.sqlite"))
+    chunks = ["The default timeout is 30 seconds.", "Workers default to 4.", "The default timeout is 30 seconds."]
+    vectors = cached.embed_bulk(chunks)
+    assert inner.bulk == chunks[:2] and inner.asked == []  # the bulk path, each text once
+    assert vectors[0] == vectors[2] == inner.inner.embed_documents(chunks[:1])[0]
+    # the evidence's fill later asks for the same texts, and a unit: only the unit is embedded
+    cached.embed_documents([chunks[1], "Workers"])
+    assert inner.asked == ["Workers"]
