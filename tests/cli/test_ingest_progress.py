@@ -136,7 +136,8 @@ def test_a_big_file_shows_its_chunks_stored_into_a_pipe(tmp_path):
     default = run_cli(
         ["ingest", str(folder)], cli_env(tmp_path / "default", RAGS_EXPERT_INGESTION__UPSERT_BATCH_SIZE="5")
     )
-    assert len(_ingest_part(default.stderr).splitlines()) == 1  # a file stored within progress_interval (30 s) needs no line
+    # a file stored within progress_interval (30 s) needs no line
+    assert len(_ingest_part(default.stderr).splitlines()) == 1
 
 
 def _untimed(summary: str) -> str:
