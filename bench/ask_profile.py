@@ -219,36 +219,27 @@ def install(timers: Timers) -> None:
                     if other is not None and other is not module and getattr(other, name, None) is fn:
                         setattr(other, name, wrapped)
 
-    def timed_import(*args: Any, **kwargs: Any) -> Any:
-        level = getattr(depth, "n", 0)
-        if level == 0:
-            timers.enter(IMPORTS)
-        depth.n = level + 1
-        try:
-            return original_import(*args, **kwargs)
-        finally:
-            depth.n = level
-            if pending:
-                patch_ready()
-            if level == 0:
-                timers.leave()
+    def timed(load: Callable[..., Any]) -> Callable[..., Any]:
+        """``load`` (an import function) with the outermost import of a nest counted as the imports stage."""
 
-    def timed_import_module(name: str, package: str | None = None) -> Any:
-        level = getattr(depth, "n", 0)
-        if level == 0:
-            timers.enter(IMPORTS)
-        depth.n = level + 1
-        try:
-            return original_import_module(name, package)
-        finally:
-            depth.n = level
-            if pending:
-                patch_ready()
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            level = getattr(depth, "n", 0)
             if level == 0:
-                timers.leave()
+                timers.enter(IMPORTS)
+            depth.n = level + 1
+            try:
+                return load(*args, **kwargs)
+            finally:
+                depth.n = level
+                if pending:
+                    patch_ready()
+                if level == 0:
+                    timers.leave()
 
-    builtins.__import__ = timed_import
-    importlib.import_module = timed_import_module
+        return wrapper
+
+    builtins.__import__ = timed(original_import)
+    importlib.import_module = timed(original_import_module)
 
 
 def _initializing(module: Any) -> bool:
