@@ -2,6 +2,8 @@
 
 * :func:`build_chat_model` makes a ``ChatOpenAI`` for any OpenAI-compatible endpoint,
   safe to use from any number of event loops (:class:`LoopLocalAsyncClient`).
+* :class:`LazyChatModel` builds one on its first use: a run that never calls the model (``ask --local``'s
+  ``small`` profile) never imports ``langchain_openai`` and the ``openai`` SDK (~0.5 s a process).
 * :func:`call_model` runs one request with a timeout and retries transient faults
   (rate limits, 5xx, timeouts, connection errors) with :mod:`tenacity` and the shared
   :class:`rags_expert.llm.backoff.wait_backoff` (Retry-After, else capped exponential backoff
@@ -317,6 +319,49 @@ def build_chat_model(
         ) from None
 
 
+class LazyChatModel:
+    """A chat model built by ``build()`` on first use (any attribute read: ``ainvoke``, ``bind``, a field), once.
+
+    Everything is the built model's: ``model.bind(...)`` binds the real model, so LangChain never sees this
+    wrapper. Only ``type(model)`` is its own: :func:`model_class` looks through it (the output cap's binding
+    reads the real class's fields).
+    """
+
+    def __init__(self, build: Callable[[], BaseChatModel]) -> None:
+        self._build: Callable[[], BaseChatModel] | None = build
+        self._model: BaseChatModel | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether the model was built (first used)."""
+        return self._model is not None
+
+    @property
+    def model(self) -> BaseChatModel:
+        """The model, built now if it was not yet (an error in building it is raised to every caller)."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    assert self._build is not None
+                    self._model = self._build()
+                    self._build = None
+        return self._model
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_build", "_model", "_lock"):  # copy/pickle probes, half-built
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def __repr__(self) -> str:
+        return f"LazyChatModel({self._model!r})" if self._model is not None else "LazyChatModel(not built)"
+
+
+def model_class(model: Any) -> type:
+    """The class of ``model``, or of the model a :class:`LazyChatModel` builds (building it)."""
+    return type(model.model) if isinstance(model, LazyChatModel) else type(model)
+
+
 def bind_output_cap(model: BaseChatModel, runnable: Runnable, cap: int, body: dict[str, Any] | None = None) -> Runnable:
     """``runnable`` (``model``, perhaps with tools bound) with output cap ``cap`` and ``body`` fields in the request.
 
@@ -328,7 +373,7 @@ def bind_output_cap(model: BaseChatModel, runnable: Runnable, cap: int, body: di
     there too, so the endpoint reads the grading cap, not the answer cap.
     """
     body = body or {}
-    if "extra_body" not in getattr(type(model), "model_fields", {}):
+    if "extra_body" not in getattr(model_class(model), "model_fields", {}):
         return runnable.bind(max_tokens=cap, **body)
     extra = dict(getattr(model, "extra_body", None) or {})
     if "max_tokens" in extra:
@@ -340,12 +385,14 @@ def bind_output_cap(model: BaseChatModel, runnable: Runnable, cap: int, body: di
 __all__ = [
     "AIMessage",
     "LLMCallError",
+    "LazyChatModel",
     "RetryPolicy",
     "bind_output_cap",
     "build_chat_model",
     "call_model",
     "mask_reply",
     "error_class_name",
+    "model_class",
     "is_transient",
     "message_text",
     "redact",

@@ -24,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from rags_expert.llm.chat import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text
+from rags_expert.llm.chat import LLMCallError, RetryPolicy, bind_output_cap, call_model, message_text, model_class
 from rags_expert.llm.parsing import parse_model, read_off_loop
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
@@ -98,7 +98,7 @@ def _bind_structured(model: BaseChatModel, schema: type[BaseModel], ctx: Grading
     """``model`` asking for ``schema`` by ``method`` (a forced tool call, a response format, or plain text)."""
     runnable: Runnable = model
     body: dict[str, Any] = {}
-    if method == "function_calling" and "extra_body" in getattr(type(model), "model_fields", {}):
+    if method == "function_calling" and "extra_body" in getattr(model_class(model), "model_fields", {}):
         # an OpenAI-compatible client: the same forced tool call, sent as request-body fields. Through the
         # ``tools`` argument the openai SDK re-validates the constant tool definition on every request (a
         # recursive type-driven transform: most of a grading call's client CPU, bench/speed_cost.py)
@@ -112,7 +112,7 @@ def _bind_structured(model: BaseChatModel, schema: type[BaseModel], ctx: Grading
             log.info(
                 "structured output %r unavailable for %s (%s); asking in plain text",
                 method,
-                type(model).__name__,
+                model_class(model).__name__,
                 type(exc).__name__,
             )
     elif method == "json_schema":

@@ -41,7 +41,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Generic, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Generic, Self, TypeVar, cast
 
 from pydantic import SecretStr
 
@@ -354,12 +354,17 @@ class LocalRun(Generic[S]):
 
     def chat_model(self, client_timeout: float | None = None) -> BaseChatModel | None:
         """A chat model for :attr:`settings` whose every request first awaits :meth:`ready`, so a server that
-        was only reserved starts on the first model call; None without ``--local`` (the agent builds its own)."""
+        was only reserved starts on the first model call; None without ``--local`` (the agent builds its own).
+
+        It is built on its first use (:class:`~rags_expert.llm.chat.LazyChatModel`): a profile that makes no model
+        call (``small``) never imports the OpenAI client."""
         if self.server is None:
             return None
-        from rags_expert.llm.chat import build_chat_model
+        from rags_expert.llm.chat import LazyChatModel, build_chat_model
 
-        return build_chat_model(self.settings.llm, client_timeout=client_timeout, before_request=self.ready)
+        llm, ready = self.settings.llm, self.ready
+        lazy = LazyChatModel(lambda: build_chat_model(llm, client_timeout=client_timeout, before_request=ready))
+        return cast("BaseChatModel", lazy)  # a stand-in: every attribute is the built model's
 
 
 @contextlib.asynccontextmanager

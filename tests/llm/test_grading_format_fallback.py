@@ -103,3 +103,38 @@ def test_json_modes_go_in_the_request_body_for_openai_models_so_truncated_replie
     kwargs = bound.kwargs
     assert kwargs["extra_body"] == {"keep": 1, "response_format": {"type": "json_object"}}
     assert "response_format" not in kwargs and kwargs["max_tokens"] == ctx.settings.max_tokens
+
+
+def test_a_lazy_chat_model_is_built_on_first_use_and_binds_as_the_real_one():
+    """``ask --local``'s chat model (issue 54): nothing is built (nor ``langchain_openai`` imported) until the model
+    is first used; then the output cap goes in the request body as for the real ``ChatOpenAI``, and the bound
+    runnable holds the real model, not the stand-in."""
+    from langchain_openai import ChatOpenAI
+
+    from rags_expert.llm.chat import LazyChatModel, model_class
+
+    built = []
+
+    def build() -> ChatOpenAI:
+        built.append(1)
+        return ChatOpenAI(model="m", base_url="http://127.0.0.1:1/v1", api_key="x", extra_body={"keep": 1})
+
+    lazy = LazyChatModel(build)
+    assert not lazy.built and not built and "not built" in repr(lazy)
+    bound = structured._structured_runnable(lazy, grading.RelevanceGrade, _ctx("json_mode"))  # type: ignore[arg-type]
+    assert bound.kwargs["extra_body"] == {"keep": 1, "response_format": {"type": "json_object"}}
+    assert isinstance(bound.bound, ChatOpenAI) and bound.bound is lazy.model
+    assert model_class(lazy) is ChatOpenAI and lazy.model_name == "m" and built == [1]  # built once
+
+
+def test_a_lazy_chat_model_that_cannot_be_built_says_so_at_its_first_use():
+    from rags_expert.llm.chat import LazyChatModel
+
+    def build() -> ScriptedChatModel:
+        raise ValueError("could not build the chat model: no key")
+
+    lazy = LazyChatModel(build)
+    with pytest.raises(ValueError, match="no key"):
+        lazy.ainvoke  # noqa: B018 - the first use builds
+    with pytest.raises(ValueError, match="no key"):  # and again: nothing half-built is kept
+        lazy.bind(stop=["x"])
