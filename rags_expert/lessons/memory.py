@@ -29,14 +29,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
-from qdrant_client import QdrantClient, models
 
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.retrieval.embeddings import embedding_input, query_vector
 from rags_expert.settings import AgentSettings, LessonSettings
+
+if TYPE_CHECKING:  # qdrant-client is imported where the lessons are read or written, not with the agent
+    from qdrant_client import QdrantClient, models
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +149,8 @@ class LessonMemory:
     def _ensure_collection(self, dimension: int) -> None:
         if self._ready:
             return
+        from qdrant_client import models
+
         name = self.settings.collection
         with self.lock:
             if not self.client.collection_exists(name):
@@ -261,6 +265,8 @@ class LessonMemory:
                 "updated_at": now,
                 "updated_ts": stamp,
             }
+            from qdrant_client import models
+
             self.client.upsert(
                 self.settings.collection,
                 points=[
@@ -280,6 +286,8 @@ class LessonMemory:
 
     def _recall_filter(self, scope: str) -> models.Filter:
         """Lessons of this scope, updated within ``max_age_days``."""
+        from qdrant_client import models
+
         flt = _scope_filter(scope)
         if (cutoff := self._cutoff()) is not None:
             flt.must.append(models.FieldCondition(key="updated_ts", range=models.Range(gte=cutoff)))  # type: ignore[union-attr]
@@ -287,6 +295,8 @@ class LessonMemory:
 
     def _evict(self, scope: str) -> None:
         """Delete expired lessons (any scope) and the least recently updated beyond ``max_per_scope``."""
+        from qdrant_client import models
+
         name = self.settings.collection
         if (cutoff := self._cutoff()) is not None:
             expired = models.Filter(
@@ -352,6 +362,8 @@ class LessonMemory:
 
 
 def _scope_filter(scope: str) -> models.Filter:
+    from qdrant_client import models
+
     return models.Filter(must=[models.FieldCondition(key="scope", match=models.MatchValue(value=scope))])
 
 

@@ -18,7 +18,8 @@ An Edge *shard* is one collection. Layout under ``data_dir/edge/<collection>/``:
 An engine error never reaches the user raw: a shard that cannot be read or written is one
 :class:`EdgeShardError` line saying what to do.
 
-Callers pass ``qdrant_client.models`` objects; they are translated here.
+Callers pass ``qdrant_client.models`` objects (points, filters) and query vectors; they are translated here.
+qdrant-client is imported only to translate a filter or a point: a question without a filter never loads it.
 Only the filter shapes the knowledge base builds are supported (nested
 ``must``/``should``/``must_not`` of ``MatchValue``/``MatchAny`` field conditions).
 """
@@ -31,10 +32,9 @@ import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import qdrant_edge as qe
-from qdrant_client import models
 
 from rags_expert.retrieval.lease import FolderLock, clear_holder, open_waiting
 from rags_expert.retrieval.store import (
@@ -46,6 +46,11 @@ from rags_expert.retrieval.store import (
     KnowledgeBaseError,
     VectorQuery,
 )
+
+if TYPE_CHECKING:
+    from qdrant_client import models
+
+    from rags_expert.retrieval.sparse import SparseVector
 
 
 class EdgeFilterError(ValueError):
@@ -93,6 +98,8 @@ def _open(path: Path, create: Any = None) -> qe.EdgeShard:
 
 
 def _condition(c: Any) -> Any:
+    from qdrant_client import models
+
     if isinstance(c, models.Filter):
         return edge_filter(c)
     if isinstance(c, models.FieldCondition):
@@ -121,11 +128,13 @@ def edge_filter(f: models.Filter | None) -> qe.Filter | None:
     return qe.Filter(must=_conditions(f.must), should=_conditions(f.should), must_not=_conditions(f.must_not))
 
 
-def _sparse(v: models.SparseVector) -> qe.SparseVector:
+def _sparse(v: SparseVector | models.SparseVector) -> qe.SparseVector:
     return qe.SparseVector(list(v.indices), list(v.values))
 
 
 def _vector(v: Any) -> Any:
+    from qdrant_client import models
+
     if isinstance(v, dict):
         return {k: _vector(x) for k, x in v.items()}
     if isinstance(v, models.SparseVector):

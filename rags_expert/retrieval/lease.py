@@ -39,12 +39,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import portalocker
-from qdrant_client import QdrantClient
 
 from rags_expert.retrieval.store import ClientStore, KnowledgeBaseError
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 log = logging.getLogger(__name__)
 HOLDER = ".rags-expert-holder"
@@ -357,6 +359,8 @@ class LocalClient:
     def opened(self) -> QdrantClient:
         """The open client (opening it, waiting while the folder is busy)."""
         if self._opened is None:
+            from qdrant_client import QdrantClient
+
             try:
                 self._opened = open_waiting(
                     lambda: QdrantClient(path=str(self.path)), _folder_locked, self._lock, self.path, self.wait_s

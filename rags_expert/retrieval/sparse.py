@@ -4,6 +4,9 @@ Documents carry BM25's saturated term frequency; queries carry 1 per distinct
 term; Qdrant's ``Modifier.IDF`` multiplies in the inverse document frequency at
 query time, over the collection as it is. Dot product of the two is BM25.
 Term ids are a stable 31-bit hash of the normalised token (no vocabulary file).
+
+A query's vector is a plain :class:`SparseVector` (the search path never imports qdrant-client: the embedded store
+is Qdrant Edge); a document's is qdrant-client's, for the points that ingestion writes.
 """
 
 from __future__ import annotations
@@ -11,8 +14,11 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from qdrant_client import models
+if TYPE_CHECKING:
+    from qdrant_client import models
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -84,6 +90,15 @@ STOPWORDS = frozenset(
     ]
 )
 
+
+@dataclass(frozen=True)
+class SparseVector:
+    """The term ids and weights of a sparse query vector (``qdrant_client.models.SparseVector``'s fields)."""
+
+    indices: list[int]
+    values: list[float]
+
+
 K1 = 1.2
 B = 0.75
 AVG_LEN = 256.0
@@ -119,6 +134,8 @@ def _merge(counts: Counter[str]) -> dict[int, float]:
 
 def document_vector(text: str, k1: float = K1, b: float = B, avg_len: float = AVG_LEN) -> models.SparseVector:
     """BM25 document side: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`` per term."""
+    from qdrant_client import models
+
     tokens = tokenize(text)
     norm = k1 * (1 - b + b * len(tokens) / avg_len)
     tf = _merge(Counter(tokens))
@@ -126,7 +143,7 @@ def document_vector(text: str, k1: float = K1, b: float = B, avg_len: float = AV
     return models.SparseVector(indices=idx, values=[tf[i] * (k1 + 1) / (tf[i] + norm) for i in idx])
 
 
-def query_vector(text: str) -> models.SparseVector:
+def query_vector(text: str) -> SparseVector:
     """BM25 query side: weight 1 for every distinct term (IDF comes from Qdrant)."""
     ids = sorted({term_id(t) for t in tokenize(text)})
-    return models.SparseVector(indices=ids, values=[1.0] * len(ids))
+    return SparseVector(indices=ids, values=[1.0] * len(ids))

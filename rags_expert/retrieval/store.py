@@ -2,7 +2,7 @@
 
 ``KnowledgeBase`` (``qdrant.py``) talks to a *store*: the few collection
 operations it needs, expressed with ``qdrant_client.models`` types (points,
-filters, sparse vectors). Two stores implement them:
+filters) and query vectors (:class:`VectorQuery`). Two stores implement them:
 
 * :class:`ClientStore` (here): qdrant-client, either Qdrant's embedded local
   mode (``store.engine = "local"``) or a Qdrant server (``store.url``);
@@ -12,14 +12,20 @@ filters, sparse vectors). Two stores implement them:
 A collection has a named dense vector ``dense`` (cosine) and a sparse vector
 ``bm25`` with Qdrant's IDF modifier, and records the embedding model that
 filled it in its metadata.
+
+qdrant-client is imported where a client is used (:class:`ClientStore`'s methods), not here: a question on the
+default engine (Qdrant Edge) does not load it (~0.6 s a process, issue 54).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from qdrant_client import QdrantClient, models
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient, models
+
+    from rags_expert.retrieval.sparse import SparseVector
 
 
 class KnowledgeBaseError(RuntimeError):
@@ -47,7 +53,7 @@ class VectorQuery:
     mode: Literal["dense", "sparse", "hybrid"]
     limit: int
     dense: list[float] | None = None
-    sparse: models.SparseVector | None = None
+    sparse: SparseVector | models.SparseVector | None = None
     flt: models.Filter | None = None
     prefetch_limit: int = 20
     fusion: Literal["rrf", "dbsf"] = "rrf"
@@ -77,6 +83,8 @@ class ClientStore:
 
     def create(self, name: str, dimension: int, metadata: dict[str, Any]) -> None:
         """Create the collection (dense cosine + sparse IDF) with its metadata."""
+        from qdrant_client import models
+
         self.client.create_collection(
             name,
             vectors_config={DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)},
@@ -118,6 +126,8 @@ class ClientStore:
 
     def delete(self, name: str, flt: models.Filter) -> None:
         """Delete the points matching a filter."""
+        from qdrant_client import models
+
         self.client.delete(name, points_selector=models.FilterSelector(filter=flt), wait=True)
 
     def set_payload(self, name: str, ids: list[str], payload: dict[str, Any]) -> None:
@@ -133,6 +143,8 @@ class ClientStore:
         self, name: str, fields: list[str], flt: models.Filter | None, limit: int, offset: Any
     ) -> tuple[list[tuple[str, dict]], Any]:
         """One page of (id, payload subset) and the next offset (None at the end)."""
+        from qdrant_client import models
+
         recs, nxt = self.client.scroll(
             name,
             scroll_filter=flt,
@@ -149,15 +161,18 @@ class ClientStore:
 
     def query(self, name: str, q: VectorQuery) -> list[Hit]:
         """Run a dense, sparse or hybrid query (one Query API call)."""
+        from qdrant_client import models
+
         kwargs: dict[str, Any] = {"limit": q.limit, "with_payload": True, "with_vectors": False}
+        sparse = models.SparseVector(indices=list(q.sparse.indices), values=list(q.sparse.values)) if q.sparse else None
         if q.mode == "dense":
             kwargs.update(query=q.dense, using=DENSE, query_filter=q.flt)
         elif q.mode == "sparse":
-            kwargs.update(query=q.sparse, using=SPARSE, query_filter=q.flt)
+            kwargs.update(query=sparse, using=SPARSE, query_filter=q.flt)
         else:
             kwargs["prefetch"] = [
                 models.Prefetch(query=q.dense, using=DENSE, limit=q.prefetch_limit, filter=q.flt),
-                models.Prefetch(query=q.sparse, using=SPARSE, limit=q.prefetch_limit, filter=q.flt),
+                models.Prefetch(query=sparse, using=SPARSE, limit=q.prefetch_limit, filter=q.flt),
             ]
             if q.fusion == "dbsf":
                 kwargs["query"] = models.FusionQuery(fusion=models.Fusion.DBSF)

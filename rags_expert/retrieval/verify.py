@@ -29,8 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from qdrant_client import models
-
 from rags_expert.outcomes import Outcome
 from rags_expert.retrieval.qdrant import KnowledgeBase, KnowledgeBaseError
 
@@ -165,6 +163,8 @@ def _stored(kb: KnowledgeBase, uid: str) -> dict[str, Any] | None:
 
 def _document_chunks(kb: KnowledgeBase, source: str) -> list[tuple[str, str]]:
     """``(uid, text)`` of every stored chunk of ``source``."""
+    from qdrant_client import models
+
     flt = models.Filter(must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))])
     return [(pid, str(p.get("content") or "")) for pid, p in kb.scroll_payloads(["content"], flt)]
 

@@ -245,3 +245,32 @@ def test_ignore_file_name_is_a_setting(tmp_path, docs):
         assert Ingestor(kb).run([docs]).files == 3
     finally:
         close_client(settings.store)
+
+
+@pytest.mark.slow
+def test_a_search_on_qdrant_edge_does_not_import_qdrant_client(tmp_path, docs):
+    """Issue 54: a question on the default engine (Edge) needs no qdrant-client (~0.6 s a process to import):
+    the query's sparse vector is a plain one, and the client is imported for a filter, a point, or a client."""
+    import json
+    import subprocess
+    import sys
+
+    settings = make_settings(tmp_path / "data", engine="edge")
+    kb = KnowledgeBase(settings)
+    Ingestor(kb, ["demo"]).run([docs])
+    expected = [h.id for h in kb.search("Which database is written in Rust?", 2, "hybrid")]
+    close_client(settings.store)
+    probe = (
+        "import json, sys\n"
+        "from rags_expert.retrieval.qdrant import KnowledgeBase, build_filter\n"
+        "from rags_expert.settings import KnowledgeBaseSettings\n"
+        f"kb = KnowledgeBase(KnowledgeBaseSettings.model_validate_json({settings.model_dump_json()!r}))\n"
+        "hits = [h.id for h in kb.search('Which database is written in Rust?', 2, 'hybrid')]\n"
+        "loaded = 'qdrant_client' in sys.modules\n"
+        "tagged = [h.id for h in kb.search('Which database is written in Rust?', 2, 'hybrid', build_filter(['demo'], None))]\n"
+        "print(json.dumps([hits, loaded, tagged]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    hits, loaded, tagged = json.loads(done.stdout.splitlines()[-1])
+    assert hits == expected and not loaded
+    assert tagged == expected  # a filter imports qdrant-client and is translated as before
