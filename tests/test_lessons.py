@@ -72,6 +72,22 @@ async def test_lessons_persist_across_sessions(settings):
         close_client(settings.store)
 
 
+async def test_a_data_folder_without_lessons_is_answered_without_opening_it(settings):
+    """Issue 54: the lesson check of a question on a data folder that never stored a lesson opens nothing (no
+    qdrant-client, no folder lock); once one is stored, it is found, in this process and the next."""
+    mem = LessonMemory.from_settings(settings)
+    try:
+        assert not mem.has_lessons("rag") and mem.count() == 0
+        assert not mem.client.is_open() and not (settings.store.data_dir / "collection").exists()
+        await mem.store(YEAR_LESSON, "When was Castle Varen built?", 0.0, "rag")
+        assert LessonMemory.from_settings(settings).has_lessons("rag")  # the same client, open
+        close_client(settings.store)
+        reopened = LessonMemory.from_settings(settings)
+        assert reopened.has_lessons("rag") and not reopened.has_lessons("kg") and reopened.client.is_open()
+    finally:
+        close_client(settings.store)
+
+
 async def test_rag_graph_learns_from_a_rejected_answer_and_recalls_it(settings, castle_docs):
     generate_prompts = []
     grounded = iter(["no", "yes", "yes"])

@@ -374,6 +374,14 @@ class LocalClient:
                 raise
         return self._opened
 
+    def collection_exists(self, name: str) -> bool:
+        """Whether the collection exists; False without opening the folder (nor importing qdrant-client) when
+        local mode's folder of that collection (``<path>/collection/<name>``) is absent: a question's lesson
+        check on a data folder that never stored a lesson costs nothing (issue 54)."""
+        if not (self.path / "collection" / name).is_dir():
+            return False
+        return self.opened().collection_exists(name)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.opened(), name)
 

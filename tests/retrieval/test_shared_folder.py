@@ -166,8 +166,14 @@ def test_ask_past_the_wait_is_an_honest_failure_naming_the_holder(tmp_path):
 
 @pytest.mark.slow
 def test_lessons_past_the_wait_are_skipped_with_one_line_naming_the_holder(tmp_path):
-    """The lesson memory is an aid: a question still gets its answer, and the warning says who holds the folder."""
+    """The lesson memory is an aid: a question still gets its answer, and the warning says who holds the folder
+    (which the lesson check opens only when it holds a lessons collection: a folder without one is not waited for)."""
+    from qdrant_client import QdrantClient, models
+
     data = ingest_docs(tmp_path, CASTLE)
+    client = QdrantClient(path=str(data))  # an empty lessons collection: the check must open the folder to count
+    client.create_collection("rags_expert_lessons", vectors_config=models.VectorParams(size=4, distance="Cosine"))
+    client.close()
     with OpenAIServer(castle_script) as chat:
         env = _busy_env(data, RAGS_EXPERT_LLM__BASE_URL=chat.base_url, RAGS_EXPERT_LESSONS__ENABLED="true")
         holder = _holding(tmp_path, "lessons", env)
