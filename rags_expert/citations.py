@@ -162,15 +162,15 @@ def _attr(value: Any) -> str:
     return neutralise(str(value)).replace('"', "'").replace("\n", " ")[:200]
 
 
-def format_context(docs: Sequence[Document]) -> str:
-    """The chunks numbered from 1, each framed as data with its title and source."""
+def format_context(docs: Sequence[Document], *, sources: bool = True) -> str:
+    """The chunks numbered from 1, each framed as data with its title and (``sources``) its source."""
     parts = []
     for n, doc in enumerate(docs, start=1):
         meta = doc.metadata
         attrs = f'n="{n}"'
         if meta.get("title"):
             attrs += f' title="{_attr(meta["title"])}"'
-        if meta.get("source"):
+        if sources and meta.get("source"):
             attrs += f' source="{_attr(meta["source"])}"'
         if meta.get("page") is not None:
             attrs += f' page="{_attr(meta["page"])}"'

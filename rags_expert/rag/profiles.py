@@ -3,8 +3,8 @@
 | check | ``standard`` (API models) | ``compact`` (local ~1-3B, e.g. Qwen2.5-1.5B) | ``small`` (``--local``, SmolLM2-135M) |
 |---|---|---|---|
 | chunk relevance | LLM grader | none: the reranked top chunks go to the writer | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
-| answer prompt | ``generate`` | ``generate_compact`` (one or two cited sentences, or ``NOT FOUND``) | ``generate_small`` (copy the answering words, one line) |
-| knowledge refinement (``refinement.method`` unset) | off: whole chunks | off: whole chunks | evidence: each chunk's best sentence |
+| answer prompt | ``generate`` | ``generate_compact`` (one cited sentence on one line, or ``NOT FOUND``) | ``generate_small`` (copy the answering words, one line) |
+| knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's best two strips of two sentences; a chunk without the question's names, its first two | evidence: each chunk's best sentence |
 | citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | the model's, moved to the chunk that holds the sentence | every sentence re-attributed from the evidence |
 | grounded | LLM grader | cited text: every fact-stating sentence held by a span of its chunk (≥ ``evidence.min_cited_support``) | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
 | useful | LLM grader | states something beyond the question, and does not decline | evidence: holds an answer of the question's type, found in a matching sentence |
@@ -13,8 +13,8 @@
 | a draft by the model (``evidence.draft``) | yes | yes | none: the answer selector's quote is the answer (the model's drafts were kept only where the selector quoted the same unit, and cost ~3 s) |
 | another draft after a rejection | up to ``max_generations`` | none | none |
 | lessons (reflect) | LLM writes one | none | none (a weak model's advice is noise) |
-| extractive fallback | off | off | on: the best matching sentence, quoted and cited |
-| which unit answers (``evidence.reader``) | the evidence's rules | the evidence's rules | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
+| extractive fallback | off | on (a second reading): after a rejected or declined answer, the answer selector's quote, or none | on: the best matching sentence, quoted and cited |
+| which unit answers (``evidence.reader``) | the evidence's rules | the answer selector | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
 | follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
 
 An answer that declines, restates the question or stops where its fact should begin is rejected in every profile
@@ -22,7 +22,9 @@ without a call (:mod:`rags_expert.rag.verdict.cited`).
 
 The graders of a ~100M-parameter model approve ~75 % of anything (at chance), so for it the evidence
 decides; a ~1.5B model reads and writes well enough but grades badly and slowly (docs/local-model.md), so it writes
-and the evidence checks what it cites; a capable model keeps its own judgement and the evidence only fills in
+from the chunks' relevant strips (half the prompt tokens of whole chunks, and as many right answers on dev), the
+evidence checks what it cites, and where it declines or is rejected the answer selector reads the same chunks
+again; a capable model keeps its own judgement and the evidence only fills in
 missing citations.
 """
 
@@ -60,6 +62,8 @@ class ModelProfile:
     says (:mod:`rags_expert.rag.grade.refinement`)."""
     max_strips: int
     """Strips per chunk the evidence method keeps, unless ``refinement.max_strips`` says."""
+    refine_window: int
+    """Sentences per strip, unless ``refinement.window`` says."""
     reattribute: bool
     """Replace the model's own citations by those the evidence finds."""
     answer_stop: tuple[str, ...]
@@ -78,6 +82,12 @@ class ModelProfile:
     rules (``EvidenceScorer.best_answer``)."""
     multihop: Judge = "llm"
     """Who proposes a follow-up search (:mod:`rags_expert.rag.retrieve.hops`): the model, or the evidence's bridge name."""
+    chunk_sources: bool = True
+    """The answer prompt names each chunk's source (its path or URL) beside its title (a local model pays ~20
+    prompt tokens a chunk for a path it does not need: the citations map numbers to sources anyway)."""
+    refine_unmatched: Literal["whole", "lead"] = "whole"
+    """What the evidence method keeps of a chunk it finds no match in (none of the question's names in full):
+    the whole chunk, or its first ``max_strips`` strips (its heading and lead: enough to tell what it is about)."""
 
 
 PROFILES: dict[str, ModelProfile] = {
@@ -89,6 +99,7 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate",
         refinement="off",
         max_strips=2,
+        refine_window=1,
         reattribute=False,
         answer_stop=(),
         rephrase=True,
@@ -102,14 +113,18 @@ PROFILES: dict[str, ModelProfile] = {
         grounded="cited",
         useful="cited",
         answer_prompt="generate_compact",
-        refinement="off",
+        refinement="evidence",
         max_strips=2,
+        refine_window=2,
+        refine_unmatched="lead",
+        chunk_sources=False,
         reattribute=False,
-        answer_stop=(),
+        answer_stop=("\n",),
         rephrase=False,
         regenerate=False,
         write_lessons=False,
-        extractive_fallback=False,
+        extractive_fallback=True,
+        reader=True,
         multihop="evidence",
     ),
     "small": ModelProfile(
@@ -120,6 +135,7 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate_small",
         refinement="evidence",
         max_strips=1,
+        refine_window=1,
         reattribute=True,
         answer_stop=("\n",),
         rephrase=False,
@@ -170,6 +186,7 @@ class RefinePlan:
     window: int
     max_strips: int
     min_score: float
+    unmatched: Literal["whole", "lead"] = "whole"
 
     @classmethod
     def of(cls, settings: RagsExpertSettings) -> RefinePlan:
@@ -177,7 +194,8 @@ class RefinePlan:
         profile, own = profile_for(settings.evidence), settings.refinement
         return cls(
             method=own.method or profile.refinement,
-            window=own.window,
+            window=own.window or profile.refine_window,
             max_strips=own.max_strips or profile.max_strips,
             min_score=own.min_score,
+            unmatched=profile.refine_unmatched,
         )

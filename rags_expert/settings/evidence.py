@@ -43,15 +43,15 @@ class EvidenceSettings(SettingsSection):
         None,
         description="When no generated answer passes, answer with the best matching sentence of the relevant "
         "chunks, quoted and cited (only if it holds an answer of the question's type). None: the profile's "
-        "default (small: on, standard: off).",
+        "default (small and compact: on, standard: off).",
     )
     reader: bool | None = Field(
         None,
         description="Choose the unit that answers (or none) with the answer selector (rags_expert.evidence.reader: "
         "a conditional logit over every retrieved unit's features, weights fitted on dev data by "
         "bench/train_reader.py) instead of the evidence's hand rules. It decides what the extractive fallback "
-        "quotes, what a draft must rest on, and when the run abstains. None: the profile's default (small: on, "
-        "standard: off).",
+        "quotes, what a draft must rest on, and when the run abstains. None: the profile's default (small and "
+        "compact: on, standard: off).",
     )
     draft: bool | None = Field(
         None,
@@ -199,16 +199,22 @@ class RefinementSettings(SettingsSection):
         None,
         description="How strips are chosen: 'evidence' (no model call: each strip scored against the question by "
         "the evidence's term match blended with embedding similarity), 'llm' (one call per relevant chunk lists its "
-        "relevant strips), or 'off' (whole chunks). None: the model profile's choice ('evidence' for 'small', "
-        "'off' for 'standard').",
+        "relevant strips), or 'off' (whole chunks). None: the model profile's choice ('evidence' for 'small' and "
+        "'compact', 'off' for 'standard').",
     )
-    window: int = Field(1, ge=1, le=10, description="Sentences per strip (consecutive, not overlapping).")
+    window: int | None = Field(
+        None,
+        ge=1,
+        le=10,
+        description="Sentences per strip (consecutive, not overlapping). None: the profile's (2 for 'compact', "
+        "1 for the others).",
+    )
     max_strips: int | None = Field(
         None,
         ge=1,
         le=50,
         description="Evidence method: strips kept per chunk at most, best first (kept in the chunk's order). "
-        "None: the profile's (1 for 'small', 2 for 'standard').",
+        "None: the profile's (1 for 'small', 2 for 'compact' and 'standard').",
     )
     min_score: float = Field(
         0.0,

@@ -40,7 +40,7 @@ def answer_messages(
         HumanMessage(
             prompts.render(
                 profile.answer_prompt,
-                context=format_context(relevant),
+                context=format_context(relevant, sources=profile.chunk_sources),
                 question=question,
                 feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
                 lessons=lessons_block(prompts, lessons),

@@ -14,7 +14,9 @@ The kept strips, in the chunk's order (a gap marked ``…``), stand for the chun
 the groundedness check (``strips`` in the state, by chunk id). The chunk itself, its number and its source
 do not change, so citations still point to the whole chunk. A chunk of one strip, a chunk the evidence
 finds no match in, a reply that names no strip or cannot be read, and a failed call all keep the whole
-chunk: refinement only cuts where it has a reason to, and never fails a run.
+chunk: refinement only cuts where it has a reason to, and never fails a run. The one exception is the
+``compact`` profile's (``ModelProfile.refine_unmatched``): it sends every top chunk to a small writer without a
+relevance check, so a chunk holding none of the question's names keeps only its lead (its first strips).
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ def needs_refinement(state: RagState) -> bool:
     return bool(value(state, "refine")) and any(chunk_id(d) not in done for d in value(state, "relevant"))
 
 
+def _lead(strips: int, keep: int) -> list[bool]:
+    """The first ``keep`` of a chunk's ``strips``."""
+    return [n < keep for n in range(strips)]
+
+
 @dataclass(frozen=True)
 class Refiner:
     """The ``refine_knowledge`` node for one agent (immutable, shared by all its runs)."""
@@ -96,7 +103,8 @@ class Refiner:
     async def _by_evidence(
         self, question: str, docs: list[Document], split: list[list[list[str]]]
     ) -> list[list[bool] | None]:
-        """Per chunk, the strips the evidence keeps (None: no match in it, keep it whole)."""
+        """Per chunk, the strips the evidence keeps (no match in it: its lead with the plan's ``unmatched`` at
+        ``lead``, else None, keep it whole)."""
         strip_of: list[dict[str, int]] = [{} for _ in split]
         for where, parts in zip(strip_of, split, strict=True):
             for n, strip in enumerate(parts):
@@ -112,6 +120,11 @@ class Refiner:
                 keep[i] = True  # the best strip, whatever its score
             elif m.score >= self.plan.min_score and sum(keep) < self.plan.max_strips:
                 keep[i] = True
+        if self.plan.unmatched == "lead":
+            keeps = [
+                k if k is not None else _lead(len(parts), self.plan.max_strips)
+                for k, parts in zip(keeps, split, strict=True)
+            ]
         return keeps
 
     async def _by_llm(

@@ -125,6 +125,21 @@ async def test_a_chunk_without_the_questions_names_stays_whole():
     assert "honey cakes" not in prompt
 
 
+async def test_the_compact_profile_keeps_only_the_lead_of_a_chunk_without_the_questions_names():
+    """A 1-3B writer reads every top chunk (no relevance check), so a chunk about something else is cut to its
+    first strips (two strips of two sentences): what it is about, not all of it."""
+    other = "Fort Olm has a moat. It was never finished. Goats graze there. A well stands in the yard. " + (
+        "The gate is oak. The tower leans east."
+    )
+    script = recording(Script(generate=lambda t: "The castle was built in 1412 [1]."))
+    final, nodes, _, _ = await ask(script, docs={"castle": CASTLE, "other": other}, evidence={"profile": "compact"})
+    [prompt] = answer_prompts(script)
+    assert "Fort Olm has a moat. It was never finished. Goats graze there. A well stands in the yard." in prompt
+    assert "The gate is oak" not in prompt and "tower leans" not in prompt
+    assert "The castle was built in 1412 by the mason Ilse Brandt." in prompt and "ferry" not in prompt
+    assert "refine_knowledge" in nodes and final.response_metadata["outcome"] == "success"
+
+
 async def test_refinement_is_off_in_the_standard_profile_by_default():
     script = recording(Script(relevance=castle_only, generate=lambda t: "1412 [1]."))
     final, nodes, _, agent = await ask(script)
