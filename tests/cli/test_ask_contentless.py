@@ -1,6 +1,7 @@
 """An answer that states no fact is never given as a success (issue 52): whatever the profile, and however the
 model grades it. A scripted 127.0.0.1 OpenAI-compatible server plays a weak model that restates the question or
-cites nothing, and grades everything relevant, grounded and useful; ``ask`` must end in the honest failure."""
+cites nothing, and grades everything relevant, grounded and useful; ``ask`` must end in the honest failure, or (the
+``compact`` profile's second reading) in the evidence's own quote, never in the model's answer."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def data_dir(tmp_path_factory):
     return ingest_docs(tmp_path_factory.mktemp("contentless"), DOCS)
 
 
-def ask(data_dir, answer: str, profile: str):
+def ask(data_dir, answer: str, profile: str, second_reading: bool = True):
     env = cli_env(data_dir) | {"RAGS_EXPERT_EVIDENCE__PROFILE": profile}
+    if not second_reading:  # the model's answer checked alone: no quote of the evidence's after a rejection
+        env |= {"RAGS_EXPERT_EVIDENCE__EXTRACTIVE_FALLBACK": "false"}
     with OpenAIServer(trusting(answer)) as server:
         done = run_cli(["ask", "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "m", "-q", QUESTION], env)
     return done
@@ -54,10 +57,20 @@ def ask(data_dir, answer: str, profile: str):
     ],
 )
 def test_an_answer_without_a_fact_is_the_honest_failure(data_dir, profile, answer):
-    done = ask(data_dir, answer, profile)
+    done = ask(data_dir, answer, profile, second_reading=False)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     assert not done.stdout.startswith(answer)
+
+
+@pytest.mark.parametrize("answer", ["Castle Varen was built [1].", "[1][2].", "NOT FOUND"])
+def test_after_a_rejected_answer_compact_quotes_the_evidence(data_dir, answer):
+    """The second reading: the answer selector's quote of the sentence that answers, cited; never the model's."""
+    done = ask(data_dir, answer, "compact")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    first = done.stdout.splitlines()[0]
+    assert not first.startswith(answer)
+    assert "Castle Varen was built in 1412 by the masons of Orlen." in first and "[1]" in first
 
 
 def test_the_compact_profile_accepts_an_answer_its_citation_holds(data_dir):
@@ -66,7 +79,12 @@ def test_the_compact_profile_accepts_an_answer_its_citation_holds(data_dir):
     assert done.stdout.startswith("Castle Varen was built in 1412 [1].")
 
 
-def test_the_compact_profile_rejects_what_its_citation_does_not_hold(data_dir):
-    done = ask(data_dir, "Castle Varen was built in 1523 by King Olaf of Denmark [1].", "compact")
-    assert done.returncode == 1, (done.stdout, done.stderr)
-    assert "1523" not in done.stdout.splitlines()[0]
+@pytest.mark.parametrize("second_reading", [False, True])
+def test_the_compact_profile_rejects_what_its_citation_does_not_hold(data_dir, second_reading):
+    done = ask(data_dir, "Castle Varen was built in 1523 by King Olaf of Denmark [1].", "compact", second_reading)
+    first = done.stdout.splitlines()[0]
+    assert "1523" not in first
+    if second_reading:
+        assert done.returncode == 0 and "1412" in first, (done.stdout, done.stderr)
+    else:
+        assert done.returncode == 1, (done.stdout, done.stderr)
