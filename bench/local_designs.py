@@ -166,6 +166,11 @@ def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[
                 "seconds": round(seconds, 2),
                 "calls": int(usage.get("calls") or 0),
                 "input_tokens": int(usage.get("input_tokens") or 0),
+                "output_tokens": int(usage.get("output_tokens") or 0),
+                "node_seconds": {
+                    node: round(float(t.get("wall_s") or 0.0), 2)
+                    for node, t in (((reply or {}).get("timings") or {}).get("by_node") or {}).items()
+                },
                 "support": support_of(row, code, reply),
             }
         )
@@ -218,6 +223,25 @@ def table(results: list[dict[str, Any]], designs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def node_times(results: list[dict[str, Any]], designs: list[str]) -> str:
+    """Per design that recorded them (the CLI's ``timings``), the median seconds of each node that took ≥ 0.1 s,
+    and the median prompt and output tokens a question."""
+    parts = []
+    for design in designs:
+        res = [r for r in results if r["design"] == design and r.get("node_seconds")]
+        if not res:
+            continue
+        nodes = sorted({n for r in res for n in r["node_seconds"]})
+        medians = {n: statistics.median(r["node_seconds"].get(n, 0.0) for r in res) for n in nodes}
+        shown = ", ".join(f"{n} {s:.1f} s" for n, s in sorted(medians.items(), key=lambda x: -x[1]) if s >= 0.1)
+        tokens = statistics.median(r.get("input_tokens", 0) for r in res)
+        out = statistics.median(r.get("output_tokens", 0) for r in res)
+        parts.append(
+            f"{design}: {shown or 'no node ≥ 0.1 s'} (median; {tokens:.0f} prompt and {out:.0f} output tokens)"
+        )
+    return "; ".join(parts)
+
+
 def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Several saved runs as one, over the questions every design of them asked (a slow design run on fewer)."""
     if len(runs) == 1:
@@ -229,21 +253,33 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"meta": meta, "results": [r for r in results if r["id"] in common]}
 
 
+def relabelled(spec: str) -> dict[str, Any]:
+    """A saved run (``FILE``), its designs renamed as ``FILE:DESIGN=LABEL[,DESIGN=LABEL]`` says."""
+    path, _, renames = spec.partition(":")
+    run = json.loads(Path(path).read_text())
+    names = dict(pair.split("=", 1) for pair in renames.split(",") if pair)
+    for row in run["results"]:
+        row["design"] = names.get(row["design"], row["design"])
+    return run
+
+
 def model_key(upstream: str) -> str:
     """``15b`` for the 1.5B model's upstream name: the part of a results file's name that says which model."""
     key = next((k for k, m in models.MODELS.items() if m.upstream == upstream), "other")
     return key.replace(".", "")
 
 
-def report(data: dict[str, Any], record: Path | None) -> None:
+def report(data: dict[str, Any], record: Path | None, name: str | None = None) -> None:
     """Print (and with ``record``, write) the table of a run."""
     meta, results = data["meta"], data["results"]
-    designs = [d for d in DESIGNS if any(r["design"] == d for r in results)]
+    designs = list(dict.fromkeys(r["design"] for r in results))
     text = table(results, designs)
     questions = len({r["id"] for r in results})
     mode = "in-process (one model server)" if meta["in_process"] else "through the CLI"
     print(f"\n{meta['model']}, split={meta['split']}, {questions} questions, {mode}, at {meta['commit'][:7]}\n")
     print(text)
+    if per_node := node_times(results, designs):
+        print(f"\nseconds by node: {per_node}")
     print("\nnot right+cited (answerable) or not honest (unanswerable):")
     for r in results:
         ok = r.get("honest") if r["kind"] == "unanswerable" else r.get("right_cited")
@@ -254,10 +290,11 @@ def report(data: dict[str, Any], record: Path | None) -> None:
     limit = f"_first{meta['limit']}" if meta.get("limit") else ""
     bench_results.record(
         record,
-        f"local_designs_{model_key(meta['model'])}_{meta['split']}{limit}",
+        name or f"local_designs_{model_key(meta['model'])}_{meta['split']}{limit}",
         f"Designs on {meta['model']}, real documentation {meta['split']} half ({mode})",
         text,
-        notes=f"{questions} questions ({meta['corpora']}), the same knowledge bases and model for every design.",
+        notes=f"{questions} questions ({meta['corpora']}), the same knowledge bases and model for every design."
+        + (f" Seconds by node: {per_node}." if per_node else ""),
     )
 
 
@@ -309,18 +346,20 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--report",
-        type=Path,
         nargs="+",
-        help="print (and --record) the table of runs saved by --out (several: over the questions all designs asked)",
+        metavar="FILE[:DESIGN=LABEL]",
+        help="print (and --record) the table of runs saved by --out (several: over the questions all designs asked); "
+        "':compact=compact (issue 52, first)' shows a file's design under another name (an earlier code's run)",
     )
+    parser.add_argument("--name", help="the recorded table's name (default: from the model, split and limit)")
     parser.add_argument(
         "--fit", type=Path, help="the min_cited_support curve of a compact run saved by --out (made with it at 0)"
     )
     bench_results.add_option(parser)
     args = parser.parse_args()
     if args.report:
-        runs = [json.loads(path.read_text()) for path in args.report]
-        report(merged(runs), args.record)
+        runs = [relabelled(spec) for spec in args.report]
+        report(merged(runs), args.record, args.name)
         return 0
     if args.fit:
         saved = json.loads(args.fit.read_text())
