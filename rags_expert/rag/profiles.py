@@ -4,7 +4,7 @@
 |---|---|---|---|
 | chunk relevance | LLM grader | none: the reranked top chunks go to the writer | evidence: best sentence's match score ≥ ``evidence.min_relevance`` |
 | answer prompt | ``generate`` | ``generate_compact`` (one cited sentence on one line, or ``NOT FOUND``) | ``generate_small`` (copy the answering words, one line) |
-| knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's best two strips of two sentences; a chunk without the question's names, its first two | evidence: each chunk's best sentence |
+| knowledge refinement (``refinement.method`` unset) | off: whole chunks | evidence: each chunk's two best sentences, each with the sentence after it; a chunk without the question's names, its first two | evidence: each chunk's best sentence |
 | citations | the model's; supported sentences of an uncited answer get theirs (``evidence.attribution``) | the model's, moved to the chunk that holds the sentence | every sentence re-attributed from the evidence |
 | grounded | LLM grader | cited text: every fact-stating sentence held by a span of its chunk (≥ ``evidence.min_cited_support``) | evidence: every sentence supported by a chunk (≥ ``evidence.min_support``) |
 | useful | LLM grader | states something beyond the question, and does not decline | evidence: holds an answer of the question's type, found in a matching sentence |
@@ -62,8 +62,6 @@ class ModelProfile:
     says (:mod:`rags_expert.rag.grade.refinement`)."""
     max_strips: int
     """Strips per chunk the evidence method keeps, unless ``refinement.max_strips`` says."""
-    refine_window: int
-    """Sentences per strip, unless ``refinement.window`` says."""
     reattribute: bool
     """Replace the model's own citations by those the evidence finds."""
     answer_stop: tuple[str, ...]
@@ -85,6 +83,9 @@ class ModelProfile:
     chunk_sources: bool = True
     """The answer prompt names each chunk's source (its path or URL) beside its title (a local model pays ~20
     prompt tokens a chunk for a path it does not need: the citations map numbers to sources anyway)."""
+    refine_follow: int = 0
+    """Strips kept after each strip the evidence method keeps: the answer often follows the sentence that matches
+    the question ("The ``--timeout`` option is … restarted. The default timeout is 30 seconds.")."""
     refine_unmatched: Literal["whole", "lead"] = "whole"
     """What the evidence method keeps of a chunk it finds no match in (none of the question's names in full):
     the whole chunk, or its first ``max_strips`` strips (its heading and lead: enough to tell what it is about)."""
@@ -99,7 +100,6 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate",
         refinement="off",
         max_strips=2,
-        refine_window=1,
         reattribute=False,
         answer_stop=(),
         rephrase=True,
@@ -115,7 +115,7 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate_compact",
         refinement="evidence",
         max_strips=2,
-        refine_window=2,
+        refine_follow=1,
         refine_unmatched="lead",
         chunk_sources=False,
         reattribute=False,
@@ -135,7 +135,6 @@ PROFILES: dict[str, ModelProfile] = {
         answer_prompt="generate_small",
         refinement="evidence",
         max_strips=1,
-        refine_window=1,
         reattribute=True,
         answer_stop=("\n",),
         rephrase=False,
@@ -187,6 +186,7 @@ class RefinePlan:
     max_strips: int
     min_score: float
     unmatched: Literal["whole", "lead"] = "whole"
+    follow: int = 0
 
     @classmethod
     def of(cls, settings: RagsExpertSettings) -> RefinePlan:
@@ -194,8 +194,9 @@ class RefinePlan:
         profile, own = profile_for(settings.evidence), settings.refinement
         return cls(
             method=own.method or profile.refinement,
-            window=own.window or profile.refine_window,
+            window=own.window,
             max_strips=own.max_strips or profile.max_strips,
             min_score=own.min_score,
             unmatched=profile.refine_unmatched,
+            follow=profile.refine_follow,
         )

@@ -202,13 +202,7 @@ class RefinementSettings(SettingsSection):
         "relevant strips), or 'off' (whole chunks). None: the model profile's choice ('evidence' for 'small' and "
         "'compact', 'off' for 'standard').",
     )
-    window: int | None = Field(
-        None,
-        ge=1,
-        le=10,
-        description="Sentences per strip (consecutive, not overlapping). None: the profile's (2 for 'compact', "
-        "1 for the others).",
-    )
+    window: int = Field(1, ge=1, le=10, description="Sentences per strip (consecutive, not overlapping).")
     max_strips: int | None = Field(
         None,
         ge=1,

@@ -69,6 +69,11 @@ def needs_refinement(state: RagState) -> bool:
     return bool(value(state, "refine")) and any(chunk_id(d) not in done for d in value(state, "relevant"))
 
 
+def _followed(keep: list[bool], follow: int) -> list[bool]:
+    """``keep`` with the ``follow`` strips after each kept one kept too."""
+    return [any(keep[max(0, n - follow) : n + 1]) for n in range(len(keep))]
+
+
 def _lead(strips: int, keep: int) -> list[bool]:
     """The first ``keep`` of a chunk's ``strips``."""
     return [n < keep for n in range(strips)]
@@ -120,6 +125,8 @@ class Refiner:
                 keep[i] = True  # the best strip, whatever its score
             elif m.score >= self.plan.min_score and sum(keep) < self.plan.max_strips:
                 keep[i] = True
+        if self.plan.follow:
+            keeps = [_followed(k, self.plan.follow) if k is not None else None for k in keeps]
         if self.plan.unmatched == "lead":
             keeps = [
                 k if k is not None else _lead(len(parts), self.plan.max_strips)
