@@ -338,6 +338,14 @@ def verdict(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def checkout_commit(checkout: Path) -> str | None:
+    """The short commit of a ``--ref`` checkout that is a git work tree (a ``git archive`` copy has none)."""
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def parent(args: argparse.Namespace) -> None:
     checkouts = {"before": args.ref, "after": ROOT} if args.ref else {"after": ROOT}
     questions = [json.loads(line) for line in (HERE / "real_docs" / "questions.jsonl").read_text().splitlines()]
@@ -349,6 +357,7 @@ def parent(args: argparse.Namespace) -> None:
     import results as bench_results
 
     result: dict[str, Any] = {"data": str(args.data), "questions": asked, "cli": {}, "in_process": {}, "answers": {}}
+    result["before"] = checkout_commit(Path(args.ref)) if args.ref else None
     result["command"] = bench_results.command_line()
     for label in checkouts:
         result["cli"][label], result["in_process"][label], result["answers"][label] = [], [], {}
@@ -413,7 +422,8 @@ def report(result: dict[str, Any], record: Path | None) -> None:
         notes=(
             f"Median of {n['cli']} questions through the CLI (one process each) and {n['in_process']} through one "
             f"agent's `graph.ainvoke` (after a first, uncounted one), real-docs test half, one knowledge base "
-            f"({Path(result['data']).name}); the code before (0e9dea8) and after, interleaved. A stage's own time "
+            f"({Path(result['data']).name}); the code before ({result.get('before') or 'the --ref checkout'}) and "
+            "after, interleaved. A stage's own time "
             "(the stages it calls excluded); worker threads counted where they run. Answers (outcome, kind, text, "
             f"sources) the same question by question: {'yes' if not changed else 'NO: ' + '; '.join(changed)}."
         ),

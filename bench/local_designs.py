@@ -254,12 +254,14 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def relabelled(spec: str) -> dict[str, Any]:
-    """A saved run (``FILE``), its designs renamed as ``FILE:DESIGN=LABEL[,DESIGN=LABEL]`` says."""
+    """A saved run (``FILE``), its designs renamed as ``FILE:DESIGN=LABEL[,DESIGN=LABEL]`` says (an empty label
+    leaves the design out: a later run of it stands instead)."""
     path, _, renames = spec.partition(":")
     run = json.loads(Path(path).read_text())
     names = dict(pair.split("=", 1) for pair in renames.split(",") if pair)
     for row in run["results"]:
         row["design"] = names.get(row["design"], row["design"])
+    run["results"] = [row for row in run["results"] if row["design"]]
     return run
 
 
