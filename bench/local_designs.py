@@ -126,19 +126,33 @@ def support_of(row: dict[str, Any], code: int, reply: dict[str, Any] | None) -> 
     return round(cited_support(str(reply.get("answer") or ""), row["question"], docs).support, 3)
 
 
-def fit(results: list[dict[str, Any]], design: str, max_wrong: float = 0.05, min_honest: float = 0.9) -> str:
-    """The threshold curve of ``evidence.min_cited_support`` on a run made with it at 0, and the threshold chosen:
-    the lowest whose wrong answers stay within ``max_wrong`` of the answerable with ``min_honest`` of the
-    unanswerable declined; when none does (a wrong answer its chunks hold word for word, which no threshold
-    removes), the one with the most right − wrong answers at ``min_honest``, the highest of a tie (the cautious end
-    of the plateau)."""
+def confirmed(reply: dict[str, Any] | None) -> dict[str, float]:
+    """The model's yes-probability and the calibrated confidence of a reply it was asked to confirm (``evidence.confirm``),
+    as ``yes`` and ``confidence``; nothing otherwise."""
+    asked = (reply or {}).get("confirmation") or {}
+    return {k: float(asked[k]) for k in ("yes", "confidence") if k in asked}
+
+
+def fit(
+    results: list[dict[str, Any]],
+    design: str,
+    key: str = "support",
+    max_wrong: float = 0.05,
+    min_honest: float = 0.9,
+    steps: int = 20,
+) -> tuple[str, float]:
+    """The threshold curve of a score ``key`` (``support``: ``evidence.min_cited_support``; ``confidence``:
+    ``evidence.min_confirm``) on a run made with its threshold at 0, and the threshold chosen: the lowest whose wrong
+    answers stay within ``max_wrong`` of the answerable with ``min_honest`` of the unanswerable declined; when none
+    does (a wrong answer its chunks hold word for word, which no threshold removes), the one with the most
+    right − wrong answers at ``min_honest``, the highest of a tie (the cautious end of the plateau)."""
     res = [r for r in results if r["design"] == design]
     ans = [r for r in res if r["kind"] != "unanswerable"]
     una = [r for r in res if r["kind"] == "unanswerable"]
-    lines = ["| min_cited_support | right+cited | wrong success | honest |", "|---|---|---|---|"]
+    lines = [f"| {key} ≥ | right+cited | wrong success | honest |", "|---|---|---|---|"]
     curve = []
-    for t in [x / 20 for x in range(21)]:
-        ok = [r for r in res if r.get("support") is not None and r["support"] >= t]
+    for t in [x / steps for x in range(steps + 1)]:
+        ok = [r for r in res if r.get(key) is not None and r[key] >= t]
         right = sum(bool(r.get("right_cited")) for r in ok if r["kind"] != "unanswerable")
         wrong = sum(bool(r.get("wrong_success")) for r in ok)
         honest = len(una) - sum(1 for r in ok if r["kind"] == "unanswerable")
@@ -151,7 +165,7 @@ def fit(results: list[dict[str, Any]], design: str, max_wrong: float = 0.05, min
     else:
         chosen = max(allowed, key=lambda c: (c[1] - c[2], c[0]))
         why = f"no threshold keeps wrong ≤ {max_wrong:.0%}: the most right − wrong, the highest of a tie"
-    return "\n".join(lines) + f"\n\nchosen: {chosen[0]:.2f} ({why}; honest ≥ {min_honest:.0%})"
+    return "\n".join(lines) + f"\n\nchosen: {chosen[0]:.2f} ({why}; honest ≥ {min_honest:.0%})", chosen[0]
 
 
 def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[dict[str, Any]]:
@@ -172,6 +186,8 @@ def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[
                     for node, t in (((reply or {}).get("timings") or {}).get("by_node") or {}).items()
                 },
                 "support": support_of(row, code, reply),
+                "answer_kind": (reply or {}).get("answer_kind") if code == 0 else None,
+                **confirmed(reply),
             }
         )
     return rows
@@ -365,7 +381,7 @@ def main() -> int:
         return 0
     if args.fit:
         saved = json.loads(args.fit.read_text())
-        text = fit(saved["results"], "compact")
+        text, _ = fit(saved["results"], "compact")
         print(text)
         meta = saved["meta"]
         bench_results.record(

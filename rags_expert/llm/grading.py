@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
+from rags_expert.llm.chat import bind_output_cap, call_model, message_text
 from rags_expert.llm.parsing import parse_free_text_field, parse_score, parse_yes_no, read_off_loop
 from rags_expert.llm.structured import GradingContext, StructuredReply, structured_call
 
@@ -94,6 +98,19 @@ class ScoreGrade(BaseModel):
 
 
 # --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class YesProbability:
+    """How likely a model's next word is "yes" rather than "no" (:func:`yes_probability`)."""
+
+    value: float
+    """P(yes) / (P(yes) + P(no)) over the first token's alternatives; from the written word when the endpoint sends
+    no log-probabilities (1 or 0, 0.5 when it writes neither)."""
+    read: Literal["logprobs", "text"]
+    """Where ``value`` came from."""
+    raw: str
+    """The reply's text (its first token)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,46 @@ async def grade_useful(
         model, UsefulnessGrade, ctx.messages("grade_useful", question=question, answer=answer), ctx, config=config
     )
     return await read_off_loop(len(reply.raw), _verdict, reply, "useful", "missing", ctx.settings.default_useful)
+
+
+YES_NO_ALTERNATIVES = 10
+"""Top alternatives of the first token read for "yes" and "no" (any case, with or without a leading space)."""
+YES_NO_MIN_MASS = 0.05
+"""Below this total probability of "yes" and "no" among them, the token is something else ("The", "Based"): the
+written word decides."""
+
+
+async def yes_probability(
+    model: BaseChatModel, messages: Sequence[BaseMessage], ctx: GradingContext, *, config: RunnableConfig | None = None
+) -> YesProbability:
+    """The probability that the model answers ``messages`` (which end in a yes/no question) with "yes": one request
+    for one token with the log-probabilities of its top alternatives (llama.cpp's server, vLLM, OpenAI), so a
+    model's doubt is a number rather than a coin toss; its prompt prefix is the caller's to keep stable (the
+    server's prompt cache then reads only what is new). Raises only LLMCallError."""
+    config = {**(config or {}), "tags": [*(config or {}).get("tags", []), TAG_NOSTREAM, "rags_expert:grading"]}
+    runnable = bind_output_cap(model, model.bind(logprobs=True, top_logprobs=YES_NO_ALTERNATIVES), 1)
+    reply = await call_model(runnable, list(messages), policy=ctx.retry, timeout=ctx.settings.timeout, config=config)
+    raw = message_text(reply)
+    shares = _yes_no_mass(getattr(reply, "response_metadata", None) or {})
+    if shares is not None and sum(shares) >= YES_NO_MIN_MASS:
+        return YesProbability(shares[0] / sum(shares), "logprobs", raw)
+    said = parse_yes_no(raw)
+    return YesProbability(0.5 if said is None else float(said), "text", raw)
+
+
+def _yes_no_mass(metadata: dict[str, Any]) -> tuple[float, float] | None:
+    """The probabilities of "yes" and "no" among the first token's alternatives in a reply's ``logprobs``
+    (OpenAI's shape: ``{"content": [{"top_logprobs": [{"token", "logprob"}, ...]}]}``), or None without them."""
+    content = (metadata.get("logprobs") or {}).get("content") or []
+    if not content or not isinstance(content[0], dict):
+        return None
+    yes = no = 0.0
+    for alternative in content[0].get("top_logprobs") or []:
+        word = str(alternative.get("token", "")).strip().lower()
+        if word in ("yes", "no"):
+            share = math.exp(float(alternative.get("logprob", -math.inf)))
+            yes, no = (yes + share, no) if word == "yes" else (yes, no + share)
+    return yes, no
 
 
 async def rephrase_query(

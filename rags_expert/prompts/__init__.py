@@ -35,6 +35,7 @@ OPTIONAL_VARIABLES: dict[str, frozenset[str]] = {
     "reflect": frozenset({"feedback"}),
     "kg_draft": frozenset({"lessons"}),
     "refine_strips": frozenset({"title"}),
+    "confirm_answer": frozenset({"lessons"}),
 }
 
 

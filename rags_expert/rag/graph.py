@@ -3,8 +3,8 @@
 The graph itself is drawn in docs/graphs.md, generated from the compiled graph (``python -m rags_expert.diagrams``),
 and docs/architecture.md follows a question through it stage by stage. In short: ``prepare`` → ``retrieve`` →
 ``grade_documents``, then a hop, a rephrasing, the fallback source or an answer (``generate``, through
-``refine_knowledge`` with refinement on); ``grade_generation`` accepts it or ``reflect`` learns from its rejection
-before another try; every run ends in ``finalize_success`` or ``finalize_failure``.
+``refine_knowledge`` with refinement on); ``grade_generation`` accepts it (``confirm_answer`` asks the model to confirm it, in the ``compact`` profile) or
+``reflect`` learns from its rejection before another try; every run ends in ``finalize_success`` or ``finalize_failure``.
 
 Every loop spends a rephrase (cap R) or a generation (cap G), so every run ends
 in a finalize node after at most ``max_node_steps`` node executions, whatever
@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeVar
 from langgraph.graph import END, START, StateGraph
 
 from rags_expert.llm.usage import metered
-from rags_expert.outcomes import AnswerKind, DraftFate
+from rags_expert.outcomes import AnswerKind, DraftFate, FailureReason
 from rags_expert.rag._shared.budget import Routes, budget_exceeded, budgeted, routes
 from rags_expert.rag._shared.timings import timed
 from rags_expert.rag.grade.refinement import RefinePlan, Refiner, needs_refinement
@@ -72,10 +72,17 @@ def route_after_retrieve(state: RagState) -> Literal[Node.GRADE_DOCUMENTS, Node.
 
 def _give_up(state: RagState) -> Literal[Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
     """Where a run without an accepted answer goes: the extractive fallback when it is on and there is
-    something relevant to quote, else the honest failure."""
-    if value(state, "fallback") and value(state, "relevant") and not value(state, "error"):
+    something relevant to quote (and, with ``confirm`` on, budget left to confirm the quote), else the honest
+    failure."""
+    unconfirmable = value(state, "confirm") and value(state, "failure_reason") == FailureReason.BUDGET_EXCEEDED
+    if value(state, "fallback") and value(state, "relevant") and not value(state, "error") and not unconfirmable:
         return Node.EXTRACT_ANSWER
     return Node.FINALIZE_FAILURE
+
+
+def _give(state: RagState) -> Literal[Node.CONFIRM_ANSWER, Node.FINALIZE_SUCCESS]:
+    """An accepted answer or quote is given, after the model confirms it when ``confirm`` is on."""
+    return Node.CONFIRM_ANSWER if value(state, "confirm") else Node.FINALIZE_SUCCESS
 
 
 def _to_answer(state: RagState) -> Literal[Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.EXTRACT_ANSWER]:
@@ -129,10 +136,18 @@ def route_after_hop(state: RagState) -> Literal[Node.GRADE_DOCUMENTS, Node.ANSWE
 
 def route_after_hop_answer(
     state: RagState,
-) -> Literal[Node.FINALIZE_SUCCESS, Node.REFINE_KNOWLEDGE, Node.GENERATE, Node.EXTRACT_ANSWER, Node.FINALIZE_FAILURE]:
-    """A quoted hop answer ends the run; without one, write an answer from the chunks of every hop."""
+) -> Literal[
+    Node.CONFIRM_ANSWER,
+    Node.FINALIZE_SUCCESS,
+    Node.REFINE_KNOWLEDGE,
+    Node.GENERATE,
+    Node.EXTRACT_ANSWER,
+    Node.FINALIZE_FAILURE,
+]:
+    """A quoted hop answer ends the run (confirmed first with ``confirm`` on); without one, write an answer from
+    the chunks of every hop."""
     if value(state, "answer_kind") == AnswerKind.EXTRACTIVE and not value(state, "error"):
-        return Node.FINALIZE_SUCCESS
+        return _give(state)
     return _to_answer(state) if _generations_left(state) else _give_up(state)
 
 
@@ -148,12 +163,12 @@ def route_after_generate(state: RagState) -> Literal[Node.GRADE_GENERATION, Node
 
 def route_after_generation_grading(
     state: RagState,
-) -> Literal[Node.FINALIZE_SUCCESS, Node.REFLECT, Node.FINALIZE_FAILURE]:
-    """Accept a grounded, useful answer; learn from a rejected one first."""
+) -> Literal[Node.CONFIRM_ANSWER, Node.FINALIZE_SUCCESS, Node.REFLECT, Node.FINALIZE_FAILURE]:
+    """Give a grounded, useful answer (confirmed first with ``confirm`` on); learn from a rejected one first."""
     if value(state, "error"):
         return Node.FINALIZE_FAILURE
     if value(state, "grounded") and value(state, "useful"):
-        return Node.FINALIZE_SUCCESS
+        return _give(state)
     return Node.REFLECT
 
 
@@ -173,19 +188,27 @@ def route_after_reflect(
     return _give_up(state)
 
 
-def route_after_extract(state: RagState) -> Literal[Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE]:
-    """A quoted sentence is an answer; without one the run ends in the honest failure."""
+def route_after_extract(state: RagState) -> Literal[Node.CONFIRM_ANSWER, Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE]:
+    """A quoted sentence is an answer (confirmed first with ``confirm`` on); without one the run ends in the
+    honest failure."""
     if value(state, "answer_kind") == AnswerKind.EXTRACTIVE and not value(state, "error"):
-        return Node.FINALIZE_SUCCESS
+        return _give(state)
     return Node.FINALIZE_FAILURE
+
+
+def route_after_confirm(state: RagState) -> Literal[Node.FINALIZE_SUCCESS, Node.FINALIZE_FAILURE]:
+    """A confirmed answer is given; one the model does not confirm (or a failed call) ends in the honest failure."""
+    if value(state, "error") or value(state, "failure_reason"):
+        return Node.FINALIZE_FAILURE
+    return Node.FINALIZE_SUCCESS
 
 
 def max_node_steps(max_rephrases: int, max_generations: int, max_hops: int = 1) -> int:
     """Upper bound on node executions of one run: prepare, R+1 retrieve/grade rounds, R rephrases, the
     fallback source's retrieve/grade round, G refine/generate/grade/reflect rounds (knowledge refinement
     only ever leads to a generation), the budget stop, the extractive fallback, one finalize; and per hop
-    after the first its hop_retrieve, grade_documents and answer_hop."""
-    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 4 * max_generations + 1 + 1 + 1 + 3 * (max_hops - 1)
+    after the first its hop_retrieve, grade_documents and answer_hop; the confirmation of the answer given."""
+    return 1 + 2 * (max_rephrases + 1) + max_rephrases + 2 + 4 * max_generations + 1 + 1 + 1 + 1 + 3 * (max_hops - 1)
 
 
 def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputState, OutputState]:
@@ -209,7 +232,8 @@ def build_graph(deps: RagDeps) -> StateGraph[RagState, RequestContext, InputStat
         (Node.GENERATE, guard_context(nodes.generate, auth), budgeted(route_after_generate)),
         (Node.GRADE_GENERATION, nodes.grade_generation, budgeted(route_after_generation_grading)),
         (Node.REFLECT, nodes.reflect, budgeted(route_after_reflect)),
-        (Node.EXTRACT_ANSWER, nodes.extract_answer, routes(route_after_extract)),  # never calls the model
+        (Node.EXTRACT_ANSWER, nodes.extract_answer, budgeted(route_after_extract)),  # confirming a quote calls it
+        (Node.CONFIRM_ANSWER, nodes.confirm_answer, routes(route_after_confirm)),
         (Node.BUDGET_EXCEEDED, budget_exceeded, routes(_give_up)),
         (Node.FINALIZE_SUCCESS, guard_answer(nodes.finalize_success, nodes.finalize_failure, auth), None),
         (Node.FINALIZE_FAILURE, guard_partial(nodes.finalize_failure, auth), None),

@@ -27,6 +27,8 @@ class Node(StrEnum):
     GRADE_GENERATION = "grade_generation"
     REFLECT = "reflect"
     EXTRACT_ANSWER = "extract_answer"
+    CONFIRM_ANSWER = "confirm_answer"
+    """Routed to only with ``evidence.confirm`` on (the ``compact`` profile: :mod:`rags_expert.rag.verdict.confirmed`)."""
     BUDGET_EXCEEDED = FailureReason.BUDGET_EXCEEDED.value
     """Where a budgeted router sends a run once a budget is used up (named after the reason it records)."""
     FINALIZE_SUCCESS = "finalize_success"

@@ -22,7 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from rags_expert.citations import chunk_id
+from rags_expert.citations import chunk_id, cited_sources
 from rags_expert.conversation import followup_transcript, open_question
 from rags_expert.events import emit
 from rags_expert.evidence import EvidenceScorer
@@ -35,7 +35,7 @@ from rags_expert.prompts import PromptError, PromptStore
 from rags_expert.rag._shared.context import keep_context, refined_context
 from rags_expert.rag._shared.extractive import quoted_answer
 from rags_expert.rag.answer.final import failure_message, success_message
-from rags_expert.rag.answer.prompt import answer_messages
+from rags_expert.rag.answer.prompt import answer_messages, confirm_messages
 from rags_expert.rag.answer.speculation import DRAFT_TAG, settle_draft
 from rags_expert.rag.authorization import AuthorizationError, Authorizer
 from rags_expert.rag.grade.relevance import RelevanceJudge
@@ -52,6 +52,7 @@ from rags_expert.rag.retrieve.hops import grading_question
 from rags_expert.rag.retrieve.reranking import RerankStage
 from rags_expert.rag.state import RagState, fresh_question, new_count, value
 from rags_expert.rag.verdict._decision import AnswerJudge
+from rags_expert.rag.verdict.confirmed import UNCONFIRMED, confirmation
 from rags_expert.rag.wrappers.guard import permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
@@ -348,6 +349,35 @@ class RagNodes:
             }
         emit("answer_extracted", chunk=quoted.chunk, score=round(quoted.score, 3))
         return {"answer": quoted.text, "answer_kind": AnswerKind.EXTRACTIVE.value, "failure_reason": ""}
+
+    @fails_as(FailureReason.PROMPT_ERROR, catch=(PromptError,), log_as="the confirmation prompt cannot be rendered")
+    @fails_as(FailureReason.LLM_ERROR, catch=(LLMCallError,), charge=lambda state: {"llm_calls": 1})
+    async def confirm_answer(self, state: RagState, config: RunnableConfig) -> dict[str, Any]:
+        """Ask the model whether the chunks it answered from state the answer the run would give, as a proposed
+        answer after the answer call's own chunks and question (the server's prompt cache reads only what follows
+        them: :func:`~rags_expert.rag.answer.prompt.confirm_messages`); unless the calibrated
+        probability that it is right reaches ``evidence.min_confirm``, the run ends in the honest failure
+        (:mod:`~rags_expert.rag.verdict.confirmed`). A failed call ends the run too (``llm_error``)."""
+        deps = self.deps
+        given, _ = cited_sources(value(state, "answer"), state["relevant"])  # as the user would read it
+        messages = confirm_messages(
+            deps.prompts,
+            deps.profile,
+            question=state["question"],
+            relevant=refined_context(state["relevant"], value(state, "strips")),
+            answer=given,
+            lessons=value(state, "lessons"),
+        )
+        yes = await grading.yes_probability(deps.model, messages, deps.grading, config=config)
+        kind = value(state, "answer_kind") or AnswerKind.GENERATED.value
+        confirmed = confirmation(kind, yes.value, deps.settings.evidence.min_confirm)
+        emit("answer_confirmation", kind=kind, yes=round(yes.value, 3), confidence=round(confirmed.confidence, 3))
+        asked = {"yes": round(yes.value, 4), "confidence": round(confirmed.confidence, 4)}
+        update: dict[str, Any] = {"confirmation": asked, "llm_calls": 1}
+        if confirmed.confirmed:
+            return update
+        emit("answer_rejected", generation=value(state, "generations"), feedback=UNCONFIRMED)
+        return update | {"feedback": UNCONFIRMED, "failure_reason": FailureReason.NOT_GROUNDED.value}
 
     async def finalize_success(self, state: RagState) -> dict[str, Any]:
         """Emit the checked answer with exactly the cited chunks as sources, and clear the working state."""

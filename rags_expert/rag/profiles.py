@@ -86,6 +86,9 @@ class ModelProfile:
     refine_follow: int = 0
     """Strips kept after each strip the evidence method keeps: the answer often follows the sentence that matches
     the question ("The ``--timeout`` option is … restarted. The default timeout is 30 seconds.")."""
+    confirm: bool = False
+    """Ask the model whether the excerpts state the answer the run would give, and give it only when the calibrated
+    probability that it is right reaches ``evidence.min_confirm`` (:mod:`rags_expert.rag.verdict.confirmed`)."""
     refine_unmatched: Literal["whole", "lead"] = "whole"
     """What the evidence method keeps of a chunk it finds no match in (none of the question's names in full):
     the whole chunk, or its first ``max_strips`` strips (its heading and lead: enough to tell what it is about)."""
@@ -125,6 +128,7 @@ PROFILES: dict[str, ModelProfile] = {
         write_lessons=False,
         extractive_fallback=True,
         reader=True,
+        confirm=True,
         multihop="evidence",
     ),
     "small": ModelProfile(
@@ -149,8 +153,8 @@ PROFILES: dict[str, ModelProfile] = {
 
 
 def profile_for(settings: EvidenceSettings) -> ModelProfile:
-    """The profile ``settings.profile`` names, with ``settings.extractive_fallback``, ``reader`` and ``draft``
-    applied when set."""
+    """The profile ``settings.profile`` names, with ``settings.extractive_fallback``, ``reader``, ``draft`` and
+    ``confirm`` applied when set."""
     profile = PROFILES[settings.profile]
     own = {
         key: chosen
@@ -158,6 +162,7 @@ def profile_for(settings: EvidenceSettings) -> ModelProfile:
             ("extractive_fallback", settings.extractive_fallback),
             ("reader", settings.reader),
             ("draft", settings.draft),
+            ("confirm", settings.confirm),
         )
         if chosen is not None and chosen != getattr(profile, key)
     }

@@ -96,6 +96,11 @@ class RagState(InputState, total=False):
     the answer, or nothing is (``extract_answer``)."""
     fallback: bool
     """Whether the extractive fallback may answer when no generated answer passes (the profile's choice)."""
+    confirm: bool
+    """Whether the model confirms the answer before it is given (the profile's choice, :mod:`rags_expert.rag.verdict.confirmed`)."""
+    confirmation: dict[str, float]
+    """Once the model was asked (``confirm``): its yes-probability (``yes``) and the calibrated probability that the
+    answer is right (``confidence``); empty before."""
     fallback_source: bool
     """Whether a fallback source is configured (:mod:`rags_expert.rag.retrieve.fallback_source`), set by ``prepare``."""
     fallback_consulted: bool
@@ -164,6 +169,8 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "max_generations": 0,
         "draft": True,
         "fallback": False,
+        "confirm": False,
+        "confirmation": {},
         "fallback_source": False,
         "fallback_consulted": False,
         "max_calls": None,
@@ -211,6 +218,7 @@ def fresh_question(settings: RagsExpertSettings) -> dict[str, Any]:
         "max_generations": settings.max_generations if profile.regenerate else 1,
         "draft": profile.draft,
         "fallback": profile.extractive_fallback,
+        "confirm": profile.confirm,
         "max_calls": settings.budget.max_calls,
         "max_tokens": settings.budget.max_tokens,
         "max_hops": settings.multihop.max_hops,

@@ -62,6 +62,22 @@ class EvidenceSettings(SettingsSection):
         "default (small: off, since SmolLM2-135M's accepted drafts restated the unit the selector quotes anyway, "
         "at ~3 s a question; standard: on).",
     )
+    confirm: bool | None = Field(
+        None,
+        description="Before an answer is given, ask the chat model in the answer call's own conversation whether the "
+        "excerpts state it: one call for one token, its yes-probability calibrated on dev questions "
+        "(rags_expert.rag.verdict.confirmed, bench/fit_confirm.py) into the probability that the answer is right, "
+        "which must reach evidence.min_confirm (and is the reply's 'confidence'). Needs an endpoint that returns "
+        "log-probabilities (llama.cpp, vLLM, OpenAI); without them the written yes or no decides. None: the "
+        "profile's default (compact: on, standard and small: off).",
+    )
+    min_confirm: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="The calibrated probability of being right an answer needs when evidence.confirm is on; below "
+        "it the run ends in the honest failure. Chosen on dev questions with bench/fit_confirm.py (docs/local-model.md).",
+    )
     closest_passages: int = Field(
         3,
         ge=0,

@@ -5,9 +5,11 @@ cites nothing, and grades everything relevant, grounded and useful; ``ask`` must
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.cli_run import cli_env, ingest_docs, run_cli
-from helpers.openai_server import OpenAIServer, request_kind
+from helpers.openai_server import OpenAIServer, request_kind, text, yes_no
 
 pytestmark = pytest.mark.slow
 
@@ -15,11 +17,14 @@ DOCS = {"castle.md": "# Castle Varen\n\nCastle Varen was built in 1412 by the ma
 QUESTION = "When was Castle Varen built?"
 
 
-def trusting(answer: str):
-    """A model that writes ``answer`` and approves every chunk and every answer."""
+def trusting(answer: str, p_yes: float | None = 0.95):
+    """A model that writes ``answer`` and approves every chunk and every answer (asked to confirm one, it says yes
+    with probability ``p_yes``; None: an endpoint without log-probabilities, which writes "Yes")."""
 
     def script(body):
         kind = request_kind(body)
+        if kind == "confirm":
+            return text("Yes") if p_yes is None else yes_no(p_yes)
         if kind == "relevance":
             return {"relevant": True}
         if kind in ("grounded", "useful"):
@@ -37,12 +42,13 @@ def data_dir(tmp_path_factory):
     return ingest_docs(tmp_path_factory.mktemp("contentless"), DOCS)
 
 
-def ask(data_dir, answer: str, profile: str, second_reading: bool = True):
+def ask(data_dir, answer: str, profile: str, second_reading: bool = True, p_yes: float | None = 0.95, *flags: str):
     env = cli_env(data_dir) | {"RAGS_EXPERT_EVIDENCE__PROFILE": profile}
     if not second_reading:  # the model's answer checked alone: no quote of the evidence's after a rejection
         env |= {"RAGS_EXPERT_EVIDENCE__EXTRACTIVE_FALLBACK": "false"}
-    with OpenAIServer(trusting(answer)) as server:
-        done = run_cli(["ask", "--base-url", f"http://127.0.0.1:{server.port}/v1", "--model", "m", "-q", QUESTION], env)
+    with OpenAIServer(trusting(answer, p_yes)) as server:
+        url = f"http://127.0.0.1:{server.port}/v1"
+        done = run_cli(["ask", "--base-url", url, "--model", "m", "-q", *flags, QUESTION], env)
     return done
 
 
@@ -88,3 +94,29 @@ def test_the_compact_profile_rejects_what_its_citation_does_not_hold(data_dir, s
         assert done.returncode == 0 and "1412" in first, (done.stdout, done.stderr)
     else:
         assert done.returncode == 1, (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("second_reading", [False, True])
+def test_an_answer_the_model_does_not_confirm_is_the_honest_failure(data_dir, second_reading):
+    """The compact profile's confirmation: the cited text holds the answer, but asked whether the excerpts state
+    it, the model says "no" with most of its probability; nothing is given, neither its answer nor a quote."""
+    done = ask(data_dir, "Castle Varen was built in 1412 [1].", "compact", second_reading, 0.05, "--json")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    reply = json.loads(done.stdout)
+    assert "1412" not in reply["answer"].split("\n")[0]
+    assert reply["reason"] == "not_grounded"
+    assert reply["confirmation"]["yes"] == pytest.approx(0.05, abs=1e-3)
+    assert reply["confirmation"]["confidence"] < 0.5
+
+
+@pytest.mark.parametrize("p_yes", [0.95, None])
+def test_a_confirmed_answer_carries_its_confidence(data_dir, p_yes):
+    """Confirmed with log-probabilities (llama.cpp, vLLM, OpenAI), or by the written "Yes" of an endpoint that sends
+    none: the answer is given with the model's yes-probability and the calibrated confidence."""
+    done = ask(data_dir, "Castle Varen was built in 1412 [1].", "compact", True, p_yes, "--json")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    reply = json.loads(done.stdout)
+    assert reply["answer"].startswith("Castle Varen was built in 1412 [1].")
+    assert reply["confirmation"]["yes"] == pytest.approx(0.95 if p_yes else 1.0, abs=1e-3)
+    assert 0.5 <= reply["confirmation"]["confidence"] <= 1.0
+    assert reply["llm_calls"] == 2  # the answer and its confirmation

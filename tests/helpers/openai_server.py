@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import uuid
@@ -68,6 +69,9 @@ class Reply:
     """Seconds to wait before answering (on top of the server-wide ``delay``)."""
     usage: dict[str, int] | None = None
     """The ``usage`` block sent instead of the estimate (e.g. a broken provider's negative counts)."""
+    top_logprobs: list[tuple[str, float]] | None = None
+    """The first token's alternatives as ``(token, logprob)``, sent as OpenAI's ``logprobs`` (the first is the token
+    written) when the request asks for log-probabilities (:func:`yes_no`)."""
     gate: threading.Event | None = None
     """Answered only once this event is set (after ``delay``); a gate never set holds the request until the server
     stops: a model slower than any timeout, however loaded the machine (:func:`held`, :func:`gated`)."""
@@ -79,6 +83,14 @@ def text(content: str, **kw: Any) -> Reply:
 
 def tool(name: str, arguments: dict[str, Any] | str, **kw: Any) -> Reply:
     return Reply(tool_calls=[ToolCall(name, arguments)], **kw)
+
+
+def yes_no(p_yes: float, **kw: Any) -> Reply:
+    """A one-token reply to a yes/no question whose first token is "Yes" with probability ``p_yes`` (and "No" with
+    the rest), as llama.cpp's server sends it with ``logprobs``."""
+    first, second = (("Yes", p_yes), ("No", 1 - p_yes)) if p_yes >= 0.5 else (("No", 1 - p_yes), ("Yes", p_yes))
+    alternatives = [(token, math.log(max(share, 1e-9))) for token, share in (first, second)]
+    return Reply(content=first[0], top_logprobs=alternatives, **kw)
 
 
 def error(status: int, message: str = "scripted error", retry_after: float | None = None, **kw: Any) -> Reply:
@@ -165,7 +177,10 @@ _TOOL_KINDS = {
 
 
 def request_kind(body: dict[str, Any]) -> str:
-    """``relevance``, ``grounded``, ``useful``, ``rephrase``, ``condense``, ``score``, ``refine`` or ``answer``."""
+    """``relevance``, ``grounded``, ``useful``, ``rephrase``, ``condense``, ``score``, ``refine``, ``confirm`` (a
+    one-token request for log-probabilities: the model asked whether the excerpts state an answer) or ``answer``."""
+    if body.get("logprobs") and body.get("top_logprobs"):
+        return "confirm"
     if (name := requested_tool(body)) in _TOOL_KINDS:
         return _TOOL_KINDS[name]
     last = message_texts(body)[-1] if body.get("messages") else ""
@@ -356,14 +371,23 @@ def _completion(reply: Reply, model: str, body: dict[str, Any]) -> dict[str, Any
             }
             for c in reply.tool_calls
         ]
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+    if reply.top_logprobs and body.get("logprobs"):
+        choice["logprobs"] = _logprobs(reply.top_logprobs)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [choice],
         "usage": _usage(reply, body),
     }
+
+
+def _logprobs(alternatives: list[tuple[str, float]]) -> dict[str, Any]:
+    """OpenAI's ``logprobs`` block of a one-token reply: the first alternative written, all of them listed."""
+    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives]
+    return {"content": [{**top[0], "top_logprobs": top}]}
 
 
 class _HTTPServer(ThreadingHTTPServer):

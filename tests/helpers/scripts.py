@@ -17,8 +17,11 @@ def between(text: str, tag: str) -> str:
     return m.group(1) if m else ""
 
 
-def kind_of(text: str) -> str:
-    """Which shared call or node a request comes from, by its prompt."""
+def kind_of(text: str, kwargs: dict[str, Any] | None = None) -> str:
+    """Which shared call or node a request comes from, by its prompt (``confirm``: a request for log-probabilities,
+    the model asked whether the chunks state a proposed answer)."""
+    if (kwargs or {}).get("logprobs"):
+        return "confirm"
     for marker, kind in (
         ('{"relevant": [', "relevance_batch"),
         ('{"relevant":', "relevance"),
@@ -47,10 +50,11 @@ class Script:
     refine: Callable[[str], Any] = lambda text: '{"needed": [1]}'
     hop: Callable[[str], Any] = lambda text: '{"follow_up": "none"}'
     generate: Callable[[str], Any] = lambda text: "The answer is in the first chunk [1]."
+    confirm: Callable[[str], Any] = lambda text: "yes"
     seen: list[str] = field(default_factory=list)
 
     def __call__(self, text: str, kwargs: dict[str, Any]) -> Any:
-        kind = kind_of(text)
+        kind = kind_of(text, kwargs)
         self.seen.append(kind)
         if kind == "relevance":
             return self.relevance(between(text, "question"), between(text, "chunk"))

@@ -10,6 +10,7 @@ DIRECT = {("__start__", "prepare"), ("finalize_success", "__end__"), ("finalize_
 CONDITIONAL = {
     "answer_hop": {
         "budget_exceeded",
+        "confirm_answer",
         "extract_answer",
         "finalize_failure",
         "finalize_success",
@@ -17,7 +18,8 @@ CONDITIONAL = {
         "refine_knowledge",
     },
     "budget_exceeded": {"extract_answer", "finalize_failure"},
-    "extract_answer": {"finalize_failure", "finalize_success"},
+    "confirm_answer": {"finalize_failure", "finalize_success"},
+    "extract_answer": {"budget_exceeded", "confirm_answer", "finalize_failure", "finalize_success"},
     "fallback_retrieve": {"budget_exceeded", "finalize_failure", "grade_documents"},
     "generate": {"budget_exceeded", "finalize_failure", "grade_generation"},
     "grade_documents": {
@@ -32,7 +34,7 @@ CONDITIONAL = {
         "refine_knowledge",
         "rephrase_query",
     },
-    "grade_generation": {"budget_exceeded", "finalize_failure", "finalize_success", "reflect"},
+    "grade_generation": {"budget_exceeded", "confirm_answer", "finalize_failure", "finalize_success", "reflect"},
     "hop_retrieve": {"answer_hop", "budget_exceeded", "finalize_failure", "grade_documents"},
     "prepare": {"budget_exceeded", "finalize_failure", "retrieve"},
     "refine_knowledge": {"budget_exceeded", "generate"},

@@ -51,9 +51,17 @@ def hop_list(state: RagState) -> list[dict[str, Any]]:
     return [{"hop": h["hop"], "query": h["query"], "bridge": h["bridge"]} for h in value(state, "hops")]
 
 
+def confirmation(state: RagState) -> dict[str, Any]:
+    """``{"confirmation": {"yes", "confidence"}}`` once the model was asked to confirm the answer (``evidence.confirm``:
+    its yes-probability and the calibrated probability that the answer is right); else nothing."""
+    asked = value(state, "confirmation")
+    return {"confirmation": dict(asked)} if asked else {}
+
+
 def success_message(state: RagState, span_min_support: float) -> AIMessage:
-    """The graded answer with exactly the chunks it cites as sources, and the span supporting each sentence
-    (``evidence.span_min_support``: :func:`rags_expert.rag._shared.spans.span_citations`)."""
+    """The graded answer with exactly the chunks it cites as sources, the span supporting each sentence
+    (``evidence.span_min_support``: :func:`rags_expert.rag._shared.spans.span_citations`), and, when the model
+    confirmed it (``evidence.confirm``), how sure it was (:func:`confirmation`)."""
     content, sources = cited_sources(state["answer"], state["relevant"])
     return AIMessage(
         content=content,
@@ -67,6 +75,7 @@ def success_message(state: RagState, span_min_support: float) -> AIMessage:
             "usage": summary(value(state, "usage"), value(state, "llm_calls")),
             "timings": timings.summary(value(state, "timings")),
             "hops": hop_list(state),
+            **confirmation(state),
         },
     )
 
@@ -101,6 +110,7 @@ def failure_message(prompts: PromptStore, state: RagState, redacted_error: Any) 
     }
     if value(state, "hops"):
         metadata["hops"] = hop_list(state)
+    metadata |= confirmation(state)
     if closest:
         metadata["closest"] = closest
     if error:

@@ -2,21 +2,25 @@
 
 * :func:`answer_messages`: the answer prompt for the profile.
 * :func:`answer_prefix`: its fixed beginning, which a local server can evaluate ahead (``RagsExpert.warm_up``).
+* :func:`confirm_messages`: the same chunks and question with a proposed answer, asking whether the chunks state it
+  (``evidence.confirm``); its text up to the question is the answer prompt's, so a server's prompt cache reads only
+  the rest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import string
 from collections.abc import Sequence
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from rags_expert.citations import format_context
+from rags_expert.citations import format_context, rewrite_citations
 from rags_expert.language import language_name
 from rags_expert.lessons import lessons_block
-from rags_expert.prompts import PromptStore
+from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.rag.profiles import ModelProfile
 
 
@@ -45,6 +49,37 @@ def answer_messages(
                 feedback=prompts.render("regenerate_feedback", feedback=feedback) if feedback else "",
                 lessons=lessons_block(prompts, lessons),
                 language=language_name(question),
+            )
+        ),
+    ]
+
+
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[.,;:!?](?:\s|$))")
+
+
+def confirm_messages(
+    prompts: PromptStore,
+    profile: ModelProfile,
+    *,
+    question: str,
+    relevant: Sequence[Document],
+    answer: str,
+    lessons: list[str] | None = None,
+) -> list[BaseMessage]:
+    """The confirmation call's messages (prompt ``confirm_answer``): the answer call's system message, chunks and
+    question, then ``answer`` as a proposed answer (its ``[n]`` citations left out, on one line) and the yes/no
+    question whether the chunks state it."""
+    uncited = " ".join(rewrite_citations(answer, len(relevant), lambda _: "").split())
+    proposed = neutralise(_SPACE_BEFORE_PUNCTUATION.sub("", uncited))  # "in 1412 [1]." → "in 1412."
+    return [
+        _system_message(prompts),
+        HumanMessage(
+            prompts.render(
+                "confirm_answer",
+                context=format_context(relevant, sources=profile.chunk_sources),
+                question=question,
+                answer=proposed,
+                lessons=lessons_block(prompts, lessons),
             )
         ),
     ]

@@ -153,5 +153,6 @@ async def test_the_fallback_round_writes_no_speculative_draft():
 
 
 def test_node_bound_counts_the_fallback_round():
-    # prepare, one retrieve/grade round, no rephrase, the fallback round, refine/generate/grade/reflect, 3 more
-    assert max_node_steps(0, 1) == 1 + 2 + 0 + 2 + 4 + 3
+    # prepare, one retrieve/grade round, no rephrase, the fallback round, refine/generate/grade/reflect, 4 more
+    # (the budget stop, the extractive fallback, the confirmation, one finalize)
+    assert max_node_steps(0, 1) == 1 + 2 + 0 + 2 + 4 + 4

@@ -1,0 +1,121 @@
+"""Fit the confirmation's calibration and threshold (``evidence.confirm``, ``evidence.min_confirm``) on dev questions.
+
+Issue 52. The ``compact`` profile asks the model whether the excerpts state the answer the run would give
+(:mod:`rags_expert.rag.verdict.confirmed`); its yes-probability becomes the probability that the answer is right
+through a logistic calibration per answer kind (``generated``: the model's sentence; ``extractive``: the answer
+selector's quote), fitted here on a dev run made with the threshold at 0 (every answer given, each with its
+``confirmation``), and shipped as ``rags_expert/rag/verdict/confirm_weights.json``. The threshold is chosen on the
+same run as ``evidence.min_cited_support`` is (``local_designs.fit``): the lowest that keeps wrong answers within 5 %
+of the answerable and honest answers on 90 % of the unanswerable, else the most right − wrong there.
+
+    python bench/local_designs.py --split dev --designs compact --in-process \\
+        --env RAGS_EXPERT_EVIDENCE__MIN_CONFIRM=0 --out dev_confirm.json
+    python bench/fit_confirm.py dev_confirm.json [--write] [--record]
+
+``--write`` writes the weights file (and prints the threshold to put in ``evidence.min_confirm``'s default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import results as bench_results  # noqa: E402
+from local_designs import fit  # noqa: E402
+
+from rags_expert.rag.verdict.confirmed import WEIGHTS_FILE, Calibration, logit  # noqa: E402
+
+WEIGHTS = ROOT / "rags_expert" / "rag" / "verdict" / WEIGHTS_FILE
+KINDS = ("generated", "extractive")
+MIN_ROWS = 8
+"""A kind with fewer answers (or with only right or only wrong ones) reads the pooled weights."""
+L2 = 0.1
+"""Ridge penalty on the slope (a few dozen answers a kind)."""
+
+
+def logistic(xs: list[float], ys: list[int], iterations: int = 50) -> tuple[float, float]:
+    """``(bias, slope)`` of a one-feature logistic regression by Newton's method, the slope lightly penalised."""
+    b = w = 0.0
+    for _ in range(iterations):
+        gb = gw = hbb = hbw = hww = 0.0
+        for x, y in zip(xs, ys, strict=True):
+            p = 1 / (1 + math.exp(-(b + w * x)))
+            gb, gw = gb + p - y, gw + (p - y) * x
+            v = p * (1 - p)
+            hbb, hbw, hww = hbb + v, hbw + v * x, hww + v * x * x
+        gw, hww = gw + L2 * w, hww + L2
+        det = hbb * hww - hbw * hbw
+        if abs(det) < 1e-12:
+            break
+        db, dw = (hww * gb - hbw * gw) / det, (hbb * gw - hbw * gb) / det
+        b, w = b - db, w - dw
+        if abs(db) + abs(dw) < 1e-9:
+            break
+    return b, w
+
+
+def answered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers the model was asked to confirm, each labelled right (right and cited) or not."""
+    return [r for r in rows if r.get("yes") is not None and r.get("code") == 0]
+
+
+def calibrate(rows: list[dict[str, Any]]) -> Calibration:
+    """Logistic weights per answer kind over the logit of the yes-probability; pooled where a kind has too few."""
+
+    def weights(subset: list[dict[str, Any]]) -> dict[str, float]:
+        b, w = logistic([logit(r["yes"]) for r in subset], [int(bool(r.get("right_cited"))) for r in subset])
+        return {"bias": round(b, 4), "yes_logit": round(w, 4), "answers": len(subset)}
+
+    pooled = weights(rows)
+    out = {}
+    for kind in KINDS:
+        subset = [r for r in rows if (r.get("answer_kind") or "generated") == kind]
+        labels = {bool(r.get("right_cited")) for r in subset}
+        out[kind] = weights(subset) if len(subset) >= MIN_ROWS and len(labels) == 2 else pooled | {"pooled": 1}
+    return Calibration(out)
+
+
+def main() -> int:
+    """Fit, print the curve and the threshold, optionally write the weights and record the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a compact run saved by local_designs.py --out, made with min_confirm 0")
+    parser.add_argument("--write", action="store_true", help=f"write {WEIGHTS.relative_to(ROOT)}")
+    bench_results.add_option(parser)
+    args = parser.parse_args()
+    saved = json.loads(args.run.read_text())
+    rows = [r for r in saved["results"] if r["design"] == "compact"]
+    calibration = calibrate(answered(rows))
+    for r in rows:
+        if r.get("yes") is not None:
+            r["confidence"] = calibration.probability(r.get("answer_kind") or "generated", r["yes"])
+    text, chosen = fit(rows, "compact", key="confidence")
+    meta = saved["meta"]
+    fitted_on = (
+        f"{meta['model']}, {meta['split']} half, {len(rows)} questions ({meta['corpora']}), at {meta['commit'][:7]}"
+    )
+    print(json.dumps(calibration.weights, indent=1))
+    print(text)
+    if args.write:
+        payload = {"fitted_on": fitted_on, "weights": calibration.weights, "min_confirm": chosen}
+        WEIGHTS.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {WEIGHTS.relative_to(ROOT)}; evidence.min_confirm's default should be {chosen:.2f}")
+    bench_results.record(
+        args.record,
+        f"confirm_fit_{meta['split']}",
+        f"evidence.min_confirm on {meta['model']}, {meta['split']} half (compact, run at 0)",
+        text,
+        notes=f"Calibration fitted on {fitted_on}: {json.dumps(calibration.weights)}. " + text.rsplit("\n", 1)[-1],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
