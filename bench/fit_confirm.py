@@ -12,7 +12,7 @@ of the answerable and honest answers on 90 % of the unanswerable, else the most 
         --env RAGS_EXPERT_EVIDENCE__MIN_CONFIRM=0 --out dev_confirm.json
     python bench/fit_confirm.py dev_confirm.json [--write] [--record]
 
-``--write`` writes the weights file (and prints the threshold to put in ``evidence.min_confirm``'s default).
+``--write`` writes the weights file with the threshold (what ``evidence.min_confirm`` unset reads).
 """
 
 from __future__ import annotations
@@ -106,13 +106,13 @@ def main() -> int:
     if args.write:
         payload = {"fitted_on": fitted_on, "weights": calibration.weights, "min_confirm": chosen}
         WEIGHTS.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {WEIGHTS.relative_to(ROOT)}; evidence.min_confirm's default should be {chosen:.2f}")
+        print(f"wrote {WEIGHTS.relative_to(ROOT)} (evidence.min_confirm unset reads its threshold, {chosen:.2f})")
     bench_results.record(
         args.record,
         f"confirm_fit_{meta['split']}",
         f"evidence.min_confirm on {meta['model']}, {meta['split']} half (compact, run at 0)",
         text,
-        notes=f"Calibration fitted on {fitted_on}: {json.dumps(calibration.weights)}. " + text.rsplit("\n", 1)[-1],
+        notes=f"{len(rows)} questions ({meta['corpora']}); weights in {WEIGHTS.name}. " + text.rsplit("\n", 1)[-1],
     )
     return 0
 

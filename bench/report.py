@@ -72,7 +72,7 @@ SECTIONS: list[tuple[str, str, list[str]]] = [
         "Issue 52: plain RAG, the `small`, `standard` and `compact` profiles side by side on the same real-docs "
         "questions, knowledge bases and GGUF model (Qwen2.5-Coder-1.5B-Instruct, fetched by `bench/models.py`), "
         "through the CLI unless a table says otherwise.",
-        ["local_designs*"],
+        ["local_designs*", "confirm_fit*"],
     ),
     (
         "Speed and cost",

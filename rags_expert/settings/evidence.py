@@ -71,12 +71,14 @@ class EvidenceSettings(SettingsSection):
         "log-probabilities (llama.cpp, vLLM, OpenAI); without them the written yes or no decides. None: the "
         "profile's default (compact: on, standard and small: off).",
     )
-    min_confirm: float = Field(
-        0.5,
+    min_confirm: float | None = Field(
+        None,
         ge=0.0,
         le=1.0,
         description="The calibrated probability of being right an answer needs when evidence.confirm is on; below "
-        "it the run ends in the honest failure. Chosen on dev questions with bench/fit_confirm.py (docs/local-model.md).",
+        "it the run ends in the honest failure. None: the threshold fitted with the calibration on dev questions "
+        "(rags_expert/rag/verdict/confirm_weights.json, bench/fit_confirm.py: the lowest keeping wrong answers "
+        "within 5 % with 90 % of unanswerable questions declined; 0.55 for Qwen2.5-Coder-1.5B, docs/local-model.md).",
     )
     closest_passages: int = Field(
         3,

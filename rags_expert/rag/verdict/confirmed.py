@@ -41,12 +41,15 @@ class Calibration:
     quote) over :data:`FEATURES`."""
 
     weights: dict[str, dict[str, float]]
+    min_confirm: float = 0.5
+    """The threshold chosen with these weights on the same dev run (``evidence.min_confirm`` unless it is set)."""
     fitted_on: str = ""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration:
         """The calibration of ``bench/fit_confirm.py``'s output."""
-        return cls({kind: dict(w) for kind, w in data["weights"].items()}, str(data.get("fitted_on", "")))
+        weights = {kind: dict(w) for kind, w in data["weights"].items()}
+        return cls(weights, float(data.get("min_confirm", 0.5)), str(data.get("fitted_on", "")))
 
     def probability(self, kind: str, yes: float) -> float:
         """The calibrated probability that an answer of ``kind`` is right, given the model's yes-probability
@@ -72,7 +75,12 @@ class Confirmation:
     confirmed: bool
 
 
-def confirmation(kind: str, yes: float, min_confirm: float, calibration: Calibration | None = None) -> Confirmation:
-    """Confirm an answer of ``kind`` whose calibrated probability of being right reaches ``min_confirm``."""
-    confidence = (calibration or shipped_calibration()).probability(kind, yes)
-    return Confirmation(yes, confidence, confidence >= min_confirm)
+def confirmation(
+    kind: str, yes: float, min_confirm: float | None = None, calibration: Calibration | None = None
+) -> Confirmation:
+    """Confirm an answer of ``kind`` whose calibrated probability of being right reaches ``min_confirm`` (None: the
+    threshold fitted with the calibration)."""
+    calibration = calibration or shipped_calibration()
+    confidence = calibration.probability(kind, yes)
+    threshold = calibration.min_confirm if min_confirm is None else min_confirm
+    return Confirmation(yes, confidence, confidence >= threshold)
