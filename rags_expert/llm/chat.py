@@ -24,9 +24,8 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
@@ -37,6 +36,9 @@ from rags_expert.llm.backoff import last_failure, retry_after_seconds, wait_back
 from rags_expert.llm.usage import record as record_usage
 from rags_expert.secrets import mask_values, redact, redact_data
 from rags_expert.settings import LLMSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
@@ -33,6 +32,9 @@ from pydantic import BaseModel, Field
 from rags_expert.llm.chat import bind_output_cap, call_model, message_text
 from rags_expert.llm.parsing import parse_free_text_field, parse_score, parse_yes_no, read_off_loop
 from rags_expert.llm.structured import GradingContext, StructuredReply, structured_call
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,8 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -28,6 +27,9 @@ from rags_expert.llm.chat import LLMCallError, RetryPolicy, bind_output_cap, cal
 from rags_expert.llm.parsing import parse_model, read_off_loop
 from rags_expert.prompts import PromptStore, neutralise
 from rags_expert.settings import AgentSettings, GradingSettings, RagsExpertSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger(__name__)

@@ -21,10 +21,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import StateGraph
 
@@ -42,6 +41,9 @@ from rags_expert.rag.profiles import evidence_scorer, profile_for
 from rags_expert.rag.retrieve.fallback_source import build_fallback_retriever
 from rags_expert.rag.retrieve.reranking import HostReranker, RerankStage
 from rags_expert.settings import RagsExpertSettings, coerce_settings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

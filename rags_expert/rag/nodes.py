@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -57,6 +56,9 @@ from rags_expert.rag.wrappers.guard import permitted_history
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.secrets import redact_message
 from rags_expert.settings import RagsExpertSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,9 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.citations import chunk_id
@@ -38,6 +37,9 @@ from rags_expert.llm import grading
 from rags_expert.prompts import neutralise
 from rags_expert.rag.profiles import RefinePlan
 from rags_expert.rag.state import RagState, value
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.citations import format_context
@@ -23,6 +23,9 @@ from rags_expert.evidence import EvidenceScorer
 from rags_expert.llm import grading
 from rags_expert.rag._shared.bridge import linked_pairs
 from rags_expert.settings import EvidenceSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
@@ -49,6 +48,9 @@ from rags_expert.rag.profiles import ModelProfile
 from rags_expert.rag.state import RagState, value
 from rags_expert.retrieval.options import SearchOptions
 from rags_expert.settings import RagsExpertSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from rags_expert.citations import cited_numbers, cited_sources, format_context
@@ -35,6 +34,9 @@ from rags_expert.rag.verdict._evidence import Attribution, attribute, evidence_v
 from rags_expert.rag.verdict.cited import DECLINES, RESTATES, cited_verdicts, declines, states_something
 from rags_expert.rag.verdict.verified import evidence_accepts
 from rags_expert.settings import RagsExpertSettings
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 EMPTY = "the answer was empty"
 UNCITED = "the answer cites no chunk; support every claim with the chunk number in brackets, like [1]"
