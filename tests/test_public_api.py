@@ -116,11 +116,20 @@ def test_the_command_line_starts_without_importing_the_agents():
 def test_the_agent_imports_no_chat_model_before_a_model_call():
     """Issue 54: ``ask --local``'s ``small`` profile makes no model call, so building its path (the command, the
     agent, its graph, the local model's stand-in) imports neither a chat model class nor an OpenAI client:
-    ``BaseChatModel`` is a type-only import (~40 ms a process)."""
+    ``BaseChatModel`` is a type-only import (~40 ms a process). The store's folder lock calls ``flock`` itself on
+    POSIX: ``portalocker`` imports ``redis`` where that is installed (~0.1 s). ``json_repair`` (~20 ms) is imported
+    by the first malformed model reply."""
     import subprocess
     import sys
 
-    heavy = ("langchain_core.language_models.chat_models", "langchain_openai", "openai", "tiktoken")
+    heavy = (
+        "langchain_core.language_models.chat_models",
+        "langchain_openai",
+        "openai",
+        "tiktoken",
+        "portalocker",
+        "json_repair",
+    )
     probe = (
         "import sys, rags_expert.cli.ask, rags_expert.rag.agent, rags_expert.rag.graph, rags_expert.local.server\n"
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"

@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import json_repair
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
@@ -99,6 +98,8 @@ def _repaired_object(candidates: list[str]) -> dict[str, Any] | None:
     Only JSON-shaped candidates are repaired (fenced blocks, balanced ``{...}``, a reply that starts
     with ``{``): repairing free prose would invent objects out of words.
     """
+    import json_repair  # here, not at the top: only a malformed reply needs it (~20 ms a process, issue 54)
+
     for cand in candidates:
         if len(cand) > REPAIR_MAX_CHARS:
             continue
