@@ -50,3 +50,22 @@ def test_an_unknown_subcommand_is_one_line_and_exit_2():
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "frobnicate" in done.stderr
+
+
+def test_a_command_collects_garbage_less_often_and_gives_the_threshold_back(monkeypatch, capsys):
+    """Issue 54: while a command runs, the youngest generation is collected every ``GC_THRESHOLD`` allocations,
+    not Python's 700 (~0.15 s of an ``ask --local``); a host calling ``main`` in its own process gets its own
+    threshold back, also when the command fails."""
+    import gc
+
+    from rags_expert import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "settings_reference", lambda: seen.append(gc.get_threshold()) or "reference")
+    before = gc.get_threshold()
+    assert cli.main(["settings"]) == 0
+    assert seen == [(cli.GC_THRESHOLD, *before[1:])] and gc.get_threshold() == before
+    with pytest.raises(SystemExit):  # a usage error exits through argparse
+        cli.main(["frobnicate"])
+    assert gc.get_threshold() == before
+    capsys.readouterr()
