@@ -116,9 +116,8 @@ def test_the_command_line_starts_without_importing_the_agents():
 def test_the_agent_imports_no_chat_model_before_a_model_call():
     """Issue 54: ``ask --local``'s ``small`` profile makes no model call, so building its path (the command, the
     agent, its graph, the local model's stand-in) imports neither a chat model class nor an OpenAI client:
-    ``BaseChatModel`` is a type-only import (~40 ms a process). The store's folder lock calls ``flock`` itself on
-    POSIX: ``portalocker`` imports ``redis`` where that is installed (~0.1 s). ``json_repair`` (~20 ms) is imported
-    by the first malformed model reply."""
+    ``BaseChatModel`` is a type-only import (~40 ms a process); ``json_repair`` (~20 ms) is imported by the first
+    malformed model reply."""
     import subprocess
     import sys
 
@@ -127,7 +126,6 @@ def test_the_agent_imports_no_chat_model_before_a_model_call():
         "langchain_openai",
         "openai",
         "tiktoken",
-        "portalocker",
         "json_repair",
     )
     probe = (
