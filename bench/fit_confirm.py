@@ -83,6 +83,20 @@ def calibrate(rows: list[dict[str, Any]]) -> Calibration:
     return Calibration(out)
 
 
+def wide(curve: list[tuple[float, int, int, int]], chosen: float, answerable: int, questions: int) -> str:
+    """The curve at every tenth and the chosen threshold, one column each (a short table for the results page)."""
+    points = [c for c in curve if round(c[0] * 10) == c[0] * 10 or c[0] == chosen]
+    head = "| min_confirm | " + " | ".join(f"{t:.2f}" + (" (chosen)" if t == chosen else "") for t, *_ in points) + " |"
+    rows = [
+        ("right+cited", 1, answerable),
+        ("wrong success", 2, answerable),
+        ("honest", 3, questions - answerable),
+    ]
+    lines = [head, "|---" * (len(points) + 1) + "|"]
+    lines += [f"| {name} | " + " | ".join(f"{c[i]}/{n}" for c in points) + " |" for name, i, n in rows]
+    return "\n".join(lines)
+
+
 def main() -> int:
     """Fit, print the curve and the threshold, optionally write the weights and record the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,7 +110,7 @@ def main() -> int:
     for r in rows:
         if r.get("yes") is not None:
             r["confidence"] = calibration.probability(r.get("answer_kind") or "generated", r["yes"])
-    text, chosen = fit(rows, "compact", key="confidence")
+    text, chosen, curve = fit(rows, "compact", key="confidence")
     meta = saved["meta"]
     fitted_on = (
         f"{meta['model']}, {meta['split']} half, {len(rows)} questions ({meta['corpora']}), at {meta['commit'][:7]}"
@@ -111,7 +125,7 @@ def main() -> int:
         args.record,
         f"confirm_fit_{meta['split']}",
         f"evidence.min_confirm on {meta['model']}, {meta['split']} half (compact, run at 0)",
-        text,
+        wide(curve, chosen, len([r for r in rows if r["kind"] != "unanswerable"]), len(rows)),
         notes=f"{len(rows)} questions ({meta['corpora']}); weights in {WEIGHTS.name}. " + text.rsplit("\n", 1)[-1],
     )
     return 0

@@ -140,12 +140,13 @@ def fit(
     max_wrong: float = 0.05,
     min_honest: float = 0.9,
     steps: int = 20,
-) -> tuple[str, float]:
+) -> tuple[str, float, list[tuple[float, int, int, int]]]:
     """The threshold curve of a score ``key`` (``support``: ``evidence.min_cited_support``; ``confidence``:
     ``evidence.min_confirm``) on a run made with its threshold at 0, and the threshold chosen: the lowest whose wrong
     answers stay within ``max_wrong`` of the answerable with ``min_honest`` of the unanswerable declined; when none
     does (a wrong answer its chunks hold word for word, which no threshold removes), the one with the most
-    right − wrong answers at ``min_honest``, the highest of a tie (the cautious end of the plateau)."""
+    right − wrong answers at ``min_honest``, the highest of a tie (the cautious end of the plateau); and the curve's
+    points ``(threshold, right, wrong, honest)``."""
     res = [r for r in results if r["design"] == design]
     ans = [r for r in res if r["kind"] != "unanswerable"]
     una = [r for r in res if r["kind"] == "unanswerable"]
@@ -165,7 +166,8 @@ def fit(
     else:
         chosen = max(allowed, key=lambda c: (c[1] - c[2], c[0]))
         why = f"no threshold keeps wrong ≤ {max_wrong:.0%}: the most right − wrong, the highest of a tie"
-    return "\n".join(lines) + f"\n\nchosen: {chosen[0]:.2f} ({why}; honest ≥ {min_honest:.0%})", chosen[0]
+    text = "\n".join(lines) + f"\n\nchosen: {chosen[0]:.2f} ({why}; honest ≥ {min_honest:.0%})"
+    return text, chosen[0], curve
 
 
 def scored(asked: list[tuple], tops: dict[str, list[str]], design: str) -> list[dict[str, Any]]:
@@ -381,7 +383,7 @@ def main() -> int:
         return 0
     if args.fit:
         saved = json.loads(args.fit.read_text())
-        text, _ = fit(saved["results"], "compact")
+        text, _, _ = fit(saved["results"], "compact")
         print(text)
         meta = saved["meta"]
         bench_results.record(
