@@ -14,6 +14,7 @@
 | another draft after a rejection | up to ``max_generations`` | none | none |
 | lessons (reflect) | LLM writes one | none | none (a weak model's advice is noise) |
 | extractive fallback | off | on (a second reading): after a rejected or declined answer, the answer selector's quote, or none | on: the best matching sentence, quoted and cited |
+| the model confirms the answer given (``evidence.confirm``) | no | yes: one call for one token, its yes-probability calibrated (``evidence.min_confirm``) | no |
 | which unit answers (``evidence.reader``) | the evidence's rules | the answer selector | the answer selector (:mod:`rags_expert.evidence.reader`): the most probable unit, or none below its calibrated threshold |
 | follow-up search (multi-hop) | LLM proposes the query, or "none" | evidence: the bridge name | evidence: the bridge name of the best sentence; the hop's answer sentence quoted |
 
@@ -23,8 +24,9 @@ without a call (:mod:`rags_expert.rag.verdict.cited`).
 The graders of a ~100M-parameter model approve ~75 % of anything (at chance), so for it the evidence
 decides; a ~1.5B model reads and writes well enough but grades badly and slowly (docs/local-model.md), so it writes
 from the chunks' relevant strips (half the prompt tokens of whole chunks, and as many right answers on dev), the
-evidence checks what it cites, and where it declines or is rejected the answer selector reads the same chunks
-again; a capable model keeps its own judgement and the evidence only fills in
+evidence checks what it cites, where it declines or is rejected the answer selector reads the same chunks
+again, and before either answer is given the model is asked whether the chunks state it (a calibrated
+yes-probability, :mod:`rags_expert.rag.verdict.confirmed`); a capable model keeps its own judgement and the evidence only fills in
 missing citations.
 """
 

@@ -3,12 +3,14 @@
 The ``compact`` profile's last check (``evidence.confirm``). A ~1.5B model writes a fluent sentence from the right
 excerpt and still gets its value wrong ("blackd listens on 9090"), and the answer selector's quote after a decline is
 sometimes a neighbour of the answer; the cited-text check (:mod:`~rags_expert.rag.verdict.cited`) cannot tell either
-from a right one. The model can, a little better, when asked in the answer call's own conversation whether the
-excerpts state that answer: the probability of "yes" among its first token's alternatives
-(:func:`~rags_expert.llm.grading.yes_probability`) costs one call whose prompt is the answer call's (the server's
-prompt cache reads only the answer and the question, ~50 tokens). A logistic calibration per answer kind, fitted on
-dev questions (``bench/fit_confirm.py`` → ``confirm_weights.json``), maps it to the probability that the answer is
-right; below ``evidence.min_confirm`` the run ends in the honest failure instead.
+from a right one. The model can, better than chance, when shown the answer as a *proposed* one after the answer
+call's own chunks and question (:func:`~rags_expert.rag.answer.prompt.confirm_messages`; asked in its own
+conversation, it confirmed almost everything it wrote): the probability of "yes" among its first token's
+alternatives (:func:`~rags_expert.llm.grading.yes_probability`) costs one call whose prompt starts as the answer
+call's (the server's prompt cache reads only the proposed answer and the question, ~50 tokens). A logistic
+calibration per answer kind, fitted on dev questions (``bench/fit_confirm.py`` → ``confirm_weights.json``), maps it
+to the probability that the answer is right; below ``evidence.min_confirm`` (unset: the threshold fitted with the
+weights) the run ends in the honest failure instead.
 """
 
 from __future__ import annotations
