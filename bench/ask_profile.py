@@ -452,6 +452,7 @@ def compare(before_path: Path, after_path: Path, record: Path | None, more: str 
         "|---|---|---|---|---|---|---|---|",
     ]
     changed = []
+    shown = [*corpora, "all"] if len(corpora) <= 4 else ["all"]  # many corpora: the page shows the whole set
     for corpus in [*corpora, "all"]:
         mine = [i for i in ids if corpus in ("all", after[i]["corpus"])]
         b = [before[i]["seconds"] for i in mine]
@@ -460,12 +461,14 @@ def compare(before_path: Path, after_path: Path, record: Path | None, more: str 
         texts = sum(before[i].get("answer") == after[i].get("answer") for i in mine)
         if corpus == "all":
             changed = [i for i in mine if before[i].get("answer") != after[i].get("answer")]
-        lines.append(
+        row = (
             f"| {corpus} | {len(mine)} | {statistics.median(b):.2f} | {statistics.median(a):.2f} | {max(b):.2f} | "
             f"{max(a):.2f} | {verdicts}/{len(mine)} | {texts}/{len(mine)} |"
         )
+        print(row)
+        if corpus in shown:
+            lines.append(row)
     text = "\n".join(lines)
-    print(text)
     for i in changed:
         print(
             f"- {i}: {before[i].get('verdict')} -> {after[i].get('verdict')}\n  before: {before[i].get('answer')!r}"
@@ -479,10 +482,11 @@ def compare(before_path: Path, after_path: Path, record: Path | None, more: str 
         f"Offline answers on the real-docs test half, before and after issue 54 ({how})",
         text,
         notes=(
-            f"Two runs of `python bench/real_docs.py --split test --corpus starlette black structlog "
-            f"--kb-dir DIR --out FILE{'' if mode == 'subprocess' else ' --in-process'}` on the same knowledge bases, one at {commits[0]} (before) and one at "
-            f"{commits[1]} (after: its ingest kept the passage vectors), one after the other; a verdict is "
-            "right+cited / wrong / partial / honest as `rags-expert eval` scores it." + (f" {more}" if more else "")
+            f"Two runs of `bench/real_docs.py` on the test half ({len(corpora)} corpora) and the same knowledge "
+            f"bases, at {commits[0]} (before) and {commits[1]} (after), one after the other. The command: `python "
+            f"bench/real_docs.py --split test --corpus {' '.join(corpora)} --kb-dir DIR --out FILE"
+            f"{'' if mode == 'subprocess' else ' --in-process'}`; a verdict is right+cited / wrong / partial / "
+            "honest as `rags-expert eval` scores it." + (f" {more}" if more else "")
         ),
     )
     return 1 if changed else 0
