@@ -10,9 +10,12 @@ of the answerable and honest answers on 90 % of the unanswerable, else the most 
 
     python bench/local_designs.py --split dev --designs compact --in-process \\
         --env RAGS_EXPERT_EVIDENCE__MIN_CONFIRM=0 --out dev_confirm.json
-    python bench/fit_confirm.py dev_confirm.json [--write] [--record]
+    python bench/fit_confirm.py dev_confirm.json [more runs ...] [--write] [--record] [--cross]
 
-``--write`` writes the weights file with the threshold (what ``evidence.min_confirm`` unset reads).
+Several runs (other corpora of the same split and model) are fitted as one. ``--write`` writes the weights file with
+the threshold (what ``evidence.min_confirm`` unset reads). ``--cross`` also prints leave-one-corpus-out: the
+calibration and threshold fitted on every other corpus, applied to the one left out, summed over corpora, for the
+per-kind calibration and for the pooled one (one set of weights for every kind), beside giving every answer.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ from rags_expert.rag.verdict.confirmed import WEIGHTS_FILE, Calibration, logit  
 
 WEIGHTS = ROOT / "rags_expert" / "rag" / "verdict" / WEIGHTS_FILE
 KINDS = ("generated", "extractive")
-MIN_ROWS = 8
-"""A kind with fewer answers (or with only right or only wrong ones) reads the pooled weights."""
+MIN_ROWS = 20
+"""A kind with fewer answers (or with only right or only wrong ones) reads the pooled weights: two weights from a
+handful of answers, nearly all right, map any yes-probability to a high confidence (8 selector quotes, 7 right, did
+on the first fit)."""
 L2 = 0.1
 """Ridge penalty on the slope (a few dozen answers a kind)."""
 
@@ -67,8 +72,9 @@ def answered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("yes") is not None and r.get("code") == 0]
 
 
-def calibrate(rows: list[dict[str, Any]]) -> Calibration:
-    """Logistic weights per answer kind over the logit of the yes-probability; pooled where a kind has too few."""
+def calibrate(rows: list[dict[str, Any]], min_rows: int = MIN_ROWS) -> Calibration:
+    """Logistic weights per answer kind over the logit of the yes-probability; pooled where a kind has fewer than
+    ``min_rows`` answers."""
 
     def weights(subset: list[dict[str, Any]]) -> dict[str, float]:
         b, w = logistic([logit(r["yes"]) for r in subset], [int(bool(r.get("right_cited"))) for r in subset])
@@ -79,7 +85,7 @@ def calibrate(rows: list[dict[str, Any]]) -> Calibration:
     for kind in KINDS:
         subset = [r for r in rows if (r.get("answer_kind") or "generated") == kind]
         labels = {bool(r.get("right_cited")) for r in subset}
-        out[kind] = weights(subset) if len(subset) >= MIN_ROWS and len(labels) == 2 else pooled | {"pooled": 1}
+        out[kind] = weights(subset) if len(subset) >= min_rows and len(labels) == 2 else pooled | {"pooled": 1}
     return Calibration(out)
 
 
@@ -97,26 +103,64 @@ def wide(curve: list[tuple[float, int, int, int]], chosen: float, answerable: in
     return "\n".join(lines)
 
 
-def main() -> int:
-    """Fit, print the curve and the threshold, optionally write the weights and record the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="a compact run saved by local_designs.py --out, made with min_confirm 0")
-    parser.add_argument("--write", action="store_true", help=f"write {WEIGHTS.relative_to(ROOT)}")
-    bench_results.add_option(parser)
-    args = parser.parse_args()
-    saved = json.loads(args.run.read_text())
-    rows = [r for r in saved["results"] if r["design"] == "compact"]
-    calibration = calibrate(answered(rows))
+def scored(rows: list[dict[str, Any]], calibration: Calibration) -> list[dict[str, Any]]:
+    """``rows`` with each confirmed answer's ``confidence`` by ``calibration``."""
     for r in rows:
         if r.get("yes") is not None:
             r["confidence"] = calibration.probability(r.get("answer_kind") or "generated", r["yes"])
-    text, chosen, curve = fit(rows, "compact", key="confidence")
-    meta = saved["meta"]
-    fitted_on = (
-        f"{meta['model']}, {meta['split']} half, {len(rows)} questions ({meta['corpora']}), at {meta['commit'][:7]}"
+    return rows
+
+
+def cross(rows: list[dict[str, Any]]) -> str:
+    """Leave-one-corpus-out sums: right+cited, wrong success and unanswerable answered, for every answer given, the
+    per-kind calibration and the pooled one (each with the threshold its training corpora choose)."""
+    corpora = sorted({r["corpus"] for r in rows})
+    lines = ["| calibration | right+cited | wrong success | unanswerable answered |", "|---|---|---|---|"]
+    answerable = sum(r["kind"] != "unanswerable" for r in rows)
+    unanswerable = len(rows) - answerable
+    given = [r for r in rows if r["code"] == 0]
+    lines.append(
+        f"| none (every answer given) | {sum(bool(r.get('right_cited')) for r in given)}/{answerable} | "
+        f"{sum(bool(r.get('wrong_success')) for r in given)}/{answerable} | "
+        f"{sum(r['kind'] == 'unanswerable' for r in given)}/{unanswerable} |"
     )
+    for name, min_rows in (("per kind", MIN_ROWS), ("pooled", 10**9)):
+        right = wrong = una = 0
+        for held in corpora:
+            train = [dict(r) for r in rows if r["corpus"] != held]
+            calibration = calibrate(answered(train), min_rows)
+            _, threshold, _ = fit(scored(train, calibration), "compact", key="confidence")
+            for r in scored([dict(r) for r in rows if r["corpus"] == held], calibration):
+                if r["code"] == 0 and (r.get("yes") is None or r["confidence"] >= threshold):
+                    right += bool(r.get("right_cited"))
+                    wrong += bool(r.get("wrong_success"))
+                    una += r["kind"] == "unanswerable"
+        lines.append(f"| {name} | {right}/{answerable} | {wrong}/{answerable} | {una}/{unanswerable} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Fit, print the curve and the threshold, optionally write the weights and record the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "runs", type=Path, nargs="+", help="compact runs saved by local_designs.py --out, made with min_confirm 0"
+    )
+    parser.add_argument("--cross", action="store_true", help="also print leave-one-corpus-out sums")
+    parser.add_argument("--write", action="store_true", help=f"write {WEIGHTS.relative_to(ROOT)}")
+    bench_results.add_option(parser)
+    args = parser.parse_args()
+    runs = [json.loads(path.read_text()) for path in args.runs]
+    rows = [r for saved in runs for r in saved["results"] if r["design"] == "compact"]
+    calibration = calibrate(answered(rows))
+    text, chosen, curve = fit(scored(rows, calibration), "compact", key="confidence")
+    meta = dict(runs[0]["meta"])
+    meta["corpora"] = ", ".join(saved["meta"]["corpora"] for saved in runs)
+    commits = "/".join(dict.fromkeys(saved["meta"]["commit"][:7] for saved in runs))
+    fitted_on = f"{meta['model']}, {meta['split']} half, {len(rows)} questions ({meta['corpora']}), at {commits}"
     print(json.dumps(calibration.weights, indent=1))
     print(text)
+    if args.cross:
+        print("\nleave one corpus out:\n" + cross(rows))
     if args.write:
         payload = {"fitted_on": fitted_on, "weights": calibration.weights, "min_confirm": chosen}
         WEIGHTS.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
