@@ -78,7 +78,8 @@ class EvidenceSettings(SettingsSection):
         description="The calibrated probability of being right an answer needs when evidence.confirm is on; below "
         "it the run ends in the honest failure. None: the threshold fitted with the calibration on dev questions "
         "(rags_expert/rag/verdict/confirm_weights.json, bench/fit_confirm.py: the lowest keeping wrong answers "
-        "within 5 % with 90 % of unanswerable questions declined; 0.55 for Qwen2.5-Coder-1.5B, docs/local-model.md).",
+        "within 5 % with 90 % of unanswerable questions declined; 0.75 for Qwen2.5-Coder-1.5B on 17 dev corpora, "
+        "docs/local-model.md).",
     )
     closest_passages: int = Field(
         3,
