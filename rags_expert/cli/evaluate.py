@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --- a question set of yours --------------------------------------------------------------------------------
+
+
+def on_ctrl_c() -> asyncio.Event:
+    """An event set by Ctrl-C (SIGINT), which also cancels the running task. The graph's own tasks may absorb that
+    cancellation (a node in flight ends in an error instead), so the event, not the cancellation, says the run was
+    interrupted: no question more is asked and the one in flight is not kept."""
+    interrupted = asyncio.Event()
+    task = asyncio.current_task()
+
+    def stop() -> None:
+        interrupted.set()
+        if task is not None:
+            task.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop)
+    return interrupted
 
 
 async def evaluate_questions(args: argparse.Namespace) -> int:
@@ -131,18 +148,25 @@ async def evaluate_questions(args: argparse.Namespace) -> int:
             run.add(result)
             progress.result(result.verdict, result.seconds, result.question)
 
+        interrupted = on_ctrl_c()
         try:
             try:
-                await ask_questions(local.settings, todo, judge=judge_fn, on_result=on_result)
+                await ask_questions(
+                    local.settings, todo, judge=judge_fn, on_result=on_result, stopped=interrupted.is_set
+                )
             finally:
                 progress.close()
-        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C: asyncio.run cancels this task
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        except asyncio.CancelledError:
+            if not interrupted.is_set():
+                raise
+        if interrupted.is_set():
             print(
                 f"interrupted: {len(run.results)} of {len(questions)} questions answered, kept in "
                 f"{run.partial_path} (marked partial); add --resume to the same command to ask the rest",
                 file=sys.stderr,
             )
-            raise
+            raise KeyboardInterrupt  # exit 130
         report = run.finish([q.id for q in questions])
     results = run.results
     png_path = write_plot(report, args.out)

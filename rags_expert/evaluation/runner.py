@@ -35,8 +35,10 @@ async def ask_questions(
     judge: JudgeFn | None = None,
     on_result: Callable[[Result], None] | None = None,
     thread_prefix: str = "eval",
+    stopped: Callable[[], bool] = lambda: False,
 ) -> list[Result]:
-    """Every question through one :class:`~rags_expert.rag.RagsExpert` built from ``settings``, scored."""
+    """Every question through one :class:`~rags_expert.rag.RagsExpert` built from ``settings``, scored; once
+    ``stopped()`` is true (Ctrl-C), no question more is asked and the one in flight is not kept."""
     from rags_expert.rag import RagsExpert
 
     agent = await RagsExpert(settings).async_init()
@@ -44,7 +46,11 @@ async def ask_questions(
     try:
         graph = agent.get_compiled_graph()
         for i, q in enumerate(questions):
+            if stopped():
+                break
             reply = await ask_one(graph, q.question, f"{thread_prefix}-{i}")
+            if stopped():  # its answer is whatever the interruption left of it
+                break
             results.append(await score(q, reply, judge))
             if on_result is not None:
                 on_result(results[-1])
