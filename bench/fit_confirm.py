@@ -170,7 +170,8 @@ def main() -> int:
         f"confirm_fit_{meta['split']}",
         f"evidence.min_confirm on {meta['model']}, {meta['split']} half (compact, run at 0)",
         wide(curve, chosen, len([r for r in rows if r["kind"] != "unanswerable"]), len(rows)),
-        notes=f"{len(rows)} questions ({meta['corpora']}); weights in {WEIGHTS.name}. " + text.rsplit("\n", 1)[-1],
+        notes=f"{len(rows)} questions of {len(set(r['corpus'] for r in rows))} corpora; weights in {WEIGHTS.name}. "
+        f"Corpora: {meta['corpora']}. The threshold " + text.rsplit("\n", 1)[-1],
     )
     return 0
 
