@@ -22,6 +22,8 @@ from rags_expert.retrieval.sparse import STOPWORDS
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 # from the start of a whitespace run only (a match tried at each of its characters was quadratic)
 _CITATION = re.compile(r"(?<!\s)\s*+\[\d+(?:\s*+[,;-]\s*+\d+)*+\]")
+_CUT_CITATION = re.compile(r"\s*\[\s*\d[\d\s,;-]*\Z")
+"""A marker the reply was cut inside, at the token cap ("… and [3] and [4"): no number the answer states."""
 
 QUESTION_WORDS = frozenset(
     {
@@ -201,8 +203,8 @@ def measure_hint(question: str) -> str | None:
 
 
 def strip_citations(text: str) -> str:
-    """``text`` without its ``[n]`` markers."""
-    return _CITATION.sub("", text).strip()
+    """``text`` without its ``[n]`` markers, also one left open where the reply was cut off."""
+    return _CUT_CITATION.sub("", _CITATION.sub("", text)).strip()
 
 
 def split_sentences(text: str) -> list[str]:

@@ -60,6 +60,7 @@ def ask(data_dir, answer: str, profile: str, second_reading: bool = True, p_yes:
         "The time when Castle Varen was built is [1].",
         "[1][2].",  # an empty citation
         "NOT FOUND",  # the compact prompt's decline
+        "Castle Varen was built in [1][2]. It is [1] and [2] and [1] and [2",  # cut at the cap inside a marker
     ],
 )
 def test_an_answer_without_a_fact_is_the_honest_failure(data_dir, profile, answer):

@@ -72,7 +72,8 @@ def states_something(answer: str, question: str) -> bool:
     """Whether some sentence of ``answer`` states a fact beyond the question: it does not stop where its fact
     should begin ("… is [1]."), and it holds a content term the question lacks, or is a plain yes / no to a yes-no
     question. "The most install jobs Poetry will run side by side is [1]." states nothing; "This is stated in [1]."
-    after a fact adds nothing, and takes nothing away."""
+    after a fact adds nothing, and takes nothing away; nor does "It is [1] and [2] and [3] and [4", a reply that
+    ran to the token cap repeating markers (the "4" of the marker it was cut inside is no number it states)."""
     return any(_states(sentence, question) for sentence in answer_sentences(answer))
 
 

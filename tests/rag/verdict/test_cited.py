@@ -33,6 +33,11 @@ DEPLOY = Document(
         ("[1][2].", "When was Castle Varen built?"),
         ("Yes [1].", "When was Castle Varen built?"),
         ("This is stated in [1].", "When was Castle Varen built?"),
+        # cut at the token cap inside a marker: the "4" of "[4" is no number it states
+        (
+            "The header that switches every request to HTTPS is [1][2]. It is [1][2] and [2] and [3] and [4",
+            "Which response header switches every request to HTTPS?",
+        ),
     ],
 )
 def test_an_answer_that_states_no_fact(answer, question):
