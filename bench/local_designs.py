@@ -358,6 +358,7 @@ def main() -> int:
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--corpus", nargs="+")
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each corpus and kind")
+    parser.add_argument("--ids", nargs="+", help="only the questions of these ids (of those --limit selects)")
     parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
     parser.add_argument("--in-process", action="store_true")
     parser.add_argument("--k", type=int, default=4, help="chunks plain RAG reads (retrieval.top_k's default)")
@@ -402,6 +403,7 @@ def main() -> int:
     corpora = rd.load_corpora()
     names = args.corpus or list(corpora)
     rows = rd.select(rd.load_questions(), args.split, names, args.limit)
+    rows = [r for r in rows if r["id"] in set(args.ids)] if args.ids else rows
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
     env |= {"PYTHONPATH": str(ROOT), "RAGS_EXPERT_LOCAL__MODEL_PATH": str(model)}
     env |= dict(e.split("=", 1) for e in args.env)
