@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # reader_signals reads helpers.shared_d
 import numpy as np  # noqa: E402
 from fit_confirm import answered  # noqa: E402
 from local_designs import fit  # noqa: E402
-from reader_signals import candidates  # noqa: E402
+from reader_signals import candidates, reading  # noqa: E402
 
 from rags_expert.evidence import strip_citations, terms  # noqa: E402
 from rags_expert.evidence.answer_type import new_numbers  # noqa: E402
@@ -65,25 +65,11 @@ def holds(answer: str, question: str, unit: str) -> bool:
 
 async def agreements(kb_dir: Path, rows: list[dict[str, Any]]) -> dict[str, float]:
     """Each confirmed answer's agreement, by question id."""
-    from rags_expert.evidence.reader.scorer import ReadingScorer
-    from rags_expert.rag.agent import retriever_frequencies
-    from rags_expert.rag.retrieve.reranking import RerankStage
-    from rags_expert.retrieval.factory import retriever_from_settings
     from rags_expert.retrieval.qdrant import close_client
-    from rags_expert.settings import RagsExpertSettings
 
     out: dict[str, float] = {}
     for corpus in sorted({r["corpus"] for r in rows}):
-        settings = RagsExpertSettings().updated({"store.data_dir": str(kb_dir / corpus), "evidence.profile": "compact"})
-        retriever, stage = retriever_from_settings(settings), RerankStage.from_settings(settings)
-        kb = getattr(retriever, "kb", None)
-        read = retriever_frequencies(retriever, settings.evidence.term_sample)
-        frequencies = read() if read else None
-        scorer = ReadingScorer(
-            settings.evidence,
-            (lambda kb=kb: kb.embeddings) if kb is not None else None,
-            frequencies=lambda f=frequencies: f,
-        )
+        settings, retriever, stage, scorer, frequencies = reading(kb_dir / corpus, {"evidence.profile": "compact"})
         try:
             for r in (r for r in rows if r["corpus"] == corpus):
                 units = await candidates(r["question"], settings, retriever, stage, scorer, frequencies)

@@ -82,6 +82,29 @@ async def candidates(
     return [{"text": c.text} | c.row for c in await reader_candidates(scorer, question, docs, frequencies)]
 
 
+def reading(data_dir: Path, changes: dict[str, Any]) -> tuple[Any, Any, Any, Any, Any]:
+    """``(settings, retriever, rerank stage, reading scorer, term frequencies)`` of the knowledge base in
+    ``data_dir`` as the agent reads it, ``changes`` applied to the default settings; close the store with
+    ``rags_expert.retrieval.qdrant.close_client(settings.store)``."""
+    from rags_expert.evidence.reader.scorer import ReadingScorer
+    from rags_expert.rag.agent import retriever_frequencies
+    from rags_expert.rag.retrieve.reranking import RerankStage
+    from rags_expert.retrieval.factory import retriever_from_settings
+    from rags_expert.settings import RagsExpertSettings
+
+    settings = RagsExpertSettings().updated({"store.data_dir": str(data_dir), **changes})
+    retriever = retriever_from_settings(settings)
+    kb = getattr(retriever, "kb", None)
+    read = retriever_frequencies(retriever, settings.evidence.term_sample)
+    frequencies = read() if read else None  # what the agent reads of the knowledge base
+    scorer = ReadingScorer(
+        settings.evidence,
+        (lambda: kb.embeddings) if kb is not None else None,
+        frequencies=lambda: frequencies,
+    )
+    return settings, retriever, RerankStage.from_settings(settings), scorer, frequencies
+
+
 def add_likelihoods(
     question: str,
     rows: list[dict[str, Any]],
@@ -179,12 +202,7 @@ def rank_metrics(rows: list[dict[str, Any]], signal: str) -> tuple[float, bool]:
 
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every dev question's candidates with their features and gold labels."""
-    from rags_expert.evidence.reader.scorer import ReadingScorer
-    from rags_expert.rag.agent import retriever_frequencies
-    from rags_expert.rag.retrieve.reranking import RerankStage
-    from rags_expert.retrieval.factory import retriever_from_settings
     from rags_expert.retrieval.qdrant import close_client
-    from rags_expert.settings import RagsExpertSettings
 
     questions = [q for q in dev_questions() if q["corpus"] in args.corpus]
     if args.limit:
@@ -194,17 +212,8 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     out = []
     with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
         for corpus in args.corpus:
-            base = RagsExpertSettings()
-            settings = base.updated({"store.data_dir": str(args.kb_dir / corpus), "evidence.profile": "small"})
-            retriever = retriever_from_settings(settings)
-            stage = RerankStage.from_settings(settings)
-            kb = getattr(retriever, "kb", None)
-            read = retriever_frequencies(retriever, settings.evidence.term_sample)
-            frequencies = read() if read else None  # what the agent reads of the knowledge base
-            scorer = ReadingScorer(
-                settings.evidence,
-                (lambda kb=kb: kb.embeddings) if kb is not None else None,
-                frequencies=lambda f=frequencies: f,
+            settings, retriever, stage, scorer, frequencies = reading(
+                args.kb_dir / corpus, {"evidence.profile": "small"}
             )
             try:
                 for q in [q for q in questions if q["corpus"] == corpus]:

@@ -25,20 +25,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import real_docs as rd  # noqa: E402
+from reader_signals import reading  # noqa: E402
 
 
 async def coverage(kb_dir: Path, split: str, max_strips: int | None) -> list[dict[str, Any]]:
     """Per answerable question: whether its answer pattern matches the whole chunks and the strips, and their
     characters."""
-    from rags_expert.evidence.reader.scorer import ReadingScorer
-    from rags_expert.rag.agent import retriever_frequencies
     from rags_expert.rag.grade.refinement import Refiner, recompose, split_strips
     from rags_expert.rag.profiles import RefinePlan
-    from rags_expert.rag.retrieve.reranking import RerankStage
-    from rags_expert.retrieval.factory import retriever_from_settings
     from rags_expert.retrieval.options import SearchOptions
     from rags_expert.retrieval.qdrant import close_client
-    from rags_expert.settings import RagsExpertSettings
 
     questions = [
         q
@@ -47,19 +43,10 @@ async def coverage(kb_dir: Path, split: str, max_strips: int | None) -> list[dic
     ]
     out = []
     for corpus in sorted({q["corpus"] for q in questions}):
-        changes: dict[str, Any] = {"store.data_dir": str(kb_dir / corpus), "evidence.profile": "compact"}
+        changes: dict[str, Any] = {"evidence.profile": "compact"}
         if max_strips:
             changes["refinement.max_strips"] = max_strips
-        settings = RagsExpertSettings().updated(changes)
-        retriever, stage = retriever_from_settings(settings), RerankStage.from_settings(settings)
-        kb = getattr(retriever, "kb", None)
-        read = retriever_frequencies(retriever, settings.evidence.term_sample)
-        frequencies = read() if read else None
-        scorer = ReadingScorer(
-            settings.evidence,
-            (lambda kb=kb: kb.embeddings) if kb is not None else None,
-            frequencies=lambda f=frequencies: f,
-        )
+        settings, retriever, stage, scorer, _ = reading(kb_dir / corpus, changes)
         plan = RefinePlan.of(settings)
         refiner = Refiner(None, None, scorer, plan)  # type: ignore[arg-type]  # the evidence method calls no model
         top_k = settings.retrieval.top_k
