@@ -35,10 +35,9 @@ from fit_confirm import answered  # noqa: E402
 from local_designs import fit  # noqa: E402
 from reader_signals import candidates, reading  # noqa: E402
 
-from rags_expert.evidence import strip_citations, terms  # noqa: E402
+from rags_expert.evidence import split_sentences, strip_citations, terms  # noqa: E402
 from rags_expert.evidence.answer_type import new_numbers  # noqa: E402
 from rags_expert.evidence.code import new_code  # noqa: E402
-from rags_expert.rag._shared.spans import answer_sentences  # noqa: E402
 from rags_expert.rag.verdict.cited import added_terms  # noqa: E402
 
 L2 = 0.1
@@ -48,7 +47,7 @@ def holds(answer: str, question: str, unit: str) -> bool:
     """Whether ``unit`` holds what one sentence of ``answer`` adds to ``question`` (its numbers and code names, or
     else every added term); the selector's own quote ("The source says: …") by every unit."""
     text, unit_terms = unit.lower(), terms(unit)
-    for sentence in answer_sentences(answer):
+    for sentence in split_sentences(answer):
         bare = strip_citations(sentence)
         if bare.startswith(("The source says", "The sources say")):
             return True
