@@ -22,7 +22,7 @@ from rags_expert.retrieval.sparse import STOPWORDS
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 # from the start of a whitespace run only (a match tried at each of its characters was quadratic)
 _CITATION = re.compile(r"(?<!\s)\s*+\[\d+(?:\s*+[,;-]\s*+\d+)*+\]")
-_CUT_CITATION = re.compile(r"\s*\[\s*\d[\d\s,;-]*\Z")
+_CUT_CITATION = re.compile(r"(?<!\s)\s*+\[\s*+\d[\d\s,;-]*+\Z")
 """A marker the reply was cut inside, at the token cap ("… and [3] and [4"): no number the answer states."""
 
 QUESTION_WORDS = frozenset(
