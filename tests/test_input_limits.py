@@ -224,6 +224,8 @@ def test_cypher_after_a_megabyte_of_blank_lines():
 
 def test_citations_and_table_rules_read_a_megabyte_of_spaces():
     assert strip_citations("built in 1412" + " " * MB + "[1]") == "built in 1412"
+    assert strip_citations("built in 1412" + " " * MB + "[4") == "built in 1412"  # cut inside a marker
+    assert strip_citations("built in" + " " * MB + "1412") == "built in" + " " * MB + "1412"
     assert units(" " * MB) == []
 
 
