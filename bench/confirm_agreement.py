@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))  # reader_signals reads helpers.shared_data
 
 import numpy as np  # noqa: E402
-from fit_confirm import answered  # noqa: E402
+from fit_confirm import MIN_ROWS, answered  # noqa: E402
 from local_designs import fit  # noqa: E402
 from reader_signals import candidates, reading  # noqa: E402
 
@@ -119,7 +119,7 @@ def per_kind(rows, agree, with_agreement) -> dict[str, np.ndarray]:
     for kind in ("generated", "extractive"):
         subset = [r for r in given if (r.get("answer_kind") or "generated") == kind]
         two = len({bool(r.get("right_cited")) for r in subset}) == 2
-        out[kind] = train(subset, agree, with_agreement) if len(subset) >= 20 and two else pooled
+        out[kind] = train(subset, agree, with_agreement) if len(subset) >= MIN_ROWS and two else pooled
     return out
 
 
