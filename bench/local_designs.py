@@ -21,6 +21,7 @@ answer's ``usage``), and median and p90 seconds.
     python bench/local_designs.py --report F.json --record   # the table of a saved run, into bench/results/
     python bench/local_designs.py --split dev --designs compact --env RAGS_EXPERT_EVIDENCE__MIN_CITED_SUPPORT=0 \
         --out dev.json && python bench/local_designs.py --fit dev.json   # fit evidence.min_cited_support on dev
+    python bench/local_designs.py --ceiling F.json [G.json:compact=LABEL ...]   # a perfect check's bound, per kind
 """
 
 from __future__ import annotations
@@ -241,6 +242,29 @@ def table(results: list[dict[str, Any]], designs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def ceiling(results: list[dict[str, Any]], designs: list[str]) -> str:
+    """What a perfect check could make of the designs' answers, per kind of answerable question: each design's
+    right and cited answers, and the questions that any of them answers right (a check that gives every right
+    answer and withholds every wrong one, choosing among the designs' answers). No check can do better than the
+    readings it checks: this bounds every design that only adds checks to them."""
+    by_id: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        by_id.setdefault(r["id"], {})[r["design"]] = r
+    common = [rows for rows in by_id.values() if all(d in rows for d in designs)]
+    head = "| questions | " + " | ".join(designs) + " | any of them (a perfect check) |"
+    lines = [head, "|---" * (len(designs) + 2) + "|"]
+    for kind in ("literal", "paraphrased"):
+        rows = [r for r in common if r[designs[0]]["kind"] == kind]
+        cells = [f"{kind} ({len(rows)})"]
+        for design in designs:
+            hits = sum(bool(r[design].get("right_cited")) for r in rows)
+            cells.append(f"{hits} ({rd.pct(hits, len(rows))})")
+        anyone = sum(any(r[d].get("right_cited") for d in designs) for r in rows)
+        cells.append(f"{anyone} ({rd.pct(anyone, len(rows))})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def node_times(results: list[dict[str, Any]], designs: list[str]) -> str:
     """Per design that recorded them (the CLI's ``timings``), the median seconds of each node that took ≥ 0.1 s,
     and the median prompt and output tokens a question."""
@@ -372,6 +396,12 @@ def main() -> int:
         help="print (and --record) the table of runs saved by --out (several: over the questions all designs asked); "
         "':compact=compact (issue 52, first)' shows a file's design under another name (an earlier code's run)",
     )
+    parser.add_argument(
+        "--ceiling",
+        nargs="+",
+        metavar="FILE[:DESIGN=LABEL]",
+        help="what a perfect check could keep of the saved runs' answers (runs without thresholds), per kind",
+    )
     parser.add_argument("--name", help="the recorded table's name (default: from the model, split and limit)")
     parser.add_argument(
         "--fit", type=Path, help="the min_cited_support curve of a compact run saved by --out (made with it at 0)"
@@ -381,6 +411,21 @@ def main() -> int:
     if args.report:
         runs = [relabelled(spec) for spec in args.report]
         report(merged(runs), args.record, args.name)
+        return 0
+    if args.ceiling:
+        data = merged([relabelled(spec) for spec in args.ceiling])
+        designs = list(dict.fromkeys(r["design"] for r in data["results"]))
+        text = ceiling(data["results"], designs)
+        print(text)
+        meta = data["meta"]
+        bench_results.record(
+            args.record,
+            args.name or f"local_designs_ceiling_{model_key(meta['model'])}_{meta['split']}",
+            f"What a perfect check could keep on {meta['model']}, real documentation {meta['split']} half",
+            text,
+            notes=f"{len({r['id'] for r in data['results']})} questions, runs saved at {meta['commit'][:7]}: each "
+            "design's right and cited answers, and the questions any answers right (a check only withholds answers).",
+        )
         return 0
     if args.fit:
         saved = json.loads(args.fit.read_text())
