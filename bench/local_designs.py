@@ -448,7 +448,9 @@ def main() -> int:
     corpora = rd.load_corpora()
     names = args.corpus or list(corpora)
     rows = rd.select(rd.load_questions(), args.split, names, args.limit)
-    rows = [r for r in rows if r["id"] in set(args.ids)] if args.ids else rows
+    if args.ids:
+        wanted = set(args.ids)
+        rows = [r for r in rows if r["id"] in wanted]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGS_EXPERT_", "OPENAI_"))}
     env |= {"PYTHONPATH": str(ROOT), "RAGS_EXPERT_LOCAL__MODEL_PATH": str(model)}
     env |= dict(e.split("=", 1) for e in args.env)
